@@ -1,0 +1,41 @@
+# Thin wrapper over CMake. Every target installs missing dependencies, configures and builds first, so that on a
+# fresh Debian 12 machine `make demo` and `make test` are all one needs.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+
+.PHONY: all deps configure build test demo bench sanitize clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+demo: build
+	@echo "== moonmq-plan on a skewed four-broker cluster (examples/snapshots/skewed-cluster.json) =="
+	$(BUILD)/moonmq-plan examples/snapshots/skewed-cluster.json --converge --text
+
+bench: build
+	$(BUILD)/benchmarks/goal_eval
+
+# The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too).
+sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON \
+	  -DMOONMQ_BUILD_BENCHMARKS=OFF -DMOONMQ_BUILD_EXAMPLES=OFF
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target moonmq_tests moonmq-plan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(ASAN_BUILD)/test/moonmq_tests
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,42 @@
+// The `Server.Autobalance` section of appsettings.json (and the `autobalance` object of a planner snapshot), as
+// plain structs with the documented defaults. Parsing from JSON lives in lib/ (see config_json.hpp); these types are
+// pure and can be built by hand by an embedding broker.
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace moonmq::autobalancer {
+
+/// One entry of `Autobalance.Goals`. Unset parameters take the goal's own default.
+struct goal_config {
+  std::string name;                        ///< registered goal name: NW_IN, NW_OUT, DISK, PARTITION_COUNT or custom
+  std::optional<double> deviation;         ///< band half-width as a fraction of the mean (default 0.1)
+  std::optional<double> detect_threshold;  ///< the goal is satisfied while the mean is below this
+  std::optional<double> min_change;        ///< net change of an out-of-band broker under this fraction of the mean is
+                                           ///< undone as not worth moving data for (default 0.05)
+};
+
+/// `Server.Autobalance`.
+struct autobalance_config {
+  bool enabled = false;
+  std::uint32_t interval_seconds = 60;
+  bool dry_run = true;
+  std::uint32_t max_actions_per_detect = 50;
+  std::uint32_t window = 60;               ///< load samples kept per partition
+  std::uint32_t min_valid = 1;             ///< samples needed before a partition's load counts
+  double percentile = 0.9;                 ///< load figure taken from the window
+  std::uint32_t max_moves_per_broker = 1;  ///< concurrent moves a broker runs at once (execution, not planning)
+  std::vector<goal_config> goals = default_goals();
+  std::vector<std::string> excluded_topics;   ///< never move
+  std::vector<std::string> excluded_brokers;  ///< never receive
+
+  static std::vector<goal_config> default_goals() {
+    return {{"NW_IN", {}, {}, {}}, {"NW_OUT", {}, {}, {}}, {"DISK", {}, {}, {}}, {"PARTITION_COUNT", {}, {}, {}}};
+  }
+};
+
+}  // namespace moonmq::autobalancer

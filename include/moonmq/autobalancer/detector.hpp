@@ -1,0 +1,123 @@
+// The anomaly detector: the pure decision engine. Snapshot in, plan out.
+//
+// `detect()` runs the configured goals in priority order on a copy of the snapshot (each goal may only take actions
+// every goal above it accepts; see goal.hpp), then turns what they did into a plan: the moves of one partition are
+// chained (A->B then B->C becomes A->C), moves that end where they started are dropped, and a SWAP stays a SWAP only
+// when neither of its partitions moved otherwise. The goals stop once MaxActionsPerDetect partition moves are live
+// (a SWAP counts two, since chaining may split it), so a plan never holds more actions than that. The same snapshot and
+// configuration give the same plan, byte for byte: every choice is ordered by value with the index as tie-break, and no
+// hash order is ever consulted.
+//
+// The detector owns no thread, clock or I/O; `cluster::balance_loop` is the backend that feeds and executes it.
+// Thread safety: one detect() at a time per detector (goals keep per-run state).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moonmq/autobalancer/action.hpp"
+#include "moonmq/autobalancer/config.hpp"
+#include "moonmq/autobalancer/goals/goal.hpp"
+#include "moonmq/autobalancer/goals/goal_registry.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::autobalancer {
+
+/// What one detection decided: actions against the snapshot it was given, in execution order.
+struct plan {
+  std::vector<action> actions;
+  bool empty() const noexcept { return actions.empty(); }
+};
+
+/// Applies a plan's actions, in order, to the snapshot it was planned against.
+inline void apply_plan(snapshot& s, const plan& p) {
+  for (const action& a : p.actions) s.apply(a);
+}
+
+class anomaly_detector {
+ public:
+  /// Builds the goals listed in `config.goals` from `registry`. Errors name the entry ("Goals[2]: unknown goal ..").
+  static result<anomaly_detector> create(const autobalance_config& config,
+                                         const goal_registry& registry = goal_registry::with_builtins()) {
+    anomaly_detector d;
+    d.config_ = config;
+    for (std::size_t i = 0; i < config.goals.size(); ++i) {
+      auto g = registry.create(config.goals[i]);
+      if (!g) return error{g.code(), "Goals[" + std::to_string(i) + "]: " + g.message()};
+      d.goals_.push_back(std::move(g.value()));
+    }
+    return d;
+  }
+
+  const autobalance_config& config() const noexcept { return config_; }
+  std::size_t goal_count() const noexcept { return goals_.size(); }
+  const goal& goal_at(std::size_t i) const { return *goals_[i]; }
+
+  /// Runs every goal on a copy of `snap` and returns the plan. `snap` is not changed.
+  plan detect(const snapshot& snap) {
+    snapshot work = snap;
+    for (const auto& t : config_.excluded_topics) work.exclude_topic(t);
+    for (const auto& b : config_.excluded_brokers) work.exclude_broker(b);
+
+    std::vector<goal*> order;
+    for (auto& g : goals_) order.push_back(g.get());
+    for (goal* g : order) g->prepare(work);
+
+    std::vector<action> raw;
+    std::size_t spent = 0;  // partition moves taken so far (a SWAP is two)
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (spent >= config_.max_actions_per_detect) break;
+      optimization ctx(work, std::span<goal* const>(order.data(), i), raw, config_.max_actions_per_detect - spent);
+      order[i]->optimize(ctx);
+      spent += ctx.spent();
+    }
+    return chain(snap, work, raw);
+  }
+
+  /// Whether every goal is met on `snap` (as the goals judge it; excluded brokers and topics applied).
+  bool satisfied(const snapshot& snap) {
+    snapshot work = snap;
+    for (const auto& t : config_.excluded_topics) work.exclude_topic(t);
+    for (const auto& b : config_.excluded_brokers) work.exclude_broker(b);
+    for (auto& g : goals_) g->prepare(work);
+    for (auto& g : goals_)
+      if (!g->satisfied(work)) return false;
+    return true;
+  }
+
+ private:
+  anomaly_detector() = default;
+
+  /// Turns the goals' raw actions into the net plan against `before` (`after` is the placement they reached).
+  static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw) {
+    std::vector<std::uint32_t> touches(before.partition_count(), 0);
+    for (const action& a : raw) {
+      ++touches[a.partition];
+      if (a.type == action_type::swap) ++touches[a.swap_partition];
+    }
+    std::vector<char> emitted(before.partition_count(), 0);
+    plan out;
+    auto emit_move = [&](partition_index p) {
+      if (emitted[p]) return;
+      emitted[p] = 1;
+      if (before.owner(p) != after.owner(p)) out.actions.push_back(action::move(p, before.owner(p), after.owner(p)));
+    };
+    for (const action& a : raw) {
+      if (a.type == action_type::swap && touches[a.partition] == 1 && touches[a.swap_partition] == 1) {
+        emitted[a.partition] = emitted[a.swap_partition] = 1;
+        out.actions.push_back(a);
+        continue;
+      }
+      emit_move(a.partition);
+      if (a.type == action_type::swap) emit_move(a.swap_partition);
+    }
+    return out;
+  }
+
+  autobalance_config config_;
+  std::vector<std::unique_ptr<goal>> goals_;
+};
+
+}  // namespace moonmq::autobalancer

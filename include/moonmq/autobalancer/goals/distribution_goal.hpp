@@ -1,0 +1,378 @@
+// A goal that keeps every active broker's total of one per-partition figure inside a band around the mean.
+//
+// This is the shape of all four built-in goals (NW_IN, NW_OUT, DISK, PARTITION_COUNT) and the easiest base for a
+// custom one: override `partition_value()` (and `broker_value()` when the total is known in O(1)).
+//
+// The band is mean * (1 ± Deviation) over the active brokers. While the mean is below DetectThreshold the goal is
+// met and tolerates anything. A broker's violation is its distance outside the band; every action this goal takes
+// strictly lowers the summed violation of the two brokers it touches (so optimizing always terminates), and as a
+// higher-priority goal it refuses any action that takes an in-band broker out of band or raises that sum.
+//
+// Optimizing runs in two phases. Shedding: brokers above the band, heaviest first, move their largest partitions
+// that help to the lightest brokers that may receive; when no single move is acceptable, a partition is swapped for
+// a lighter one on a light broker. Filling: brokers below the band, lightest first, take partitions from the
+// heaviest brokers. Finally, the net change of every broker that started out of band is checked: one under
+// MinChange of the mean is not worth the data it moves, and this goal's actions touching that broker are taken back.
+// Thread safety: one detector run at a time.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moonmq/autobalancer/goals/goal.hpp"
+
+namespace moonmq::autobalancer {
+
+/// The tunables every distribution goal takes (`Autobalance.Goals[i]`).
+struct distribution_params {
+  double deviation = 0.1;
+  double detect_threshold = 0.0;
+  double min_change = 0.05;
+
+  /// Fills the unset fields of `c` from `defaults`.
+  static distribution_params from(const goal_config& c, distribution_params defaults) {
+    if (c.deviation) defaults.deviation = *c.deviation;
+    if (c.detect_threshold) defaults.detect_threshold = *c.detect_threshold;
+    if (c.min_change) defaults.min_change = *c.min_change;
+    return defaults;
+  }
+};
+
+/// The interval a broker's total should lie in.
+struct band {
+  double lower = 0;
+  double upper = 0;
+};
+
+class distribution_goal : public goal {
+ public:
+  distribution_goal(std::string name, distribution_params params) : name_(std::move(name)), params_(params) {}
+
+  std::string_view name() const override { return name_; }
+  const distribution_params& params() const noexcept { return params_; }
+
+  /// The figure this goal balances, for one partition. Must not depend on where the partition is.
+  virtual double partition_value(const snapshot& s, partition_index p) const = 0;
+
+  /// A broker's total of partition_value(). The default sums over its partitions; override when it is known in O(1).
+  virtual double broker_value(const snapshot& s, broker_index b) const {
+    double sum = 0;
+    for (partition_index p : s.partitions_on(b)) sum += partition_value(s, p);
+    return sum;
+  }
+
+  /// The band for a given mean. The default is mean * (1 ± deviation).
+  virtual band band_for(double mean) const {
+    return {mean * (1.0 - params_.deviation), mean * (1.0 + params_.deviation)};
+  }
+
+  /// Among partitions of equal value, those with the higher key are tried first. Default: none preferred.
+  virtual double preference(const snapshot& /*s*/, partition_index /*p*/) const { return 0.0; }
+
+  /// Whether trading two partitions can help (not when every partition weighs the same).
+  virtual bool uses_swaps() const { return true; }
+
+  // ---- goal -------------------------------------------------------------------------------------------------------
+
+  void prepare(const snapshot& s) override {
+    double total = 0;
+    std::size_t active = 0;
+    for (broker_index b = 0; b < s.broker_count(); ++b) {
+      if (!s.active(b)) continue;
+      total += broker_value(s, b);
+      ++active;
+    }
+    mean_ = active ? total / static_cast<double>(active) : 0.0;
+    enabled_ = active > 0 && mean_ > 0 && mean_ >= params_.detect_threshold;
+    band_ = band_for(mean_);
+    eps_ = 1e-9 * std::max(1.0, mean_);
+  }
+
+  bool accepts(const snapshot& s, const action& a) const override {
+    if (!enabled_) return true;
+    auto [before_src, before_dest, after_src, after_dest] = violations(s, a);
+    if (before_src <= eps_ && after_src > eps_) return false;
+    if (before_dest <= eps_ && after_dest > eps_) return false;
+    return after_src + after_dest <= before_src + before_dest + eps_;
+  }
+
+  bool satisfied(const snapshot& s) const override {
+    if (!enabled_) return true;
+    for (broker_index b = 0; b < s.broker_count(); ++b)
+      if (s.active(b) && violation(broker_value(s, b)) > eps_) return false;
+    return true;
+  }
+
+  void optimize(optimization& ctx) override {
+    if (!enabled_) return;
+    const snapshot& s = ctx.snap();
+    start_value_.assign(s.broker_count(), 0.0);
+    ranked_.assign(s.broker_count(), {});
+    stale_.assign(s.broker_count(), 1);
+    by_value_.clear();
+    for (broker_index b = 0; b < s.broker_count(); ++b) {
+      start_value_[b] = broker_value(s, b);
+      if (s.active(b)) by_value_.emplace(start_value_[b], b);
+    }
+
+    std::vector<broker_index> over, under;
+    for (auto it = by_value_.rbegin(); it != by_value_.rend() && it->first > band_.upper + eps_; ++it)
+      over.push_back(it->second);
+    for (broker_index b : over) {
+      if (ctx.exhausted()) break;
+      shed(ctx, b);
+    }
+    for (auto it = by_value_.begin(); it != by_value_.end() && it->first < band_.lower - eps_; ++it)
+      if (s.can_receive(it->second)) under.push_back(it->second);
+    for (broker_index b : under) {
+      if (ctx.exhausted()) break;
+      fill(ctx, b);
+    }
+    take_back_trivial(ctx);
+  }
+
+  // ---- observers (reports, tests) -----------------------------------------------------------------------------------
+
+  double mean() const noexcept { return mean_; }
+  const band& current_band() const noexcept { return band_; }
+  /// False while the mean is below DetectThreshold (the goal is then met whatever the placement).
+  bool enabled() const noexcept { return enabled_; }
+  /// Distance of `value` outside the band (0 inside).
+  double violation(double value) const {
+    return std::max(0.0, value - band_.upper) + std::max(0.0, band_.lower - value);
+  }
+
+ protected:
+  /// How many destinations (or sources) are tried for one partition, and partitions for one pairing.
+  static constexpr int broker_tries = 8;
+  static constexpr int partition_tries = 32;
+
+ private:
+  struct ranked_partition {
+    double value;
+    partition_index p;
+  };
+  struct violation_change {
+    double before_src, before_dest, after_src, after_dest;
+  };
+
+  double delta(const snapshot& s, const action& a) const {
+    double d = partition_value(s, a.partition);
+    if (a.type == action_type::swap) d -= partition_value(s, a.swap_partition);
+    return d;
+  }
+
+  violation_change violations(const snapshot& s, const action& a) const {
+    double d = delta(s, a);
+    double vs = broker_value(s, a.src), vd = broker_value(s, a.dest);
+    return {violation(vs), violation(vd), violation(vs - d), violation(vd + d)};
+  }
+
+  /// This goal's own rule for its actions: the two brokers' summed violation must strictly drop.
+  bool improves(const snapshot& s, const action& a) const {
+    auto [bs, bd, as, ad] = violations(s, a);
+    return as + ad < bs + bd - eps_;
+  }
+
+  bool apply(optimization& ctx, const action& a) {
+    const snapshot& s = ctx.snap();
+    double vs = broker_value(s, a.src), vd = broker_value(s, a.dest);
+    if (!ctx.try_apply(a)) return false;
+    by_value_.erase({vs, a.src});
+    by_value_.erase({vd, a.dest});
+    by_value_.emplace(broker_value(s, a.src), a.src);
+    by_value_.emplace(broker_value(s, a.dest), a.dest);
+    note_arrival(s, a.dest, a.partition);
+    if (a.type == action_type::swap) note_arrival(s, a.src, a.swap_partition);
+    return true;
+  }
+
+  /// Orders partitions for ranked(): heavier first, then preferred, then by index.
+  bool ranks_before(const snapshot& s, const ranked_partition& x, const ranked_partition& y) const {
+    if (x.value != y.value) return x.value > y.value;
+    double px = preference(s, x.p), py = preference(s, y.p);
+    if (px != py) return px > py;
+    return x.p < y.p;
+  }
+
+  /// Keeps a built ranked list of `b` complete when partition `p` arrives there (entries that left are skipped
+  /// lazily by an owner check, so only arrivals need work).
+  void note_arrival(const snapshot& s, broker_index b, partition_index p) {
+    if (stale_[b]) return;
+    double v = partition_value(s, p);
+    if (!s.movable(p) || v <= 0) return;
+    auto& list = ranked_[b];
+    ranked_partition entry{v, p};
+    auto at =
+        std::lower_bound(list.begin(), list.end(), entry,
+                         [&](const ranked_partition& x, const ranked_partition& y) { return ranks_before(s, x, y); });
+    list.insert(at, entry);
+  }
+
+  /// Movable partitions of `b` with a positive value, heaviest first. Built on first use, then kept up to date by
+  /// note_arrival(); entries for partitions that have left are still in it (callers check the owner).
+  const std::vector<ranked_partition>& ranked(const snapshot& s, broker_index b) {
+    if (stale_[b]) {
+      auto& list = ranked_[b];
+      list.clear();
+      for (partition_index p : s.partitions_on(b)) {
+        if (!s.movable(p)) continue;
+        double v = partition_value(s, p);
+        if (v > 0) list.push_back({v, p});
+      }
+      std::sort(list.begin(), list.end(),
+                [&](const ranked_partition& x, const ranked_partition& y) { return ranks_before(s, x, y); });
+      stale_[b] = 0;
+    }
+    return ranked_[b];
+  }
+
+  /// The first entry of a heaviest-first list whose value is at most `limit`.
+  static std::size_t first_at_most(const std::vector<ranked_partition>& list, double limit) {
+    auto it = std::lower_bound(list.begin(), list.end(), limit,
+                               [](const ranked_partition& x, double lim) { return x.value > lim; });
+    return static_cast<std::size_t>(it - list.begin());
+  }
+
+  bool over(const snapshot& s, broker_index b) const { return broker_value(s, b) > band_.upper + eps_; }
+  bool under(const snapshot& s, broker_index b) const { return broker_value(s, b) < band_.lower - eps_; }
+
+  void shed(optimization& ctx, broker_index b) {
+    const snapshot& s = ctx.snap();
+    const std::vector<ranked_partition> candidates = ranked(s, b);  // copy: b's list may be rebuilt meanwhile
+    for (const auto& c : candidates) {
+      if (ctx.exhausted() || !over(s, b)) return;
+      if (s.owner(c.p) != b) continue;
+      int tries = 0;
+      for (auto it = by_value_.begin(); it != by_value_.end() && tries < broker_tries; ++it) {
+        broker_index d = it->second;
+        if (d == b || !s.can_receive(d)) continue;
+        ++tries;
+        action a = action::move(c.p, b, d);
+        // Receiving costs a heavier broker at least as much violation as a lighter one (violation is convex),
+        // so once the lightest candidate does not improve, none will.
+        if (!improves(s, a)) break;
+        if (apply(ctx, a)) break;
+      }
+    }
+    if (!uses_swaps()) return;
+    for (const auto& c : candidates) {
+      if (ctx.exhausted() || !over(s, b)) return;
+      if (s.owner(c.p) != b) continue;
+      int tries = 0;
+      for (auto it = by_value_.begin(); it != by_value_.end() && tries < broker_tries; ++it) {
+        broker_index d = it->second;
+        if (d == b || !s.can_receive(d)) continue;
+        ++tries;
+        if (try_swap(ctx, c, b, d)) break;
+      }
+    }
+  }
+
+  /// Trades heavy partition `c` on `heavy` for a lighter one on `light` that brings both nearer the band.
+  bool try_swap(optimization& ctx, const ranked_partition& c, broker_index heavy, broker_index light) {
+    const snapshot& s = ctx.snap();
+    double vh = broker_value(s, heavy), vl = broker_value(s, light);
+    double wanted = std::min(vh - mean_, mean_ - vl);  // net transfer that would centre the lighter side
+    if (wanted <= 0) wanted = vh - band_.upper;
+    const auto& list = ranked(s, light);
+    // Look around the partition whose trade would transfer `wanted`: a few heavier ones, then lighter ones.
+    std::size_t ideal = first_at_most(list, c.value - wanted);
+    std::size_t from = ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0;
+    int tries = 0;
+    for (std::size_t i = from; i < list.size() && tries < partition_tries; ++i) {
+      const auto& q = list[i];
+      if (q.value >= c.value || s.owner(q.p) != light) continue;
+      ++tries;
+      action a = action::swap(c.p, heavy, light, q.p);
+      if (improves(s, a) && apply(ctx, a)) return true;
+    }
+    return false;
+  }
+
+  void fill(optimization& ctx, broker_index u) {
+    const snapshot& s = ctx.snap();
+    while (!ctx.exhausted() && under(s, u)) {
+      bool moved = false;
+      int tries = 0;
+      for (auto it = by_value_.rbegin(); it != by_value_.rend() && tries < broker_tries && !moved; ++it) {
+        broker_index src = it->second;
+        if (src == u) continue;
+        if (it->first <= mean_) break;  // the rest are no heavier than the mean: nothing to give
+        ++tries;
+        double vu = broker_value(s, u);
+        const auto& list = ranked(s, src);
+        // First the partitions that would bring `u` no further than the mean, largest first; then the larger ones
+        // that still keep it inside the band.
+        std::size_t centred = first_at_most(list, std::min(mean_ - vu, it->first - mean_));
+        std::size_t fitting = first_at_most(list, band_.upper - vu);
+        moved =
+            move_one_of(ctx, list, centred, list.size(), src, u) || move_one_of(ctx, list, fitting, centred, src, u);
+        if (!moved && uses_swaps()) {
+          // By index and by value: a successful swap inserts into this list (and ends the loop).
+          int swaps = 0;
+          for (std::size_t i = 0; i < ranked(s, src).size() && swaps < partition_tries; ++i) {
+            const ranked_partition c = ranked_[src][i];
+            if (s.owner(c.p) != src) continue;
+            ++swaps;
+            if (try_swap(ctx, c, src, u)) {
+              moved = true;
+              break;
+            }
+          }
+        }
+      }
+      if (!moved) return;
+    }
+  }
+
+  /// Tries moves of list[from, to) from `src` to `dest` (at most partition_tries of them); true when one was taken.
+  bool move_one_of(optimization& ctx, const std::vector<ranked_partition>& list, std::size_t from, std::size_t to,
+                   broker_index src, broker_index dest) {
+    const snapshot& s = ctx.snap();
+    int scanned = 0;
+    for (std::size_t i = from; i < to && scanned < partition_tries; ++i) {
+      if (s.owner(list[i].p) != src) continue;
+      ++scanned;
+      action a = action::move(list[i].p, src, dest);
+      if (improves(s, a) && apply(ctx, a)) return true;
+    }
+    return false;
+  }
+
+  /// Takes back this goal's actions around brokers that started out of band but changed by less than MinChange of
+  /// the mean: moving data for so small a correction is churn.
+  void take_back_trivial(optimization& ctx) {
+    if (params_.min_change <= 0) return;
+    const snapshot& s = ctx.snap();
+    const double threshold = params_.min_change * mean_;
+    for (broker_index b = 0; b < s.broker_count(); ++b) {
+      if (violation(start_value_[b]) <= eps_) continue;
+      double net = broker_value(s, b) - start_value_[b];
+      if (std::abs(net) <= eps_ || std::abs(net) >= threshold) continue;
+      for (std::size_t i = ctx.own_actions().size(); i-- > 0;) {
+        const action& a = ctx.own_actions()[i];
+        if (a.src == b || a.dest == b) (void)ctx.take_back(i);
+      }
+    }
+  }
+
+  std::string name_;
+  distribution_params params_;
+  double mean_ = 0;
+  band band_;
+  double eps_ = 1e-9;
+  bool enabled_ = false;
+
+  // Working state of one optimize() run.
+  std::vector<double> start_value_;
+  std::vector<std::vector<ranked_partition>> ranked_;
+  std::vector<char> stale_;
+  std::set<std::pair<double, broker_index>> by_value_;
+};
+
+}  // namespace moonmq::autobalancer

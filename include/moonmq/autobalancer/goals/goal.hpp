@@ -1,0 +1,117 @@
+// The goal interface: what a distribution goal is, and the context it proposes actions through.
+//
+// The detector runs goals in priority order against one snapshot. A goal sees the snapshot through an
+// `optimization`, and changes it only with `optimization::try_apply()`, which carries an action out only when it is
+// valid (the partition may move, the destination may receive) and every goal of higher priority accepts it. That is
+// the whole contract between goals: a later goal can never undo what an earlier one achieved.
+//
+// To write a goal, derive from `goal` and override `name()` and `optimize()`, and `accepts()` when later goals must
+// not break what yours achieves. For "balance some per-partition figure across brokers", derive from
+// `distribution_goal` instead and override only `partition_value()`. Register it in a `goal_registry` under a name and
+// list that name in `Autobalance.Goals`.
+// Thread safety: a goal instance is used by one detector run at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moonmq/autobalancer/action.hpp"
+#include "moonmq/autobalancer/config.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+
+namespace moonmq::autobalancer {
+
+class optimization;
+
+class goal {
+ public:
+  virtual ~goal() = default;
+
+  /// The registered name, e.g. "NW_IN".
+  virtual std::string_view name() const = 0;
+
+  /// Called once per detection, before any goal optimizes, with the snapshot as frozen. Goals compute what does not
+  /// change while actions are tried (means and bands: moves conserve totals).
+  virtual void prepare(const snapshot& /*snap*/) {}
+
+  /// Proposes actions through `ctx.try_apply()` until the goal is met, nothing acceptable is left, or
+  /// `ctx.exhausted()`.
+  virtual void optimize(optimization& ctx) = 0;
+
+  /// Whether this goal tolerates action `a` proposed by a goal of lower priority, judged on `snap` before `a` is
+  /// applied. The default accepts everything.
+  virtual bool accepts(const snapshot& /*snap*/, const action& /*a*/) const { return true; }
+
+  /// Whether the goal is met on `snap` (for reports and tests). The default says yes.
+  virtual bool satisfied(const snapshot& /*snap*/) const { return true; }
+};
+
+/// The context a goal optimizes in: the shared snapshot, the goals above it, and the action budget.
+class optimization {
+ public:
+  /// `higher` are the goals of higher priority than the one optimizing; `budget` caps the partition moves it may
+  /// still take (a SWAP counts two).
+  optimization(snapshot& snap, std::span<goal* const> higher, std::vector<action>& actions, std::size_t budget)
+      : snap_(snap), higher_(higher), actions_(actions), budget_(budget), first_(actions.size()) {}
+
+  const snapshot& snap() const noexcept { return snap_; }
+
+  /// True when no further action may be taken in this detection.
+  bool exhausted() const noexcept { return live_ >= budget_; }
+
+  /// The part of the budget this goal's live actions use.
+  std::size_t spent() const noexcept { return live_; }
+
+  /// Whether `a` is valid now and every higher-priority goal accepts it (nothing is changed).
+  bool acceptable(const action& a) const {
+    if (!snap_.valid(a)) return false;
+    for (goal* g : higher_)
+      if (!g->accepts(snap_, a)) return false;
+    return true;
+  }
+
+  /// Carries out `a` if it is acceptable and the budget allows; returns whether it was carried out. A SWAP costs
+  /// two of the budget: it may be split into two moves when the plan is chained.
+  bool try_apply(const action& a) {
+    if (live_ + cost(a) > budget_ || !acceptable(a)) return false;
+    snap_.apply(a);
+    actions_.push_back(a);
+    live_ += cost(a);
+    return true;
+  }
+
+  /// The actions this goal has taken so far (taken-back ones are left out).
+  std::span<const action> own_actions() const { return {actions_.data() + first_, actions_.size() - first_}; }
+
+  /// Takes back this goal's `i`-th action (index into own_actions()) if its partitions are still where it put them
+  /// and the higher-priority goals accept the reversal. Returns whether it was taken back.
+  bool take_back(std::size_t i) {
+    const action a = actions_[first_ + i];
+    const action r = a.reversed();
+    // The reversal restores a placement that existed, so the destination's receive rule does not apply to it.
+    if (snap_.owner(a.partition) != a.dest) return false;
+    if (a.type == action_type::swap && snap_.owner(a.swap_partition) != a.src) return false;
+    for (goal* g : higher_)
+      if (!g->accepts(snap_, r)) return false;
+    snap_.apply(r);
+    actions_.erase(actions_.begin() + static_cast<std::ptrdiff_t>(first_ + i));
+    live_ -= cost(a);
+    return true;
+  }
+
+ private:
+  static std::size_t cost(const action& a) { return a.type == action_type::swap ? 2 : 1; }
+
+  snapshot& snap_;
+  std::span<goal* const> higher_;
+  std::vector<action>& actions_;
+  std::size_t budget_;
+  std::size_t first_;
+  std::size_t live_ = 0;
+};
+
+}  // namespace moonmq::autobalancer

@@ -1,0 +1,212 @@
+// A frozen, mutable picture of the cluster that goals work on.
+//
+// The detector runs every goal against one snapshot: goals try actions with `apply()` and take them back with
+// `undo()`, and the snapshot keeps each broker's totals (per resource and partition count) and its list of
+// partitions up to date incrementally, so that trying an action costs O(1) whatever the cluster's size.
+// Partitions and brokers are addressed by index (the order they were added in); data is laid out as arrays so that
+// a million partitions stay compact and scans stay in cache.
+//
+// A snapshot is built either by `cluster_model::freeze()` or directly (the offline planner, tests, benchmarks).
+// Thread safety: none; one snapshot belongs to one detector run.
+#pragma once
+
+#include <array>
+#include <cassert>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "moonmq/autobalancer/action.hpp"
+#include "moonmq/core/ids.hpp"
+
+namespace moonmq::autobalancer {
+
+/// The resources the distribution goals balance. Network figures are bytes per second, disk is bytes.
+enum class resource : std::uint8_t { nw_in = 0, nw_out = 1, disk = 2 };
+inline constexpr std::size_t resource_count = 3;
+
+constexpr const char* resource_name(resource r) noexcept {
+  switch (r) {
+    case resource::nw_in:
+      return "nw_in";
+    case resource::nw_out:
+      return "nw_out";
+    case resource::disk:
+      return "disk";
+  }
+  return "?";
+}
+
+/// One figure per resource.
+struct load_vector {
+  std::array<double, resource_count> v{};
+  double operator[](resource r) const noexcept { return v[static_cast<std::size_t>(r)]; }
+  double& operator[](resource r) noexcept { return v[static_cast<std::size_t>(r)]; }
+};
+
+class snapshot {
+ public:
+  // ---- building -------------------------------------------------------------------------------------------------
+
+  /// Adds a broker. `active` false = unreachable for this pass: it neither receives nor gives, and is left out of
+  /// every goal's mean. Returns its index. REQUIRES: `id` not added before.
+  broker_index add_broker(std::string id, bool active = true) {
+    auto b = static_cast<broker_index>(brokers_.size());
+    broker_by_id_.emplace(id, b);
+    brokers_.push_back({std::move(id), active, active});
+    broker_load_.emplace_back();
+    broker_count_.push_back(0);
+    members_.emplace_back();
+    return b;
+  }
+
+  /// Adds a partition owned by broker `owner`. `valid` false = its network load is not known yet (fewer samples
+  /// than MinValid): it counts for disk and partition count but never moves. Returns its index.
+  partition_index add_partition(std::string_view topic, std::int32_t partition, broker_index owner, load_vector load,
+                                bool valid = true) {
+    assert(owner < brokers_.size());
+    auto p = static_cast<partition_index>(topic_of_.size());
+    topic_of_.push_back(intern_topic(topic));
+    number_.push_back(partition);
+    owner_.push_back(owner);
+    load_.push_back(load);
+    flags_.push_back(valid ? 0 : flag_invalid);
+    if (is_internal_topic(topic)) flags_.back() |= flag_pinned;
+    position_.push_back(static_cast<std::uint32_t>(members_[owner].size()));
+    members_[owner].push_back(p);
+    for (std::size_t r = 0; r < resource_count; ++r) broker_load_[owner].v[r] += load.v[r];
+    ++broker_count_[owner];
+    return p;
+  }
+
+  /// Partitions of `topic` never move (configuration's ExcludedTopics).
+  void exclude_topic(std::string_view topic) {
+    auto it = topic_ids_.find(topic);
+    if (it == topic_ids_.end()) return;
+    for (std::size_t p = 0; p < topic_of_.size(); ++p)
+      if (topic_of_[p] == it->second) flags_[p] |= flag_pinned;
+  }
+
+  /// Broker `id` never receives (configuration's ExcludedBrokers). Unknown ids are ignored.
+  void exclude_broker(std::string_view id) {
+    if (auto b = find_broker(id); b != no_index) brokers_[b].can_receive = false;
+  }
+
+  // ---- reading --------------------------------------------------------------------------------------------------
+
+  std::size_t broker_count() const noexcept { return brokers_.size(); }
+  std::size_t partition_count() const noexcept { return topic_of_.size(); }
+
+  const std::string& broker_id(broker_index b) const { return brokers_[b].id; }
+  bool active(broker_index b) const { return brokers_[b].active; }
+  /// Active and not excluded: may be the destination of an action.
+  bool can_receive(broker_index b) const { return brokers_[b].can_receive; }
+  broker_index find_broker(std::string_view id) const {
+    auto it = broker_by_id_.find(id);
+    return it == broker_by_id_.end() ? no_index : it->second;
+  }
+
+  const std::string& topic(partition_index p) const { return topics_[topic_of_[p]]; }
+  std::uint32_t topic_id(partition_index p) const { return topic_of_[p]; }
+  std::size_t topic_count() const noexcept { return topics_.size(); }
+  std::int32_t partition_number(partition_index p) const { return number_[p]; }
+  broker_index owner(partition_index p) const { return owner_[p]; }
+  double load(partition_index p, resource r) const { return load_[p][r]; }
+  const load_vector& loads(partition_index p) const { return load_[p]; }
+  /// May move: not internal, not excluded, load known, and its owner is active.
+  bool movable(partition_index p) const { return flags_[p] == 0 && brokers_[owner_[p]].active; }
+
+  double broker_load(broker_index b, resource r) const { return broker_load_[b][r]; }
+  std::uint32_t broker_partition_count(broker_index b) const { return broker_count_[b]; }
+  /// The partitions a broker owns now, in no particular order.
+  const std::vector<partition_index>& partitions_on(broker_index b) const { return members_[b]; }
+
+  // ---- changing -------------------------------------------------------------------------------------------------
+
+  /// Carries out an action on the snapshot. REQUIRES: the action is valid against the current placement.
+  void apply(const action& a) {
+    relocate(a.partition, a.src, a.dest);
+    if (a.type == action_type::swap) relocate(a.swap_partition, a.dest, a.src);
+  }
+
+  /// Takes back an action applied earlier. REQUIRES: the partitions are where the action put them.
+  void undo(const action& a) { apply(a.reversed()); }
+
+  /// True when `a` can be applied to the current placement: the partitions are where it says, they may move, and
+  /// the destination(s) may receive.
+  bool valid(const action& a) const {
+    if (a.src == a.dest || a.src >= brokers_.size() || a.dest >= brokers_.size()) return false;
+    if (a.partition >= owner_.size() || owner_[a.partition] != a.src || !movable(a.partition)) return false;
+    if (!can_receive(a.dest)) return false;
+    if (a.type == action_type::swap) {
+      if (a.swap_partition >= owner_.size() || owner_[a.swap_partition] != a.dest || !movable(a.swap_partition))
+        return false;
+      if (!can_receive(a.src)) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::uint8_t flag_invalid = 1;  // load not known yet
+  static constexpr std::uint8_t flag_pinned = 2;   // internal or excluded topic
+
+  struct broker_info {
+    std::string id;
+    bool active;
+    bool can_receive;
+  };
+
+  std::uint32_t intern_topic(std::string_view topic) {
+    if (auto it = topic_ids_.find(topic); it != topic_ids_.end()) return it->second;
+    auto id = static_cast<std::uint32_t>(topics_.size());
+    topic_ids_.emplace(std::string(topic), id);
+    topics_.emplace_back(topic);
+    return id;
+  }
+
+  /// Lets the maps be searched with a string_view, without building a std::string per lookup.
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  template <typename V>
+  using name_map = std::unordered_map<std::string, V, name_hash, std::equal_to<>>;
+
+  void relocate(partition_index p, broker_index from, broker_index to) {
+    assert(owner_[p] == from);
+    auto& src = members_[from];
+    std::uint32_t pos = position_[p];
+    partition_index last = src.back();
+    src[pos] = last;
+    position_[last] = pos;
+    src.pop_back();
+    position_[p] = static_cast<std::uint32_t>(members_[to].size());
+    members_[to].push_back(p);
+    owner_[p] = to;
+    for (std::size_t r = 0; r < resource_count; ++r) {
+      broker_load_[from].v[r] -= load_[p].v[r];
+      broker_load_[to].v[r] += load_[p].v[r];
+    }
+    --broker_count_[from];
+    ++broker_count_[to];
+  }
+
+  std::vector<broker_info> brokers_;
+  name_map<broker_index> broker_by_id_;
+  std::vector<load_vector> broker_load_;
+  std::vector<std::uint32_t> broker_count_;
+  std::vector<std::vector<partition_index>> members_;
+
+  std::vector<std::string> topics_;
+  name_map<std::uint32_t> topic_ids_;
+  std::vector<std::uint32_t> topic_of_;
+  std::vector<std::int32_t> number_;
+  std::vector<broker_index> owner_;
+  std::vector<load_vector> load_;
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::uint32_t> position_;  // index of the partition in members_[owner]
+};
+
+}  // namespace moonmq::autobalancer

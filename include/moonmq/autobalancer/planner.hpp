@@ -1,0 +1,90 @@
+// The offline planner's engine: detect once, or detect-apply-detect until the plan is empty, and report each
+// broker's load before and after. `moonmq-plan` is a thin command line over this; tests and custom-goal authors
+// call it directly.
+// Thread safety: pure functions over values; the detector passed in is used by one caller at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moonmq/autobalancer/detector.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+
+namespace moonmq::autobalancer {
+
+/// An action with names instead of indexes: what people and the wire see.
+struct described_action {
+  action_type type = action_type::move;
+  std::string topic;
+  std::int32_t partition = 0;
+  std::string src;
+  std::string dest;
+  std::string swap_topic;           ///< only for SWAP
+  std::int32_t swap_partition = 0;  ///< only for SWAP
+};
+
+inline described_action describe(const snapshot& s, const action& a) {
+  described_action d{
+      a.type, s.topic(a.partition), s.partition_number(a.partition), s.broker_id(a.src), s.broker_id(a.dest), {}, 0};
+  if (a.type == action_type::swap) {
+    d.swap_topic = s.topic(a.swap_partition);
+    d.swap_partition = s.partition_number(a.swap_partition);
+  }
+  return d;
+}
+
+/// One broker's totals.
+struct broker_totals {
+  load_vector load;
+  std::uint32_t partitions = 0;
+};
+
+struct broker_summary {
+  std::string id;
+  bool active = true;
+  broker_totals before;
+  broker_totals after;
+};
+
+struct planner_report {
+  std::vector<described_action> actions;  ///< every pass's actions, in execution order
+  std::size_t passes = 0;                 ///< detections run (the last one, when converged, found nothing to do)
+  bool converged = false;                 ///< the last detection's plan was empty
+  bool satisfied = false;                 ///< every goal met on the final placement
+  std::vector<broker_summary> brokers;
+};
+
+inline broker_totals totals_of(const snapshot& s, broker_index b) {
+  broker_totals t;
+  for (std::size_t r = 0; r < resource_count; ++r) t.load.v[r] = s.broker_load(b, static_cast<resource>(r));
+  t.partitions = s.broker_partition_count(b);
+  return t;
+}
+
+/// Plans against `snap`: one detection, or with `converge` detections applied in turn until one finds nothing to
+/// do or `max_passes` detections have run.
+inline planner_report run_planner(snapshot snap, anomaly_detector& detector, bool converge, std::size_t max_passes) {
+  planner_report report;
+  std::vector<broker_totals> before;
+  for (broker_index b = 0; b < snap.broker_count(); ++b) before.push_back(totals_of(snap, b));
+  const std::size_t limit = converge ? (max_passes ? max_passes : 1) : 1;
+  while (report.passes < limit) {
+    plan p = detector.detect(snap);
+    ++report.passes;
+    if (p.empty()) {
+      report.converged = true;
+      break;
+    }
+    for (const action& a : p.actions) {
+      report.actions.push_back(describe(snap, a));
+      snap.apply(a);
+    }
+  }
+  report.satisfied = detector.satisfied(snap);
+  for (broker_index b = 0; b < snap.broker_count(); ++b)
+    report.brokers.push_back({snap.broker_id(b), snap.active(b), before[b], totals_of(snap, b)});
+  return report;
+}
+
+}  // namespace moonmq::autobalancer

@@ -1,0 +1,31 @@
+// The planner's file formats (DESIGN.md §9): a cluster snapshot as JSON in, a plan as JSON (or a text table) out.
+// Implemented in lib/ with RapidJSON.
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "moonmq/autobalancer/config.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+#include "moonmq/autobalancer/planner.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::autobalancer {
+
+struct planner_input {
+  snapshot snap;
+  autobalance_config config;  ///< the snapshot's `autobalance` object, or the defaults
+};
+
+/// Reads a snapshot document. Faults (not JSON, a missing field, a duplicate broker or partition, a partition on an
+/// unknown broker, a negative load) are errors naming the field, e.g. "partitions[3].nw_in: must not be negative".
+result<planner_input> parse_planner_input(std::string_view json);
+
+/// The plan as the JSON object of DESIGN.md §9 (plus `converged` and `satisfied`).
+std::string render_plan_json(const planner_report& report);
+
+/// A table for people: each broker's load per resource before and after, then the actions.
+std::string render_plan_text(const planner_report& report);
+
+}  // namespace moonmq::autobalancer

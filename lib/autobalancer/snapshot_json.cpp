@@ -1,0 +1,189 @@
+#include "moonmq/autobalancer/snapshot_json.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <set>
+#include <unordered_set>
+
+#include "autobalancer/config_reader.hpp"
+#include "json/object_reader.hpp"
+
+namespace moonmq::autobalancer {
+
+namespace {
+
+std::string index_path(const char* array, rapidjson::SizeType i) { return fmt::format("{}[{}]", array, i); }
+
+}  // namespace
+
+result<planner_input> parse_planner_input(std::string_view text) {
+  rapidjson::Document doc;
+  if (auto s = json::parse_document(text, doc, "snapshot"); !s) return s.err();
+  json::object_reader top(doc, "");
+  planner_input in;
+
+  const auto* brokers = top.member("brokers");
+  const auto* partitions = top.member("partitions");
+  const auto* autobalance = top.member("autobalance");
+  if (!top.ok()) return top.first_error().err();
+  if (!brokers) return error{errc::invalid_argument, "brokers: is required"};
+  if (!brokers->IsArray())
+    return error{errc::invalid_argument, std::string("brokers: expected an array, got ") + json::type_name(*brokers)};
+  if (!partitions) return error{errc::invalid_argument, "partitions: is required"};
+  if (!partitions->IsArray())
+    return error{errc::invalid_argument,
+                 std::string("partitions: expected an array, got ") + json::type_name(*partitions)};
+  if (autobalance) {
+    if (auto s = read_autobalance_config(*autobalance, "autobalance", in.config); !s) return s.err();
+  }
+  if (auto s = top.finish(); !s) return s.err();
+
+  for (rapidjson::SizeType i = 0; i < brokers->Size(); ++i) {
+    json::object_reader r((*brokers)[i], index_path("brokers", i));
+    std::string id;
+    bool active = true;
+    r.get("id", id, true);
+    r.get("active", active);
+    if (r.ok() && id.empty()) r.fail("id", "must not be empty");
+    if (r.ok() && in.snap.find_broker(id) != no_index) r.fail("id", "broker '" + id + "' is listed twice");
+    if (auto s = r.finish(); !s) return s.err();
+    in.snap.add_broker(id, active);
+  }
+
+  std::unordered_set<topic_partition> seen;
+  for (rapidjson::SizeType i = 0; i < partitions->Size(); ++i) {
+    json::object_reader r((*partitions)[i], index_path("partitions", i));
+    std::string topic, broker;
+    std::int64_t number = 0;
+    load_vector load;
+    r.get("topic", topic, true);
+    r.get("partition", number, true);
+    r.get("broker", broker, true);
+    for (std::size_t k = 0; k < resource_count; ++k) {
+      const char* key = resource_name(static_cast<resource>(k));
+      if (r.get(key, load.v[k])) r.non_negative(key, load.v[k]);
+    }
+    if (r.ok() && topic.empty()) r.fail("topic", "must not be empty");
+    if (r.ok() && (number < 0 || number > INT32_MAX)) r.fail("partition", "must be from 0 to 2147483647");
+    broker_index owner = no_index;
+    if (r.ok()) {
+      owner = in.snap.find_broker(broker);
+      if (owner == no_index) r.fail("broker", "unknown broker '" + broker + "'");
+    }
+    if (r.ok() && !seen.insert({topic, static_cast<std::int32_t>(number)}).second)
+      r.fail("partition", fmt::format("{}-{} is listed twice", topic, number));
+    if (auto s = r.finish(); !s) return s.err();
+    in.snap.add_partition(topic, static_cast<std::int32_t>(number), owner, load);
+  }
+  return in;
+}
+
+namespace {
+
+void write_totals(rapidjson::Writer<rapidjson::StringBuffer>& w, const broker_totals& t) {
+  w.StartObject();
+  for (std::size_t r = 0; r < resource_count; ++r) {
+    w.Key(resource_name(static_cast<resource>(r)));
+    w.Double(t.load.v[r]);
+  }
+  w.Key("partitions");
+  w.Uint(t.partitions);
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string render_plan_json(const planner_report& report) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("actions");
+  w.StartArray();
+  for (const auto& a : report.actions) {
+    w.StartObject();
+    w.Key("type");
+    w.String(action_type_name(a.type));
+    w.Key("topic");
+    w.String(a.topic.c_str(), static_cast<rapidjson::SizeType>(a.topic.size()));
+    w.Key("partition");
+    w.Int(a.partition);
+    w.Key("src");
+    w.String(a.src.c_str(), static_cast<rapidjson::SizeType>(a.src.size()));
+    w.Key("dest");
+    w.String(a.dest.c_str(), static_cast<rapidjson::SizeType>(a.dest.size()));
+    if (a.type == action_type::swap) {
+      w.Key("swap_topic");
+      w.String(a.swap_topic.c_str(), static_cast<rapidjson::SizeType>(a.swap_topic.size()));
+      w.Key("swap_partition");
+      w.Int(a.swap_partition);
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("passes");
+  w.Uint64(report.passes);
+  w.Key("converged");
+  w.Bool(report.converged);
+  w.Key("satisfied");
+  w.Bool(report.satisfied);
+  w.Key("brokers");
+  w.StartArray();
+  for (const auto& b : report.brokers) {
+    w.StartObject();
+    w.Key("id");
+    w.String(b.id.c_str(), static_cast<rapidjson::SizeType>(b.id.size()));
+    w.Key("active");
+    w.Bool(b.active);
+    w.Key("before");
+    write_totals(w, b.before);
+    w.Key("after");
+    write_totals(w, b.after);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+namespace {
+
+/// 1536 -> "1.5 Ki", in binary units, for the table.
+std::string human(double v) {
+  static const char* units[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi"};
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+}  // namespace
+
+std::string render_plan_text(const planner_report& report) {
+  std::string out;
+  out += fmt::format("{:<12} {:>23} {:>23} {:>23} {:>13}\n", "broker", "nw_in B/s before>after",
+                     "nw_out B/s before>after", "disk B before>after", "partitions");
+  for (const auto& b : report.brokers) {
+    std::string id = b.active ? b.id : b.id + " (down)";
+    out += fmt::format("{:<12} {:>23} {:>23} {:>23} {:>13}\n", id,
+                       human(b.before.load[resource::nw_in]) + " > " + human(b.after.load[resource::nw_in]),
+                       human(b.before.load[resource::nw_out]) + " > " + human(b.after.load[resource::nw_out]),
+                       human(b.before.load[resource::disk]) + " > " + human(b.after.load[resource::disk]),
+                       fmt::format("{} > {}", b.before.partitions, b.after.partitions));
+  }
+  out += fmt::format("\n{} action(s) in {} pass(es); {}; goals {}\n", report.actions.size(), report.passes,
+                     report.converged ? "converged" : "not converged", report.satisfied ? "met" : "not all met");
+  for (const auto& a : report.actions) {
+    if (a.type == action_type::swap)
+      out += fmt::format("  SWAP {}-{} {} -> {}  with {}-{}\n", a.topic, a.partition, a.src, a.dest, a.swap_topic,
+                         a.swap_partition);
+    else
+      out += fmt::format("  MOVE {}-{} {} -> {}\n", a.topic, a.partition, a.src, a.dest);
+  }
+  return out;
+}
+
+}  // namespace moonmq::autobalancer

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages MoonMQ builds, tests and benchmarks with, when any is missing.
+# Idempotent: a machine that already has them all does nothing (and needs no network).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache
+  libasio-dev libcpp-httplib-dev rapidjson-dev libfmt-dev catch2 libssl-dev
+  libspdlog-dev libcli11-dev
+  openssl curl python3 prometheus
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

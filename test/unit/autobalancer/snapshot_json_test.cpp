@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include "moonmq/autobalancer/snapshot_json.hpp"
+
+using namespace moonmq::autobalancer;
+
+namespace {
+
+const char* example = R"({
+  "brokers": [ {"id": "b1", "active": true}, {"id": "b2"} ],
+  "partitions": [
+    {"topic": "orders", "partition": 0, "broker": "b1", "nw_in": 2097152.0, "nw_out": 4194304.0, "disk": 1073741824},
+    {"topic": "orders", "partition": 1, "broker": "b1", "nw_in": 2097152.0, "nw_out": 4194304.0, "disk": 1073741824}
+  ],
+  "autobalance": { "MaxActionsPerDetect": 50,
+                   "Goals": [ {"Name": "NW_IN", "Deviation": 0.1, "DetectThreshold": 1048576},
+                              {"Name": "NW_OUT"}, {"Name": "DISK"}, {"Name": "PARTITION_COUNT"} ] }
+})";
+
+}  // namespace
+
+TEST_CASE("the snapshot format of the design is read", "[snapshot_json]") {
+  auto in = parse_planner_input(example);
+  REQUIRE(in);
+  CHECK(in->snap.broker_count() == 2);
+  CHECK(in->snap.partition_count() == 2);
+  CHECK(in->snap.load(0, resource::nw_out) == 4194304.0);
+  CHECK(in->snap.broker_load(0, resource::disk) == 2.0 * 1073741824);
+  CHECK(in->config.goals.size() == 4);
+  CHECK(*in->config.goals[0].detect_threshold == 1048576);
+}
+
+TEST_CASE("snapshot faults name the field", "[snapshot_json]") {
+  auto check = [](const char* json, const char* message) {
+    auto in = parse_planner_input(json);
+    REQUIRE_FALSE(in);
+    CHECK(in.message() == message);
+  };
+  check("[1,", "snapshot: not valid JSON at byte 3: Invalid value.");
+  check(R"({"partitions": []})", "brokers: is required");
+  check(R"({"brokers": []})", "partitions: is required");
+  check(R"({"brokers": {}, "partitions": []})", "brokers: expected an array, got an object");
+  check(R"({"brokers": [], "partitions": [], "extra": 1})", "extra: unknown key");
+  check(R"({"brokers": [{"active": true}], "partitions": []})", "brokers[0].id: is required");
+  check(R"({"brokers": [{"id": "b1"}, {"id": "b1"}], "partitions": []})", "brokers[1].id: broker 'b1' is listed twice");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": 0}]})",
+        "partitions[0].broker: is required");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": 0, "broker": "b7"}]})",
+        "partitions[0].broker: unknown broker 'b7'");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": 0, "broker": "b1", "nw_in": -1}]})",
+        "partitions[0].nw_in: must not be negative");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": 0, "broker": "b1", "disk": "x"}]})",
+        "partitions[0].disk: expected a number, got a string");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": -2, "broker": "b1"}]})",
+        "partitions[0].partition: must be from 0 to 2147483647");
+  check(R"({"brokers": [{"id": "b1"}], "partitions": [{"topic": "t", "partition": 0, "broker": "b1"},
+                                                        {"topic": "t", "partition": 0, "broker": "b1"}]})",
+        "partitions[1].partition: t-0 is listed twice");
+  check(R"({"brokers": [], "partitions": [], "autobalance": {"Window": "x"}})",
+        "autobalance.Window: expected a whole number from 0 to 4294967295, got a string");
+}
+
+TEST_CASE("the plan is rendered in the design's format", "[snapshot_json]") {
+  auto in = parse_planner_input(example);
+  REQUIRE(in);
+  auto d = anomaly_detector::create(in->config);
+  REQUIRE(d);
+  planner_report report = run_planner(in->snap, *d, true, 10);
+  std::string json = render_plan_json(report);
+  rapidjson::Document doc;
+  doc.Parse(json.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  REQUIRE(doc["actions"].IsArray());
+  REQUIRE(doc["actions"].Size() == 1);
+  const auto& a = doc["actions"][0];
+  CHECK(std::string(a["type"].GetString()) == "MOVE");
+  CHECK(std::string(a["topic"].GetString()) == "orders");
+  CHECK(std::string(a["src"].GetString()) == "b1");
+  CHECK(std::string(a["dest"].GetString()) == "b2");
+  CHECK(doc["passes"].GetUint() == 2);
+  CHECK(doc["converged"].GetBool());
+  const auto& b1 = doc["brokers"][0];
+  CHECK(std::string(b1["id"].GetString()) == "b1");
+  CHECK(b1["before"]["partitions"].GetUint() == 2);
+  CHECK(b1["after"]["partitions"].GetUint() == 1);
+  CHECK(b1["before"]["nw_in"].GetDouble() == 4194304.0);
+  CHECK(b1["after"]["disk"].GetDouble() == 1073741824.0);
+  std::string text = render_plan_text(report);
+  CHECK_THAT(text, Catch::Contains("MOVE orders-"));
+  CHECK_THAT(text, Catch::Contains("converged"));
+}
