@@ -1,0 +1,21 @@
+// CRC-32C (Castagnoli), the checksum of every record frame and durable file. Uses the SSE 4.2 instruction when the
+// processor has it (detected once at run time), a table otherwise; both give the same value.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace moonmq {
+
+/// Extends `crc` (0 to start) over `size` bytes at `data`.
+std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+
+/// The table-driven implementation alone (for tests that compare it with the instruction).
+std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+
+inline std::uint32_t crc32c(const void* data, std::size_t size) noexcept { return crc32c_extend(0, data, size); }
+inline std::uint32_t crc32c(std::string_view s) noexcept { return crc32c(s.data(), s.size()); }
+
+}  // namespace moonmq

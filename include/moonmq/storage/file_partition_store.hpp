@@ -1,0 +1,45 @@
+// The file-backed partition_store: one append-only log file per partition under `<data_dir>/topics/<topic>/`, frames
+// as in record.hpp, offsets are byte positions, and each topic's partition count in `topic.json` (replaced
+// atomically).
+//
+// Durability. Every append reaches the kernel (one pwrite) before it returns, so a crash of the process loses no
+// acknowledged record. `fsync` decides when it reaches the disk: `always` (before the append returns), `interval`
+// (a background flusher syncs partitions written since its last round every `fsync_interval_ms`), `never` (the
+// kernel decides). `sync()` forces one partition.
+//
+// Recovery. Opening scans every log. A torn tail (an incomplete last frame, a zero-filled tail, or a last frame that
+// fails its checksum) is truncated back to the last whole record and reported through the logger; a bad frame
+// followed by more data is corruption, reported as an error naming the file and offset, and the store does not open.
+// Thread safety: all methods may be called concurrently; appends to one partition are serialized by a per-partition
+// lock, reads of already written bytes take no lock on the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "moonmq/core/logger.hpp"
+#include "moonmq/storage/partition_store.hpp"
+
+namespace moonmq::storage {
+
+enum class fsync_policy { always, interval, never };
+
+/// "always" | "interval" | "never".
+result<fsync_policy> parse_fsync_policy(std::string_view s);
+const char* fsync_policy_name(fsync_policy p);
+
+struct file_store_options {
+  std::string data_dir;
+  fsync_policy fsync = fsync_policy::interval;
+  std::uint32_t fsync_interval_ms = 1000;
+  std::shared_ptr<logger> log = default_logger();
+};
+
+/// Topic names: 1 to 249 characters from [A-Za-z0-9._-], not "." or "..". The error names the topic.
+status validate_topic_name(std::string_view topic);
+
+/// Opens (creating the directories if needed) and recovers the store.
+result<std::unique_ptr<partition_store>> open_file_partition_store(const file_store_options& options);
+
+}  // namespace moonmq::storage

@@ -1,0 +1,70 @@
+// The seam between the cluster layer and a broker's partition data.
+//
+// A partition is a log of framed records (record.hpp) whose offsets are byte positions. The cluster layer reads whole
+// frames to migrate them, appends forwarded produces at the end, and appends migration batches with `append_at`,
+// which refuses (with the store's real end offset) unless the batch lands exactly at the expected offset, so that a
+// retried batch is never written twice. An embedding broker implements this over its own log; the project ships a
+// file-backed one (lib/) and an in-memory twin (memory_partition_store.hpp).
+// Thread safety: implementations must allow concurrent calls, including appends to the same partition from several
+// threads (each append is atomic: its records are contiguous and its offsets are those returned).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
+#include "moonmq/storage/record.hpp"
+
+namespace moonmq::storage {
+
+/// Whole frames read from a partition.
+struct read_result {
+  std::string bytes;              ///< whole frames, possibly none
+  std::uint64_t next_offset = 0;  ///< the offset after the last frame returned (== from when none)
+  std::uint64_t end_offset = 0;   ///< the partition's end offset at the time of the read
+};
+
+class partition_store {
+ public:
+  virtual ~partition_store() = default;
+
+  /// Creates `topic` with `partitions` partitions, or grows it to that count. Never shrinks: asking for fewer than it
+  /// has is not an error and changes nothing. Returns the resulting partition count.
+  virtual result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) = 0;
+
+  /// The topic's partition count; not_found for an unknown topic.
+  virtual result<std::int32_t> partition_count(const std::string& topic) const = 0;
+
+  /// Every topic, sorted.
+  virtual std::vector<std::string> topics() const = 0;
+
+  /// Every partition of every topic, sorted.
+  virtual std::vector<topic_partition> list_partitions() const = 0;
+
+  /// The offset the next append will get (the log's size in bytes for the byte-offset backend).
+  virtual result<std::uint64_t> end_offset(const topic_partition& tp) const = 0;
+
+  /// Bytes of the partition's log.
+  virtual result<std::uint64_t> size_bytes(const topic_partition& tp) const = 0;
+
+  /// Whole frames from `from` (a frame boundary) up to `max_bytes`; at least one frame when one exists there, even if
+  /// larger than `max_bytes`. A checksum failure is a `corrupt` error naming the partition and offset.
+  virtual result<read_result> read(const topic_partition& tp, std::uint64_t from, std::size_t max_bytes) const = 0;
+
+  /// Appends records at the end; returns the offset of each.
+  virtual result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) = 0;
+
+  /// Appends whole frames (a migration batch) only if the partition ends exactly at `expected_offset`; otherwise a
+  /// `conflict` error whose message holds the real end offset (and `actual_end`, when given, receives it). Frames are
+  /// validated first: a batch that is not whole valid frames is refused and nothing is written.
+  virtual status append_at(const topic_partition& tp, std::uint64_t expected_offset, std::string_view frames,
+                           std::uint64_t* actual_end = nullptr) = 0;
+
+  /// Makes everything appended to the partition so far durable.
+  virtual status sync(const topic_partition& tp) = 0;
+};
+
+}  // namespace moonmq::storage

@@ -1,0 +1,205 @@
+// The record frame: how one record is laid out in a partition log and on the wire between brokers.
+//
+//   frame   = length:u32le  crc:u32le  payload          (length = payload bytes, crc = CRC-32C of payload)
+//   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  key  value
+//
+// A record's offset is the byte position of its frame in the log, so a partition copied byte for byte from zero keeps
+// every offset. The attribute bit `attr_control` marks control records (transaction markers).
+// `scan_frames()` is the one validator: log recovery, reads and migration batches all use it.
+// Thread safety: pure functions.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moonmq/core/crc32c.hpp"
+
+namespace moonmq::storage {
+
+inline constexpr std::uint8_t attr_control = 0x01;
+inline constexpr std::size_t frame_header_size = 8;
+inline constexpr std::size_t payload_fixed_size = 1 + 8 + 4;
+/// The largest payload a frame may carry; a length beyond it is corruption, not a record.
+inline constexpr std::size_t max_payload_size = 64u << 20;
+
+struct record {
+  std::optional<std::string> key;
+  std::string value;
+  std::int64_t timestamp_ms = 0;
+  std::uint8_t attributes = 0;
+};
+
+/// A decoded record that points into the bytes it was decoded from.
+struct record_view {
+  std::uint64_t offset = 0;
+  std::optional<std::string_view> key;
+  std::string_view value;
+  std::int64_t timestamp_ms = 0;
+  std::uint8_t attributes = 0;
+  std::size_t frame_size = 0;
+};
+
+namespace detail {
+inline void put_u32(std::string& out, std::uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(b, 4);
+}
+inline void put_u64(std::string& out, std::uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  out.append(b, 8);
+}
+inline std::uint32_t get_u32(const char* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+inline std::uint64_t get_u64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+}  // namespace detail
+
+/// The frame size of a record, without encoding it.
+inline std::size_t frame_size(const record& r) {
+  return frame_header_size + payload_fixed_size + (r.key ? r.key->size() : 0) + r.value.size();
+}
+
+/// Appends the frame of `r` to `out`.
+inline void encode_frame(const record& r, std::string& out) {
+  std::size_t payload = frame_size(r) - frame_header_size;
+  std::size_t start = out.size();
+  detail::put_u32(out, static_cast<std::uint32_t>(payload));
+  detail::put_u32(out, 0);  // crc, filled in below
+  out.push_back(static_cast<char>(r.attributes));
+  detail::put_u64(out, static_cast<std::uint64_t>(r.timestamp_ms));
+  detail::put_u32(out, r.key ? static_cast<std::uint32_t>(r.key->size()) : 0xffffffffu);
+  if (r.key) out.append(*r.key);
+  out.append(r.value);
+  std::uint32_t crc = crc32c(out.data() + start + frame_header_size, payload);
+  for (int i = 0; i < 4; ++i) out[start + 4 + i] = static_cast<char>((crc >> (8 * i)) & 0xff);
+}
+
+inline std::string encode_frame(const record& r) {
+  std::string out;
+  out.reserve(frame_size(r));
+  encode_frame(r, out);
+  return out;
+}
+
+/// What scanning a run of bytes found.
+struct frame_scan {
+  enum class ending {
+    clean,    ///< the bytes are whole, valid frames
+    partial,  ///< the last frame is incomplete (a torn write, or a read cut short), or the tail is all zeros
+    corrupt,  ///< a frame fails its checksum or has an impossible length
+  };
+  std::size_t whole = 0;    ///< bytes of whole valid frames from the start
+  std::size_t records = 0;  ///< how many
+  ending end = ending::clean;
+  std::string what;  ///< for corrupt: what is wrong with the frame that starts at `whole`
+};
+
+/// Walks frames from the start of `bytes`, calling `on_frame(start)` for each whole valid frame. A checksum failure
+/// of a frame that ends exactly at the end of `bytes` is reported as corrupt too; log recovery decides whether a bad
+/// *last* frame is a torn write.
+template <typename OnFrame>
+frame_scan scan_frames(std::string_view bytes, OnFrame&& on_frame) {
+  frame_scan s;
+  const char* p = bytes.data();
+  const std::size_t n = bytes.size();
+  while (s.whole < n) {
+    std::size_t at = s.whole;
+    if (n - at < frame_header_size) {
+      s.end = frame_scan::ending::partial;
+      return s;
+    }
+    std::uint32_t len = detail::get_u32(p + at);
+    if (len == 0 && std::all_of(p + at, p + n, [](char c) { return c == 0; })) {
+      s.end = frame_scan::ending::partial;  // zero-filled tail: space allocated, data never written
+      return s;
+    }
+    if (len < payload_fixed_size || len > max_payload_size) {
+      s.end = frame_scan::ending::corrupt;
+      s.what = "impossible frame length " + std::to_string(len);
+      return s;
+    }
+    if (n - at - frame_header_size < len) {
+      s.end = frame_scan::ending::partial;
+      return s;
+    }
+    std::uint32_t want = detail::get_u32(p + at + 4);
+    std::uint32_t got = crc32c(p + at + frame_header_size, len);
+    if (want != got) {
+      s.end = frame_scan::ending::corrupt;
+      s.what = "checksum mismatch";
+      return s;
+    }
+    std::uint32_t key_len = detail::get_u32(p + at + frame_header_size + 9);
+    if (key_len != 0xffffffffu && key_len > len - payload_fixed_size) {
+      s.end = frame_scan::ending::corrupt;
+      s.what = "key longer than its frame";
+      return s;
+    }
+    on_frame(at);
+    s.whole = at + frame_header_size + len;
+    ++s.records;
+  }
+  return s;
+}
+
+inline frame_scan scan_frames(std::string_view bytes) {
+  return scan_frames(bytes, [](std::size_t) {});
+}
+
+/// How many leading bytes of `bytes` a read of at most `max_bytes` returns: whole frames only, and the first frame
+/// even when it alone is larger than `max_bytes`. Frames are delimited by their length fields only (validate the
+/// result with scan_frames). `first_frame` receives the first frame's full size, 0 when its header is cut off.
+inline std::size_t frames_within(std::string_view bytes, std::size_t max_bytes, std::size_t* first_frame = nullptr) {
+  std::size_t take = 0;
+  if (first_frame) *first_frame = 0;
+  while (bytes.size() - take >= frame_header_size) {
+    std::size_t len = frame_header_size + detail::get_u32(bytes.data() + take);
+    if (take == 0 && first_frame) *first_frame = len;
+    if (len > bytes.size() - take || (take > 0 && take + len > max_bytes)) break;
+    take += len;
+  }
+  return take;
+}
+
+/// Decodes whole, already validated frames; `base` is the log offset of the first byte.
+inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint64_t base) {
+  std::vector<record_view> out;
+  std::size_t at = 0;
+  while (at + frame_header_size <= bytes.size()) {
+    const char* f = bytes.data() + at;
+    std::uint32_t len = detail::get_u32(f);
+    const char* pl = f + frame_header_size;
+    record_view v;
+    v.offset = base + at;
+    v.attributes = static_cast<std::uint8_t>(pl[0]);
+    v.timestamp_ms = static_cast<std::int64_t>(detail::get_u64(pl + 1));
+    std::uint32_t key_len = detail::get_u32(pl + 9);
+    const char* rest = pl + payload_fixed_size;
+    std::size_t rest_len = len - payload_fixed_size;
+    if (key_len != 0xffffffffu) {
+      v.key = std::string_view(rest, key_len);
+      rest += key_len;
+      rest_len -= key_len;
+    }
+    v.value = std::string_view(rest, rest_len);
+    v.frame_size = frame_header_size + len;
+    out.push_back(v);
+    at += v.frame_size;
+  }
+  return out;
+}
+
+}  // namespace moonmq::storage

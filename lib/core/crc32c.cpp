@@ -1,0 +1,78 @@
+#include "moonmq/core/crc32c.hpp"
+
+#include <array>
+#include <cstring>
+
+namespace moonmq {
+
+namespace {
+
+constexpr std::uint32_t polynomial = 0x82f63b78u;  // reflected Castagnoli
+
+constexpr std::array<std::array<std::uint32_t, 256>, 8> make_tables() {
+  std::array<std::array<std::uint32_t, 256>, 8> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ ((c & 1u) ? polynomial : 0u);
+    t[0][i] = c;
+  }
+  for (std::uint32_t i = 0; i < 256; ++i)
+    for (std::size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xffu];
+  return t;
+}
+
+constexpr auto tables = make_tables();
+
+std::uint32_t extend_table(std::uint32_t crc, const unsigned char* p, std::size_t n) noexcept {
+  crc = ~crc;
+  while (n >= 8) {  // slicing by 8
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    word ^= crc;
+    crc = tables[7][word & 0xff] ^ tables[6][(word >> 8) & 0xff] ^ tables[5][(word >> 16) & 0xff] ^
+          tables[4][(word >> 24) & 0xff] ^ tables[3][(word >> 32) & 0xff] ^ tables[2][(word >> 40) & 0xff] ^
+          tables[1][(word >> 48) & 0xff] ^ tables[0][word >> 56];
+    p += 8;
+    n -= 8;
+  }
+  while (n--) crc = (crc >> 8) ^ tables[0][(crc ^ *p++) & 0xffu];
+  return ~crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p,
+                                                                std::size_t n) noexcept {
+  std::uint64_t c = ~crc;
+  while (n >= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+    p += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<std::uint32_t>(c);
+  while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return ~c32;
+}
+
+bool has_hardware() noexcept {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
+
+}  // namespace
+
+std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t size) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (has_hardware()) return extend_hardware(crc, p, size);
+#endif
+  return extend_table(crc, p, size);
+}
+
+std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size) noexcept {
+  return extend_table(crc, static_cast<const unsigned char*>(data), size);
+}
+
+}  // namespace moonmq

@@ -1,0 +1,440 @@
+#include "moonmq/storage/file_partition_store.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "json/object_reader.hpp"
+#include "moonmq/storage/file_state_file.hpp"
+#include "storage/posix_file.hpp"
+
+namespace moonmq::storage {
+
+result<fsync_policy> parse_fsync_policy(std::string_view s) {
+  if (s == "always") return fsync_policy::always;
+  if (s == "interval") return fsync_policy::interval;
+  if (s == "never") return fsync_policy::never;
+  return error{errc::invalid_argument,
+               "expected \"always\", \"interval\" or \"never\", got \"" + std::string(s) + "\""};
+}
+
+const char* fsync_policy_name(fsync_policy p) {
+  switch (p) {
+    case fsync_policy::always:
+      return "always";
+    case fsync_policy::interval:
+      return "interval";
+    case fsync_policy::never:
+      return "never";
+  }
+  return "?";
+}
+
+status validate_topic_name(std::string_view t) {
+  if (t.empty() || t.size() > 249)
+    return {errc::invalid_argument, "topic name must be 1 to 249 characters, got " + std::to_string(t.size())};
+  if (t == "." || t == "..") return {errc::invalid_argument, "topic name '" + std::string(t) + "' is reserved"};
+  for (char c : t) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok)
+      return {errc::invalid_argument, "topic name '" + std::string(t) + "' has a character outside [A-Za-z0-9._-]"};
+  }
+  return {};
+}
+
+namespace {
+
+/// A frame start is remembered at least every this many bytes, so that a read can check that its offset is a
+/// record boundary by walking at most this far.
+constexpr std::uint64_t index_interval = 64 * 1024;
+constexpr std::size_t recovery_chunk = 4u << 20;
+constexpr std::int32_t max_partitions_per_topic = 10000;
+
+class partition_log {
+ public:
+  partition_log(std::string path, posix::fd file) : path_(std::move(path)), file_(std::move(file)) {}
+
+  const std::string& path() const { return path_; }
+  std::uint64_t end() const { return end_.load(std::memory_order_acquire); }
+
+  /// Scans the file, truncates a torn tail, and fills the frame index.
+  status recover(logger& log) {
+    auto size = posix::file_size(file_.get(), path_);
+    if (!size) return size.err();
+    std::string buf;
+    std::uint64_t base = 0, read_pos = 0;
+    while (true) {
+      if (read_pos < *size) {
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(recovery_chunk, *size - read_pos));
+        std::size_t old = buf.size();
+        buf.resize(old + n);
+        auto got = posix::pread_full(file_.get(), buf.data() + old, n, read_pos, path_);
+        if (!got) return got.err();
+        buf.resize(old + *got);
+        read_pos += *got;
+        if (*got < n) *size = read_pos;  // shrank under us
+      }
+      const bool eof = read_pos >= *size;
+      auto scan = scan_frames(buf, [&](std::size_t at) { note_frame(base + at); });
+      base += scan.whole;
+      buf.erase(0, scan.whole);
+      if (scan.end == frame_scan::ending::clean) {
+        if (eof) break;
+        continue;
+      }
+      if (scan.end == frame_scan::ending::partial) {
+        if (eof) break;
+        continue;
+      }
+      // A bad frame that ends exactly at the end of the file is the last write, torn; anything else is corruption.
+      std::uint32_t len = buf.size() >= 4 ? detail::get_u32(buf.data()) : 0;
+      if (base + frame_header_size + len == *size) break;
+      return error{errc::corrupt, path_ + ": corrupt record at offset " + std::to_string(base) + " (" + scan.what +
+                                      "); refusing to open the partition"};
+    }
+    if (base < *size) {
+      if (auto s = posix::truncate_file(file_.get(), base, path_); !s) return s;
+      if (auto s = posix::sync_data(file_.get(), path_); !s) return s;
+      log.warn("partition_log", path_ + ": truncated a torn tail of " + std::to_string(*size - base) +
+                                    " bytes after offset " + std::to_string(base));
+    }
+    end_.store(base, std::memory_order_release);
+    return {};
+  }
+
+  result<std::vector<std::uint64_t>> append(const std::vector<record>& records, fsync_policy policy) {
+    std::string buf;
+    std::size_t total = 0;
+    for (const auto& r : records) total += frame_size(r);
+    buf.reserve(total);
+    std::vector<std::uint64_t> offsets;
+    offsets.reserve(records.size());
+    std::lock_guard lock(mu_);
+    const std::uint64_t at = end_.load(std::memory_order_relaxed);
+    for (const auto& r : records) {
+      offsets.push_back(at + buf.size());
+      encode_frame(r, buf);
+    }
+    if (auto s = write_locked(at, buf, policy); !s) return s.err();
+    for (auto o : offsets) note_frame(o);
+    end_.store(at + buf.size(), std::memory_order_release);
+    return offsets;
+  }
+
+  status append_at(std::uint64_t expected, std::string_view frames, std::uint64_t* actual_end, fsync_policy policy) {
+    std::vector<std::size_t> starts;
+    auto scan = scan_frames(frames, [&](std::size_t at) { starts.push_back(at); });
+    if (scan.end != frame_scan::ending::clean)
+      return {errc::invalid_argument, path_ + ": migration batch is not whole valid frames (" +
+                                          (scan.what.empty() ? "incomplete frame" : scan.what) + " at batch byte " +
+                                          std::to_string(scan.whole) + ")"};
+    std::lock_guard lock(mu_);
+    const std::uint64_t at = end_.load(std::memory_order_relaxed);
+    if (actual_end) *actual_end = at;
+    if (at != expected)
+      return {errc::conflict, path_ + ": expected end offset " + std::to_string(expected) + ", actual end offset " +
+                                  std::to_string(at)};
+    if (auto s = write_locked(at, frames, policy); !s) return s;
+    for (auto st : starts) note_frame(at + st);
+    end_.store(at + frames.size(), std::memory_order_release);
+    if (actual_end) *actual_end = at + frames.size();
+    return {};
+  }
+
+  result<read_result> read(std::uint64_t from, std::size_t max_bytes, const std::string& name) const {
+    read_result r;
+    r.end_offset = end();
+    r.next_offset = from;
+    if (from > r.end_offset)
+      return error{errc::invalid_argument, name + ": offset " + std::to_string(from) + " is past the end offset " +
+                                               std::to_string(r.end_offset)};
+    if (from == r.end_offset) return r;
+    std::uint64_t start = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = std::upper_bound(index_.begin(), index_.end(), from);
+      start = it == index_.begin() ? 0 : *(it - 1);
+    }
+    if (from - start >= index_interval) return not_boundary(name, from);
+    std::uint64_t want = (from - start) + std::max<std::uint64_t>(max_bytes, frame_header_size);
+    want = std::min(want, r.end_offset - start);
+    std::string buf(static_cast<std::size_t>(want), '\0');
+    auto got = posix::pread_full(file_.get(), buf.data(), buf.size(), start, path_);
+    if (!got) return got.err();
+    buf.resize(*got);
+    // Walk the frames before `from`: it must be one of their starts.
+    std::size_t pos = 0;
+    const std::size_t lead = static_cast<std::size_t>(from - start);
+    while (pos < lead) {
+      if (buf.size() - pos < frame_header_size) return not_boundary(name, from);
+      pos += frame_header_size + detail::get_u32(buf.data() + pos);
+    }
+    if (pos != lead) return not_boundary(name, from);
+    std::string_view rest(buf.data() + lead, buf.size() - lead);
+    std::size_t first = 0;
+    std::size_t take = frames_within(rest, max_bytes, &first);
+    if (take == 0 && first > rest.size() && from + first <= r.end_offset) {
+      // The first frame alone is larger than what was read: read it whole.
+      std::string big(first, '\0');
+      auto more = posix::pread_full(file_.get(), big.data(), big.size(), from, path_);
+      if (!more) return more.err();
+      big.resize(*more);
+      auto scan = scan_frames(big);
+      if (scan.end != frame_scan::ending::clean || scan.records != 1) return damaged(name, from, scan);
+      r.bytes = std::move(big);
+      r.next_offset = from + first;
+      return r;
+    }
+    if (take == 0) take = rest.size();  // let the scan name what is wrong
+    auto scan = scan_frames(rest.substr(0, take));
+    if (scan.end != frame_scan::ending::clean) return damaged(name, from, scan);
+    r.bytes.assign(rest.data(), take);
+    r.next_offset = from + take;
+    return r;
+  }
+
+  status sync() {
+    dirty_.store(false, std::memory_order_relaxed);
+    return posix::sync_data(file_.get(), path_);
+  }
+  bool take_dirty() { return dirty_.exchange(false, std::memory_order_acq_rel); }
+
+ private:
+  /// REQUIRES: mu_ held.
+  status write_locked(std::uint64_t at, std::string_view bytes, fsync_policy policy) {
+    auto s = posix::pwrite_all(file_.get(), bytes.data(), bytes.size(), at, path_);
+    if (s && policy == fsync_policy::always) s = posix::sync_data(file_.get(), path_);
+    if (!s) {
+      // Nothing half-applied: cut back whatever part of the write landed.
+      (void)posix::truncate_file(file_.get(), at, path_);
+      return s;
+    }
+    if (policy == fsync_policy::interval) dirty_.store(true, std::memory_order_release);
+    return {};
+  }
+
+  void note_frame(std::uint64_t start) {
+    if (index_.empty() || start >= index_.back() + index_interval) index_.push_back(start);
+  }
+
+  static error not_boundary(const std::string& name, std::uint64_t from) {
+    return error{errc::invalid_argument, name + ": offset " + std::to_string(from) + " is not a record boundary"};
+  }
+  static error damaged(const std::string& name, std::uint64_t from, const frame_scan& scan) {
+    return error{errc::corrupt, name + ": damaged record at offset " + std::to_string(from + scan.whole) + " (" +
+                                    (scan.what.empty() ? "incomplete frame" : scan.what) + ")"};
+  }
+
+  std::string path_;
+  posix::fd file_;
+  mutable std::mutex mu_;  // serializes writers; guards index_
+  std::atomic<std::uint64_t> end_{0};
+  std::atomic<bool> dirty_{false};
+  std::vector<std::uint64_t> index_;
+};
+
+class file_partition_store final : public partition_store {
+ public:
+  explicit file_partition_store(file_store_options o) : opt_(std::move(o)) {}
+
+  ~file_partition_store() override {
+    {
+      std::lock_guard lock(flush_mu_);
+      stopping_ = true;
+    }
+    flush_cv_.notify_all();
+    if (flusher_.joinable()) flusher_.join();
+    flush_all();
+  }
+
+  status open() {
+    if (auto s = posix::make_directories(topics_dir()); !s) return s;
+    auto names = posix::list_directory(topics_dir());
+    if (!names) return names.err();
+    for (const auto& topic : *names) {
+      if (!validate_topic_name(topic)) continue;  // not ours
+      auto meta = make_file_state_file(topic_dir(topic) + "/topic.json");
+      auto doc = meta->read();
+      if (!doc) return doc.err();
+      if (!*doc) continue;  // a topic whose creation never finished: it never existed
+      auto count = parse_topic_meta(**doc, meta->name());
+      if (!count) return count.err();
+      auto& parts = topics_[topic];
+      for (std::int32_t i = 0; i < *count; ++i) {
+        auto log = open_log(topic, i);
+        if (!log) return log.err();
+        parts.push_back(std::move(*log));
+      }
+    }
+    if (opt_.fsync == fsync_policy::interval) flusher_ = std::thread([this] { flush_loop(); });
+    return {};
+  }
+
+  result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
+    if (auto s = validate_topic_name(topic); !s) return s.err();
+    if (partitions < 1 || partitions > max_partitions_per_topic)
+      return error{errc::invalid_argument,
+                   "partition count must be from 1 to " + std::to_string(max_partitions_per_topic)};
+    std::unique_lock lock(mu_);
+    auto& parts = topics_[topic];
+    const auto had = static_cast<std::int32_t>(parts.size());
+    if (partitions <= had) return had;
+    if (auto s = posix::make_directories(topic_dir(topic)); !s) return rollback(topic, had, s.err());
+    std::vector<std::unique_ptr<partition_log>> added;
+    for (std::int32_t i = had; i < partitions; ++i) {
+      auto log = open_log(topic, i);
+      if (!log) return rollback(topic, had, log.err());
+      added.push_back(std::move(*log));
+    }
+    if (auto s = posix::sync_directory(topic_dir(topic)); !s) return rollback(topic, had, s.err());
+    if (had == 0) {
+      if (auto s = posix::sync_directory(topics_dir()); !s) return rollback(topic, had, s.err());
+    }
+    auto meta = make_file_state_file(topic_dir(topic) + "/topic.json");
+    if (auto s = meta->replace("{\"partitions\":" + std::to_string(partitions) + "}\n"); !s)
+      return rollback(topic, had, s.err());
+    for (auto& l : added) parts.push_back(std::move(l));
+    return partitions;
+  }
+
+  result<std::int32_t> partition_count(const std::string& topic) const override {
+    std::shared_lock lock(mu_);
+    auto it = topics_.find(topic);
+    if (it == topics_.end() || it->second.empty()) return error{errc::not_found, "unknown topic '" + topic + "'"};
+    return static_cast<std::int32_t>(it->second.size());
+  }
+
+  std::vector<std::string> topics() const override {
+    std::shared_lock lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [t, p] : topics_)
+      if (!p.empty()) out.push_back(t);
+    return out;
+  }
+
+  std::vector<topic_partition> list_partitions() const override {
+    std::shared_lock lock(mu_);
+    std::vector<topic_partition> out;
+    for (const auto& [t, parts] : topics_)
+      for (std::size_t i = 0; i < parts.size(); ++i) out.push_back({t, static_cast<std::int32_t>(i)});
+    return out;
+  }
+
+  result<std::uint64_t> end_offset(const topic_partition& tp) const override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->end();
+  }
+
+  result<std::uint64_t> size_bytes(const topic_partition& tp) const override { return end_offset(tp); }
+
+  result<read_result> read(const topic_partition& tp, std::uint64_t from, std::size_t max_bytes) const override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->read(from, max_bytes, name(tp));
+  }
+
+  result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->append(records, opt_.fsync);
+  }
+
+  status append_at(const topic_partition& tp, std::uint64_t expected, std::string_view frames,
+                   std::uint64_t* actual_end) override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->append_at(expected, frames, actual_end, opt_.fsync);
+  }
+
+  status sync(const topic_partition& tp) override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->sync();
+  }
+
+ private:
+  std::string topics_dir() const { return opt_.data_dir + "/topics"; }
+  std::string topic_dir(const std::string& t) const { return topics_dir() + "/" + t; }
+  static std::string name(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+  result<std::unique_ptr<partition_log>> open_log(const std::string& topic, std::int32_t i) {
+    std::string path = topic_dir(topic) + "/" + std::to_string(i) + ".log";
+    auto f = posix::open_file(path, O_RDWR | O_CREAT, 0644);
+    if (!f) return f.err();
+    auto log = std::make_unique<partition_log>(path, std::move(*f));
+    if (auto s = log->recover(*opt_.log); !s) return s.err();
+    return log;
+  }
+
+  static result<std::int32_t> parse_topic_meta(const std::string& text, const std::string& file) {
+    rapidjson::Document doc;
+    if (auto s = json::parse_document(text, doc, file); !s) return error{errc::corrupt, s.message()};
+    json::object_reader r(doc, file);
+    std::uint32_t n = 0;
+    r.get("partitions", n, true);
+    if (r.ok() && (n < 1 || n > static_cast<std::uint32_t>(max_partitions_per_topic)))
+      r.fail("partitions", "out of range");
+    if (auto s = r.finish(); !s) return error{errc::corrupt, s.message()};
+    return static_cast<std::int32_t>(n);
+  }
+
+  result<std::int32_t> rollback(const std::string& topic, std::int32_t had, error e) {
+    if (had == 0) topics_.erase(topic);
+    return e;
+  }
+
+  result<partition_log*> find(const topic_partition& tp) const {
+    std::shared_lock lock(mu_);
+    auto it = topics_.find(tp.topic);
+    if (it == topics_.end() || it->second.empty()) return error{errc::not_found, "unknown topic '" + tp.topic + "'"};
+    if (tp.partition < 0 || tp.partition >= static_cast<std::int32_t>(it->second.size()))
+      return error{errc::not_found, "unknown partition " + name(tp)};
+    return it->second[static_cast<std::size_t>(tp.partition)].get();
+  }
+
+  void flush_loop() {
+    std::unique_lock lock(flush_mu_);
+    while (!stopping_) {
+      flush_cv_.wait_for(lock, std::chrono::milliseconds(opt_.fsync_interval_ms), [this] { return stopping_; });
+      if (stopping_) break;
+      lock.unlock();
+      flush_all();
+      lock.lock();
+    }
+  }
+
+  void flush_all() {
+    std::shared_lock lock(mu_);
+    for (const auto& [t, parts] : topics_)
+      for (const auto& p : parts)
+        if (p->take_dirty())
+          if (auto s = p->sync(); !s) opt_.log->error("partition_log", s.message());
+  }
+
+  file_store_options opt_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<partition_log>>> topics_;
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  bool stopping_ = false;
+  std::thread flusher_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<partition_store>> open_file_partition_store(const file_store_options& options) {
+  if (options.data_dir.empty()) return error{errc::invalid_argument, "data directory must not be empty"};
+  auto store = std::make_unique<file_partition_store>(options);
+  if (auto s = store->open(); !s) return s.err();
+  return std::unique_ptr<partition_store>(std::move(store));
+}
+
+}  // namespace moonmq::storage

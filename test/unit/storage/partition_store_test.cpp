@@ -1,0 +1,157 @@
+// The partition_store contract, checked on both implementations: the in-memory twin and the file-backed log.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "moonmq/storage/file_partition_store.hpp"
+#include "moonmq/storage/memory_partition_store.hpp"
+#include "support/process.hpp"
+
+using namespace moonmq;
+using namespace moonmq::storage;
+
+namespace {
+
+struct store_under_test {
+  std::string kind;
+  test::temp_dir dir;
+  std::unique_ptr<partition_store> store;
+
+  explicit store_under_test(std::string k) : kind(std::move(k)) {
+    if (kind == "memory") {
+      store = std::make_unique<memory_partition_store>();
+    } else {
+      auto s = open_file_partition_store({dir.path(), fsync_policy::never, 1000, default_logger()});
+      REQUIRE(s);
+      store = std::move(*s);
+    }
+  }
+  partition_store& operator*() { return *store; }
+  partition_store* operator->() { return store.get(); }
+};
+
+record rec(std::string value, std::optional<std::string> key = std::nullopt) {
+  return record{std::move(key), std::move(value), 42, 0};
+}
+
+}  // namespace
+
+TEST_CASE("partition store: topics are created, grown and never shrunk", "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  CHECK(*s->ensure_topic("orders", 2) == 2);
+  CHECK(*s->ensure_topic("orders", 4) == 4);
+  CHECK(*s->ensure_topic("orders", 1) == 4);
+  CHECK(*s->partition_count("orders") == 4);
+  CHECK(s->partition_count("missing").code() == errc::not_found);
+  CHECK(s->topics() == std::vector<std::string>{"orders"});
+  CHECK(s->list_partitions().size() == 4);
+  CHECK(s->ensure_topic("bad", 0).code() == errc::invalid_argument);
+}
+
+TEST_CASE("partition store: offsets are byte positions and reads return whole records", "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  CHECK(*s->end_offset(tp) == 0);
+  auto offs = s->append(tp, {rec("a"), rec("bb", "k")});
+  REQUIRE(offs);
+  CHECK((*offs)[0] == 0);
+  CHECK((*offs)[1] == frame_size(rec("a")));
+  auto more = s->append(tp, {rec("ccc")});
+  CHECK((*more)[0] == frame_size(rec("a")) + frame_size(rec("bb", "k")));
+  CHECK(*s->end_offset(tp) == *s->size_bytes(tp));
+
+  auto all = s->read(tp, 0, 1 << 20);
+  REQUIRE(all);
+  auto views = decode_frames(all->bytes, 0);
+  REQUIRE(views.size() == 3);
+  CHECK(views[1].value == "bb");
+  CHECK(*views[1].key == "k");
+  CHECK(all->next_offset == *s->end_offset(tp));
+
+  auto one = s->read(tp, 0, 1);  // smaller than one frame: still one whole frame
+  REQUIRE(one);
+  CHECK(decode_frames(one->bytes, 0).size() == 1);
+  CHECK(one->next_offset == (*offs)[1]);
+
+  auto from_second = s->read(tp, (*offs)[1], 1 << 20);
+  REQUIRE(from_second);
+  CHECK(decode_frames(from_second->bytes, (*offs)[1])[0].value == "bb");
+
+  auto at_end = s->read(tp, *s->end_offset(tp), 100);
+  REQUIRE(at_end);
+  CHECK(at_end->bytes.empty());
+  CHECK(s->read(tp, *s->end_offset(tp) + 1, 100).code() == errc::invalid_argument);
+  auto mid = s->read(tp, 3, 100);
+  CHECK(mid.code() == errc::invalid_argument);
+  CHECK_THAT(mid.message(), Catch::Contains("not a record boundary"));
+  CHECK(s->read({"t", 9}, 0, 1).code() == errc::not_found);
+}
+
+TEST_CASE("partition store: append_at writes only at the expected offset", "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  std::string batch = encode_frame(rec("one")) + encode_frame(rec("two"));
+  std::uint64_t end = 0;
+  REQUIRE(s->append_at(tp, 0, batch, &end));
+  CHECK(end == batch.size());
+
+  SECTION("a retried batch is refused with the real end offset and not written twice") {
+    std::uint64_t actual = 0;
+    auto again = s->append_at(tp, 0, batch, &actual);
+    CHECK(again.code() == errc::conflict);
+    CHECK(actual == batch.size());
+    CHECK_THAT(again.message(), Catch::Contains("actual end offset " + std::to_string(batch.size())));
+    CHECK(*s->end_offset(tp) == batch.size());
+  }
+  SECTION("a batch that is not whole valid frames is refused and nothing is written") {
+    std::string torn = batch.substr(0, batch.size() - 1);
+    CHECK(s->append_at(tp, end, torn).code() == errc::invalid_argument);
+    std::string flipped = batch;
+    flipped[12] ^= 1;
+    CHECK(s->append_at(tp, end, flipped).code() == errc::invalid_argument);
+    CHECK(*s->end_offset(tp) == end);
+  }
+  SECTION("appended frames keep their offsets and are readable") {
+    auto r = s->read(tp, encode_frame(rec("one")).size(), 1000);
+    REQUIRE(r);
+    CHECK(decode_frames(r->bytes, 0)[0].value == "two");
+  }
+}
+
+TEST_CASE("partition store: concurrent appends are atomic and offsets unique", "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  constexpr int threads = 4, per_thread = 300;
+  std::vector<std::vector<std::uint64_t>> got(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        auto o = s->append(tp, {rec("t" + std::to_string(t) + "-" + std::to_string(i)), rec("pair")});
+        if (o) got[t].push_back((*o)[0]);
+      }
+    });
+  for (auto& w : workers) w.join();
+  auto all = s->read(tp, 0, 1 << 30);
+  REQUIRE(all);
+  auto views = decode_frames(all->bytes, 0);
+  REQUIRE(views.size() == threads * per_thread * 2);
+  // Each append's two records are adjacent, and each thread's values are in its own order.
+  std::map<std::uint64_t, std::size_t> index;
+  for (std::size_t i = 0; i < views.size(); ++i) index[views[i].offset] = i;
+  for (int t = 0; t < threads; ++t) {
+    REQUIRE(got[t].size() == per_thread);
+    for (int i = 0; i < per_thread; ++i) {
+      std::size_t at = index.at(got[t][i]);
+      CHECK(views[at].value == "t" + std::to_string(t) + "-" + std::to_string(i));
+      CHECK(views[at + 1].value == "pair");
+    }
+  }
+}
