@@ -28,6 +28,7 @@ demo: build
 
 bench: build
 	$(BUILD)/benchmarks/goal_eval
+	$(BUILD)/benchmarks/partition_log
 
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too).
 sanitize: deps

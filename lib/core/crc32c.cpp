@@ -1,6 +1,8 @@
 #include "moonmq/core/crc32c.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 
 namespace moonmq {
@@ -55,6 +57,39 @@ __attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t cr
   return ~c32;
 }
 
+__attribute__((target("sse4.2"))) void many_hardware(const void* const* data, const std::size_t* size,
+                                                     std::uint32_t* out, std::size_t count) noexcept {
+  std::uint64_t c[4] = {~0u, ~0u, ~0u, ~0u};
+  const unsigned char* p[4] = {};
+  std::size_t left[4] = {};
+  std::size_t common = SIZE_MAX;
+  for (std::size_t i = 0; i < count; ++i) {
+    p[i] = static_cast<const unsigned char*>(data[i]);
+    left[i] = size[i];
+    common = std::min(common, size[i]);
+  }
+  std::size_t words = common / 8;
+  if (count == 4) {
+    for (std::size_t w = 0; w < words; ++w) {
+      std::uint64_t v0, v1, v2, v3;
+      std::memcpy(&v0, p[0] + 8 * w, 8);
+      std::memcpy(&v1, p[1] + 8 * w, 8);
+      std::memcpy(&v2, p[2] + 8 * w, 8);
+      std::memcpy(&v3, p[3] + 8 * w, 8);
+      c[0] = __builtin_ia32_crc32di(c[0], v0);
+      c[1] = __builtin_ia32_crc32di(c[1], v1);
+      c[2] = __builtin_ia32_crc32di(c[2], v2);
+      c[3] = __builtin_ia32_crc32di(c[3], v3);
+    }
+  } else {
+    words = 0;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t partial = ~static_cast<std::uint32_t>(c[i]);
+    out[i] = extend_hardware(partial, p[i] + 8 * words, left[i] - 8 * words);
+  }
+}
+
 bool has_hardware() noexcept {
   static const bool yes = __builtin_cpu_supports("sse4.2");
   return yes;
@@ -69,6 +104,13 @@ std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t siz
   if (has_hardware()) return extend_hardware(crc, p, size);
 #endif
   return extend_table(crc, p, size);
+}
+
+void crc32c_many(const void* const* data, const std::size_t* size, std::uint32_t* out, std::size_t count) noexcept {
+#if defined(__x86_64__)
+  if (has_hardware()) return many_hardware(data, size, out, count);
+#endif
+  for (std::size_t i = 0; i < count; ++i) out[i] = extend_table(0, static_cast<const unsigned char*>(data[i]), size[i]);
 }
 
 std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size) noexcept {

@@ -165,10 +165,10 @@ class partition_log {
     if (from - start >= index_interval) return not_boundary(name, from);
     std::uint64_t want = (from - start) + std::max<std::uint64_t>(max_bytes, frame_header_size);
     want = std::min(want, r.end_offset - start);
-    std::string buf(static_cast<std::size_t>(want), '\0');
+    byte_buffer buf(static_cast<std::size_t>(want));
     auto got = posix::pread_full(file_.get(), buf.data(), buf.size(), start, path_);
     if (!got) return got.err();
-    buf.resize(*got);
+    buf.truncate(*got);
     // Walk the frames before `from`: it must be one of their starts.
     std::size_t pos = 0;
     const std::size_t lead = static_cast<std::size_t>(from - start);
@@ -177,16 +177,16 @@ class partition_log {
       pos += frame_header_size + detail::get_u32(buf.data() + pos);
     }
     if (pos != lead) return not_boundary(name, from);
-    std::string_view rest(buf.data() + lead, buf.size() - lead);
+    std::string_view rest = buf.view().substr(lead);
     std::size_t first = 0;
     std::size_t take = frames_within(rest, max_bytes, &first);
     if (take == 0 && first > rest.size() && from + first <= r.end_offset) {
       // The first frame alone is larger than what was read: read it whole.
-      std::string big(first, '\0');
+      byte_buffer big(first);
       auto more = posix::pread_full(file_.get(), big.data(), big.size(), from, path_);
       if (!more) return more.err();
-      big.resize(*more);
-      auto scan = scan_frames(big);
+      big.truncate(*more);
+      auto scan = scan_frames(big.view());
       if (scan.end != frame_scan::ending::clean || scan.records != 1) return damaged(name, from, scan);
       r.bytes = std::move(big);
       r.next_offset = from + first;
@@ -195,7 +195,10 @@ class partition_log {
     if (take == 0) take = rest.size();  // let the scan name what is wrong
     auto scan = scan_frames(rest.substr(0, take));
     if (scan.end != frame_scan::ending::clean) return damaged(name, from, scan);
-    r.bytes.assign(rest.data(), take);
+    // Hand the buffer over rather than copying it: drop the frames before `from` and the cut-off tail.
+    buf.drop_front(lead);
+    buf.truncate(take);
+    r.bytes = std::move(buf);
     r.next_offset = from + take;
     return r;
   }

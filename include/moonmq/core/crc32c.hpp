@@ -15,6 +15,10 @@ std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t siz
 /// The table-driven implementation alone (for tests that compare it with the instruction).
 std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size) noexcept;
 
+/// The CRC-32C of each of `count` (at most 4) independent buffers, computed interleaved: on the instruction path
+/// about three times the throughput of one buffer at a time, which is what verifying a run of small frames needs.
+void crc32c_many(const void* const* data, const std::size_t* size, std::uint32_t* out, std::size_t count) noexcept;
+
 inline std::uint32_t crc32c(const void* data, std::size_t size) noexcept { return crc32c_extend(0, data, size); }
 inline std::uint32_t crc32c(std::string_view s) noexcept { return crc32c(s.data(), s.size()); }
 

@@ -75,7 +75,7 @@ class memory_partition_store final : public partition_store {
     if (scan.end != frame_scan::ending::clean)
       return error{errc::corrupt, name(tp) + ": damaged record at offset " + std::to_string(from + scan.whole) + " (" +
                                       (scan.what.empty() ? "incomplete frame" : scan.what) + ")"};
-    r.bytes.assign(rest.data(), take);
+    r.bytes = byte_buffer::copy_of(rest.substr(0, take));
     r.next_offset = from + take;
     return r;
   }

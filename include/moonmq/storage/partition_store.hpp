@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "moonmq/core/byte_buffer.hpp"
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
 #include "moonmq/storage/record.hpp"
@@ -22,7 +23,7 @@ namespace moonmq::storage {
 
 /// Whole frames read from a partition.
 struct read_result {
-  std::string bytes;              ///< whole frames, possibly none
+  byte_buffer bytes;              ///< whole frames, possibly none
   std::uint64_t next_offset = 0;  ///< the offset after the last frame returned (== from when none)
   std::uint64_t end_offset = 0;   ///< the partition's end offset at the time of the read
 };

@@ -54,7 +54,7 @@ TEST_CASE("file store: records and partition counts survive a reopen", "[file_st
   CHECK(*s->end_offset({"orders", 2}) == end);
   auto r = s->read({"orders", 2}, 0, 1 << 20);
   REQUIRE(r);
-  CHECK(decode_frames(r->bytes, 0).size() == 2);
+  CHECK(decode_frames(r->bytes.view(), 0).size() == 2);
   CHECK(*s->append({"orders", 2}, {rec("c")}) == std::vector<std::uint64_t>{end});
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("file store: a torn tail is truncated to the last whole record and rep
   CHECK_THAT(log->lines[0], Catch::Contains(log_path));
   auto r = s->read({"t", 0}, 0, 1 << 20);
   REQUIRE(r);
-  CHECK(decode_frames(r->bytes, 0).size() == 2);
+  CHECK(decode_frames(r->bytes.view(), 0).size() == 2);
   // The next append lands right after the last whole record.
   CHECK(*s->append({"t", 0}, {rec("after")}) == std::vector<std::uint64_t>{whole});
 }
@@ -179,7 +179,7 @@ TEST_CASE("file store: every fsync policy keeps acknowledged records across a re
     }
     auto s = open_store(dir.path());
     auto r = s->read({"t", 0}, 0, 1 << 20);
-    CHECK(decode_frames(r->bytes, 0).size() == 50);
+    CHECK(decode_frames(r->bytes.view(), 0).size() == 50);
   }
 }
 
@@ -192,13 +192,13 @@ TEST_CASE("file store: reads find record boundaries far into a large log", "[fil
   for (int i : {0, 1, 217, 999, 1998, 1999}) {
     auto r = s->read({"t", 0}, offsets[i], 1);
     REQUIRE(r);
-    CHECK(decode_frames(r->bytes, offsets[i])[0].value == std::string(300, 'a' + i % 26));
+    CHECK(decode_frames(r->bytes.view(), offsets[i])[0].value == std::string(300, 'a' + i % 26));
   }
   CHECK(s->read({"t", 0}, offsets[500] + 1, 10).code() == errc::invalid_argument);
   auto big = s->append({"t", 0}, {rec(std::string(300000, 'z'))});
   auto r = s->read({"t", 0}, (*big)[0], 100);
   REQUIRE(r);
-  CHECK(decode_frames(r->bytes, 0)[0].value.size() == 300000);
+  CHECK(decode_frames(r->bytes.view(), 0)[0].value.size() == 300000);
 }
 
 TEST_CASE("fsync policies are parsed by name", "[file_store]") {

@@ -65,7 +65,7 @@ TEST_CASE("partition store: offsets are byte positions and reads return whole re
 
   auto all = s->read(tp, 0, 1 << 20);
   REQUIRE(all);
-  auto views = decode_frames(all->bytes, 0);
+  auto views = decode_frames(all->bytes.view(), 0);
   REQUIRE(views.size() == 3);
   CHECK(views[1].value == "bb");
   CHECK(*views[1].key == "k");
@@ -73,12 +73,12 @@ TEST_CASE("partition store: offsets are byte positions and reads return whole re
 
   auto one = s->read(tp, 0, 1);  // smaller than one frame: still one whole frame
   REQUIRE(one);
-  CHECK(decode_frames(one->bytes, 0).size() == 1);
+  CHECK(decode_frames(one->bytes.view(), 0).size() == 1);
   CHECK(one->next_offset == (*offs)[1]);
 
   auto from_second = s->read(tp, (*offs)[1], 1 << 20);
   REQUIRE(from_second);
-  CHECK(decode_frames(from_second->bytes, (*offs)[1])[0].value == "bb");
+  CHECK(decode_frames(from_second->bytes.view(), (*offs)[1])[0].value == "bb");
 
   auto at_end = s->read(tp, *s->end_offset(tp), 100);
   REQUIRE(at_end);
@@ -119,7 +119,7 @@ TEST_CASE("partition store: append_at writes only at the expected offset", "[par
   SECTION("appended frames keep their offsets and are readable") {
     auto r = s->read(tp, encode_frame(rec("one")).size(), 1000);
     REQUIRE(r);
-    CHECK(decode_frames(r->bytes, 0)[0].value == "two");
+    CHECK(decode_frames(r->bytes.view(), 0)[0].value == "two");
   }
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("partition store: concurrent appends are atomic and offsets unique", "
   for (auto& w : workers) w.join();
   auto all = s->read(tp, 0, 1 << 30);
   REQUIRE(all);
-  auto views = decode_frames(all->bytes, 0);
+  auto views = decode_frames(all->bytes.view(), 0);
   REQUIRE(views.size() == threads * per_thread * 2);
   // Each append's two records are adjacent, and each thread's values are in its own order.
   std::map<std::uint64_t, std::size_t> index;

@@ -1,0 +1,37 @@
+// A broker's load report (what GET /cluster/loads answers): for every partition this broker owns, its size on disk
+// and its cumulative produce/consume byte counters. Partitions it holds but has moved away are not reported: their
+// load is the new owner's.
+// Thread safety: a pure function of its arguments (each is thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/cluster/traffic.hpp"
+#include "moonmq/storage/partition_store.hpp"
+
+namespace moonmq::cluster {
+
+struct partition_load {
+  topic_partition partition;
+  std::uint64_t size_bytes = 0;
+  std::uint64_t produced_bytes = 0;
+  std::uint64_t consumed_bytes = 0;
+  bool operator==(const partition_load&) const = default;
+};
+
+/// The loads of the partitions `self` serves, sorted by partition. Internal topics are included (they are load too).
+inline std::vector<partition_load> collect_local_loads(const storage::partition_store& store, const traffic& counters,
+                                                       const ownership_table& table, const broker_id& self) {
+  std::vector<partition_load> out;
+  for (const auto& tp : store.list_partitions()) {
+    if (!serves(table, tp, self)) continue;
+    auto size = store.size_bytes(tp);
+    auto c = counters.get(tp);
+    out.push_back({tp, size ? *size : 0, c.produced_bytes, c.consumed_bytes});
+  }
+  return out;
+}
+
+}  // namespace moonmq::cluster

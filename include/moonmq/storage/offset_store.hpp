@@ -1,0 +1,102 @@
+// Committed consumer-group offsets: per (group, topic, partition), the offset a group will resume from.
+//
+// The cluster layer reads every group's offset for a partition to push them to a move's destination, where they are
+// merged with `commit_if_higher` (higher wins per group, so a push never rewinds a group that already moved on).
+// `memory_offset_store` is the in-memory twin; `open_durable_offset_store()` (durable_offset_store.hpp) keeps them in
+// a state_file.
+// Thread safety: implementations allow concurrent calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::storage {
+
+/// One group's committed offset.
+struct group_offset {
+  std::string group;
+  std::uint64_t offset = 0;
+  bool operator==(const group_offset&) const = default;
+};
+
+class offset_store {
+ public:
+  virtual ~offset_store() = default;
+  /// The group's committed offset for the partition, or nullopt when it never committed.
+  virtual std::optional<std::uint64_t> committed(const std::string& group, const topic_partition& tp) const = 0;
+  /// Sets the committed offset (a group may rewind). Durable when it returns ok.
+  virtual status commit(const std::string& group, const topic_partition& tp, std::uint64_t offset) = 0;
+  /// Sets it only if higher than the stored one (or none is stored); returns whether it changed.
+  virtual result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) = 0;
+  /// Every group's offset for the partition, sorted by group.
+  virtual std::vector<group_offset> groups_for(const topic_partition& tp) const = 0;
+};
+
+/// The keyed map both implementations keep, with the merge rules in one place.
+class offset_table {
+ public:
+  using key = std::tuple<std::string, std::string, std::int32_t>;  // group, topic, partition
+
+  std::optional<std::uint64_t> get(const std::string& group, const topic_partition& tp) const {
+    auto it = map_.find({group, tp.topic, tp.partition});
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void set(const std::string& group, const topic_partition& tp, std::uint64_t offset) {
+    map_[{group, tp.topic, tp.partition}] = offset;
+  }
+  bool would_raise(const std::string& group, const topic_partition& tp, std::uint64_t offset) const {
+    auto cur = get(group, tp);
+    return !cur || offset > *cur;
+  }
+  std::vector<group_offset> groups_for(const topic_partition& tp) const {
+    std::vector<group_offset> out;
+    for (const auto& [k, v] : map_)
+      if (std::get<1>(k) == tp.topic && std::get<2>(k) == tp.partition) out.push_back({std::get<0>(k), v});
+    return out;
+  }
+  const std::map<key, std::uint64_t>& entries() const { return map_; }
+
+ private:
+  std::map<key, std::uint64_t> map_;
+};
+
+class memory_offset_store final : public offset_store {
+ public:
+  std::optional<std::uint64_t> committed(const std::string& group, const topic_partition& tp) const override {
+    std::lock_guard lock(mu_);
+    return table_.get(group, tp);
+  }
+  status commit(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
+    if (group.empty()) return {errc::invalid_argument, "group id must not be empty"};
+    std::lock_guard lock(mu_);
+    table_.set(group, tp, offset);
+    return {};
+  }
+  result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
+    if (group.empty()) return error{errc::invalid_argument, "group id must not be empty"};
+    std::lock_guard lock(mu_);
+    if (!table_.would_raise(group, tp, offset)) return false;
+    table_.set(group, tp, offset);
+    return true;
+  }
+  std::vector<group_offset> groups_for(const topic_partition& tp) const override {
+    std::lock_guard lock(mu_);
+    return table_.groups_for(tp);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  offset_table table_;
+};
+
+}  // namespace moonmq::storage

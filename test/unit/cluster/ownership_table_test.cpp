@@ -1,0 +1,77 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/storage/file_state_file.hpp"
+#include "support/process.hpp"
+
+using namespace moonmq;
+using namespace moonmq::cluster;
+
+namespace {
+
+std::unique_ptr<ownership_table> open_at(const std::string& dir, const std::string& self = "b1") {
+  auto t =
+      open_local_ownership_table(broker_id(self), storage::make_file_state_file(dir + "/cluster-assignments.json"));
+  REQUIRE(t);
+  return std::move(*t);
+}
+
+}  // namespace
+
+TEST_CASE("ownership: a partition with no entry is served locally", "[ownership]") {
+  test::temp_dir dir;
+  auto t = open_at(dir.path());
+  topic_partition tp{"orders", 0};
+  CHECK_FALSE(t->owner(tp).has_value());
+  CHECK(serves(*t, tp, broker_id("b1")));
+  CHECK(owner_as_seen_by(*t, tp, broker_id("b1")) == broker_id("b1"));
+}
+
+TEST_CASE("ownership: a change is persisted before it is acknowledged and survives a restart", "[ownership]") {
+  test::temp_dir dir;
+  topic_partition tp{"orders", 0};
+  {
+    auto t = open_at(dir.path());
+    REQUIRE(t->set_owner(tp, broker_id("b2")));
+    CHECK(test::slurp(dir.path() + "/cluster-assignments.json").find("\"broker\":\"b2\"") != std::string::npos);
+    CHECK_FALSE(serves(*t, tp, broker_id("b1")));
+  }
+  auto t = open_at(dir.path());
+  CHECK(*t->owner(tp) == broker_id("b2"));
+  CHECK(t->entries() == std::vector<ownership_entry>{{tp, broker_id("b2")}});
+}
+
+TEST_CASE("ownership: recording this broker as owner clears the entry", "[ownership]") {
+  test::temp_dir dir;
+  auto t = open_at(dir.path(), "b2");
+  topic_partition tp{"orders", 0};
+  REQUIRE(t->set_owner(tp, broker_id("b1")));
+  REQUIRE(t->set_owner(tp, broker_id("b2")));
+  CHECK_FALSE(t->owner(tp).has_value());
+  CHECK(t->entries().empty());
+}
+
+TEST_CASE("ownership: a failed write leaves the table unchanged", "[ownership]") {
+  auto file = std::make_unique<storage::memory_state_file>("cluster-assignments.json");
+  auto* raw = file.get();
+  auto t = open_local_ownership_table(broker_id("b1"), std::move(file));
+  REQUIRE(t);
+  raw->fail_next_replace();
+  CHECK_FALSE((*t)->set_owner({"t", 0}, broker_id("b2")));
+  CHECK_FALSE((*t)->owner({"t", 0}).has_value());
+}
+
+TEST_CASE("ownership: a corrupt or unreadable table stops start-up, never resets to empty", "[ownership][crash]") {
+  test::temp_dir dir;
+  const std::string path = dir.path() + "/cluster-assignments.json";
+  std::string bad = GENERATE(std::string("{\"version\":1,\"assignments\":[{\"topic\":\"t\""),
+                             std::string("{\"version\":1,\"assignments\":[{\"topic\":\"t\",\"partition\":0}]}"),
+                             std::string("{\"version\":9,\"assignments\":[]}"), std::string("garbage"));
+  std::ofstream(path) << bad;
+  auto t = open_local_ownership_table(broker_id("b1"), storage::make_file_state_file(path));
+  REQUIRE_FALSE(t);
+  CHECK(t.code() == errc::corrupt);
+  CHECK_THAT(t.message(), Catch::Contains(path));
+}
