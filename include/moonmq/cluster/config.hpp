@@ -1,0 +1,70 @@
+// The broker's configuration: `appsettings.json` with its `Server` section (client listener, data directory,
+// storage), `Server.Cluster` (identity, cluster listener, peers, token, TLS, Raft) and `Server.Autobalance`.
+//
+// Loading (settings_loader.hpp, in lib/) is strict: unknown keys, wrong types and values out of range are errors
+// naming the key's full path; environment variables `MOONMQ_Server__Cluster__BrokerId=b2` override keys (numeric
+// path parts index arrays: `MOONMQ_Server__Cluster__Peers__0__Address`). These structs are plain values with the
+// documented defaults, so an embedding broker can also fill them by hand.
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moonmq/autobalancer/config.hpp"
+
+namespace moonmq::cluster {
+
+struct peer_config {
+  std::string id;
+  std::string host;  ///< from Address "host:port"
+  std::uint16_t port = 0;
+  std::string token;  ///< per-peer override of Cluster.Token ("" = use Cluster.Token)
+};
+
+struct tls_config {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+  bool verify_peer = false;  ///< Verify: "required" = mutual TLS
+};
+
+struct raft_config {
+  bool enabled = false;
+  std::uint32_t heartbeat_ms = 500;
+  std::uint32_t election_timeout_min_ms = 1500;
+  std::uint32_t election_timeout_max_ms = 3000;
+  std::uint32_t max_log_entries = 10000;
+};
+
+struct cluster_config {
+  std::string broker_id;
+  std::string host = "127.0.0.1";
+  std::optional<std::uint16_t> port;  ///< none = client-only node (no cluster endpoint)
+  std::string token;
+  double peer_timeout_seconds = 5;
+  std::uint32_t batch_bytes = 256 * 1024;
+  std::uint32_t max_body_bytes = 64u << 20;
+  bool allow_insecure = false;
+  std::vector<peer_config> peers;
+  std::optional<tls_config> tls;
+  raft_config raft;
+};
+
+struct storage_config {
+  std::string fsync = "interval";  ///< always | interval | never
+  std::uint32_t fsync_interval_ms = 1000;
+};
+
+struct server_config {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 9092;
+  std::string data_dir = "./data";
+  storage_config storage;
+  std::optional<cluster_config> cluster;
+  autobalancer::autobalance_config autobalance;
+};
+
+}  // namespace moonmq::cluster

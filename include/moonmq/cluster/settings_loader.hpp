@@ -1,0 +1,26 @@
+// Loads `appsettings.json` into server_config (see config.hpp for the rules). Implemented in lib/ (RapidJSON).
+// Thread safety: pure functions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "moonmq/cluster/config.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::cluster {
+
+/// Environment overrides, name -> value, e.g. {"MOONMQ_Server__Cluster__BrokerId", "b2"}. Other names are ignored.
+using environment = std::map<std::string, std::string>;
+
+/// The process environment's MOONMQ_* variables.
+environment process_environment();
+
+/// Parses the document `json` (named `source` in messages) with `env` applied on top.
+result<server_config> parse_settings(std::string_view json, const environment& env, std::string_view source);
+
+/// Reads and parses the file at `path`.
+result<server_config> load_settings(const std::string& path, const environment& env);
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,247 @@
+#include "moonmq/cluster/settings_loader.hpp"
+
+#include <arpa/inet.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "autobalancer/config_reader.hpp"
+#include "json/object_reader.hpp"
+#include "moonmq/storage/file_partition_store.hpp"
+#include "storage/posix_file.hpp"
+
+extern char** environ;
+
+namespace moonmq::cluster {
+
+namespace {
+
+constexpr std::string_view env_prefix = "MOONMQ_";
+
+/// Sets the value at `path` (split on "__") in `doc`, creating objects on the way. A key that holds a string keeps
+/// a string; otherwise true/false become booleans, numbers numbers, and anything else a string (so a wrong type is
+/// still reported by the strict reader, naming the key).
+status apply_override(rapidjson::Document& doc, const std::string& name, const std::string& value) {
+  std::vector<std::string> parts;
+  std::string rest = name.substr(env_prefix.size());
+  for (std::size_t pos; (pos = rest.find("__")) != std::string::npos; rest.erase(0, pos + 2))
+    parts.push_back(rest.substr(0, pos));
+  parts.push_back(rest);
+  auto& alloc = doc.GetAllocator();
+  if (!doc.IsObject()) doc.SetObject();
+  rapidjson::Value* at = &doc;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& key = parts[i];
+    if (key.empty()) return {errc::invalid_argument, name + ": empty path segment"};
+    const bool last = i + 1 == parts.size();
+    rapidjson::Value* next = nullptr;
+    if (at->IsArray()) {
+      char* end = nullptr;
+      unsigned long idx = std::strtoul(key.c_str(), &end, 10);
+      if (*end != '\0') return {errc::invalid_argument, name + ": '" + key + "' is not an array index"};
+      while (at->Size() <= idx) at->PushBack(rapidjson::Value(rapidjson::kObjectType), alloc);
+      next = &(*at)[static_cast<rapidjson::SizeType>(idx)];
+    } else {
+      if (!at->IsObject()) return {errc::invalid_argument, name + ": cannot descend into a non-object"};
+      auto it = at->FindMember(key.c_str());
+      if (it == at->MemberEnd()) {
+        at->AddMember(rapidjson::Value(key.c_str(), alloc), rapidjson::Value(rapidjson::kObjectType), alloc);
+        it = at->FindMember(key.c_str());
+      }
+      next = &it->value;
+    }
+    if (last) {
+      rapidjson::Value v;
+      char* end = nullptr;
+      double d = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+      const bool numeric = !value.empty() && *end == '\0';
+      if (next->IsString()) {
+        v.SetString(value.c_str(), alloc);  // a string key stays a string ("BrokerId": "7")
+      } else if (value == "true" || value == "false") {
+        v.SetBool(value == "true");
+      } else if (numeric && value.find_first_of(".eE") == std::string::npos) {
+        v.SetInt64(static_cast<std::int64_t>(d));
+      } else if (numeric) {
+        v.SetDouble(d);
+      } else {
+        v.SetString(value.c_str(), alloc);
+      }
+      *next = v;
+    }
+    at = next;
+  }
+  return {};
+}
+
+bool is_loopback(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+/// "host:port" -> parts; the error names `path`.
+status split_address(const std::string& address, const std::string& path, std::string& host, std::uint16_t& port) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
+    return {errc::invalid_argument, path + ": expected \"host:port\", got \"" + address + "\""};
+  host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  unsigned long p = std::strtoul(address.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p < 1 || p > 65535)
+    return {errc::invalid_argument, path + ": port must be from 1 to 65535 in \"" + address + "\""};
+  port = static_cast<std::uint16_t>(p);
+  return {};
+}
+
+bool read_port(json::object_reader& r, std::string_view key, std::uint16_t& out) {
+  std::uint32_t p = out;
+  if (!r.get(key, p)) return false;
+  if (p < 1 || p > 65535) return r.fail(key, "must be from 1 to 65535");
+  out = static_cast<std::uint16_t>(p);
+  return true;
+}
+
+status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_config& c) {
+  json::object_reader r(v, path);
+  r.get("BrokerId", c.broker_id, true);
+  r.get("Host", c.host);
+  if (r.has("Port")) {
+    std::uint16_t p = 0;
+    if (read_port(r, "Port", p)) c.port = p;
+  }
+  r.get("Token", c.token);
+  r.get("PeerTimeout", c.peer_timeout_seconds);
+  r.get("BatchBytes", c.batch_bytes);
+  r.get("MaxBodyBytes", c.max_body_bytes);
+  r.get("AllowInsecure", c.allow_insecure);
+  if (r.ok() && c.broker_id.empty()) r.fail("BrokerId", "must not be empty");
+  if (r.ok() && !(c.peer_timeout_seconds > 0)) r.fail("PeerTimeout", "must be a positive number of seconds");
+  if (r.ok() && (c.batch_bytes < 1024 || c.batch_bytes > (64u << 20)))
+    r.fail("BatchBytes", "must be from 1024 to 67108864");
+  if (r.ok() && c.max_body_bytes < c.batch_bytes + 1024)
+    r.fail("MaxBodyBytes", "must exceed BatchBytes by at least 1024");
+
+  if (const auto* peers = r.member("Peers"); peers && r.ok()) {
+    if (!peers->IsArray()) {
+      r.fail("Peers", std::string("expected an array, got ") + json::type_name(*peers));
+    } else {
+      std::set<std::string> ids{c.broker_id};
+      for (rapidjson::SizeType i = 0; i < peers->Size(); ++i) {
+        std::string pp = r.child_path("Peers") + "[" + std::to_string(i) + "]";
+        json::object_reader pr((*peers)[i], pp);
+        peer_config peer;
+        std::string address;
+        pr.get("Id", peer.id, true);
+        pr.get("Address", address, true);
+        pr.get("Token", peer.token);
+        if (pr.ok() && peer.id.empty()) pr.fail("Id", "must not be empty");
+        if (pr.ok() && peer.id == c.broker_id) pr.fail("Id", "'" + peer.id + "' is this broker's own BrokerId");
+        if (pr.ok() && !ids.insert(peer.id).second) pr.fail("Id", "duplicate peer id '" + peer.id + "'");
+        if (pr.ok())
+          if (auto s = split_address(address, pr.child_path("Address"), peer.host, peer.port); !s) return s;
+        if (auto s = pr.finish(); !s) return s;
+        c.peers.push_back(std::move(peer));
+      }
+    }
+  }
+  if (const auto* tls = r.member("Tls"); tls && r.ok()) {
+    json::object_reader tr(*tls, r.child_path("Tls"));
+    tls_config t;
+    std::string verify = "none";
+    tr.get("CertFile", t.cert_file, true);
+    tr.get("KeyFile", t.key_file, true);
+    tr.get("CaFile", t.ca_file);
+    tr.get("Verify", verify);
+    if (tr.ok() && verify != "none" && verify != "required")
+      tr.fail("Verify", "expected \"none\" or \"required\", got \"" + verify + "\"");
+    t.verify_peer = verify == "required";
+    if (tr.ok() && t.verify_peer && t.ca_file.empty()) tr.fail("CaFile", "is required when Verify is \"required\"");
+    if (auto s = tr.finish(); !s) return s;
+    c.tls = t;
+  }
+  if (const auto* raft = r.member("Raft"); raft && r.ok()) {
+    json::object_reader rr(*raft, r.child_path("Raft"));
+    rr.get("Enabled", c.raft.enabled);
+    rr.get("HeartbeatMs", c.raft.heartbeat_ms);
+    rr.get("ElectionTimeoutMinMs", c.raft.election_timeout_min_ms);
+    rr.get("ElectionTimeoutMaxMs", c.raft.election_timeout_max_ms);
+    rr.get("MaxLogEntries", c.raft.max_log_entries);
+    if (rr.ok() && c.raft.heartbeat_ms < 10) rr.fail("HeartbeatMs", "must be at least 10");
+    if (rr.ok() && c.raft.election_timeout_min_ms <= c.raft.heartbeat_ms)
+      rr.fail("ElectionTimeoutMinMs", "must exceed HeartbeatMs");
+    if (rr.ok() && c.raft.election_timeout_max_ms <= c.raft.election_timeout_min_ms)
+      rr.fail("ElectionTimeoutMaxMs", "must exceed ElectionTimeoutMinMs");
+    if (rr.ok() && c.raft.max_log_entries < 16) rr.fail("MaxLogEntries", "must be at least 16");
+    if (auto s = rr.finish(); !s) return s;
+  }
+  if (auto s = r.finish(); !s) return s;
+  if (c.port && !is_loopback(c.host) && c.token.empty() && !c.allow_insecure)
+    return {errc::invalid_argument, path + ".Token: the cluster listener binds " + c.host +
+                                        ", beyond loopback, without a Token; set Token (or AllowInsecure: true)"};
+  return {};
+}
+
+}  // namespace
+
+environment process_environment() {
+  environment env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (!kv.starts_with(env_prefix)) continue;
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+result<server_config> parse_settings(std::string_view text, const environment& env, std::string_view source) {
+  rapidjson::Document doc;
+  if (auto s = json::parse_document(text, doc, source); !s) return s.err();
+  for (const auto& [name, value] : env) {
+    if (!std::string_view(name).starts_with(env_prefix)) continue;
+    if (auto s = apply_override(doc, name, value); !s) return s.err();
+  }
+  json::object_reader top(doc, "");
+  const auto* server = top.member("Server");
+  if (auto s = top.finish(); !s) return error{s.code(), std::string(source) + ": " + s.message()};
+  server_config out;
+  if (!server) return out;
+  auto fail = [&](const status& s) { return error{s.code(), std::string(source) + ": " + s.message()}; };
+  json::object_reader r(*server, "Server");
+  r.get("Host", out.host);
+  read_port(r, "Port", out.port);
+  r.get("DataDir", out.data_dir);
+  if (r.ok() && out.data_dir.empty()) r.fail("DataDir", "must not be empty");
+  if (const auto* st = r.member("Storage"); st && r.ok()) {
+    json::object_reader sr(*st, "Server.Storage");
+    sr.get("Fsync", out.storage.fsync);
+    sr.get("FsyncIntervalMs", out.storage.fsync_interval_ms);
+    if (sr.ok())
+      if (auto p = storage::parse_fsync_policy(out.storage.fsync); !p) sr.fail("Fsync", p.message());
+    if (sr.ok() && out.storage.fsync_interval_ms < 1) sr.fail("FsyncIntervalMs", "must be at least 1");
+    if (auto s = sr.finish(); !s) return fail(s);
+  }
+  if (const auto* cl = r.member("Cluster"); cl && r.ok()) {
+    cluster_config c;
+    if (auto s = read_cluster(*cl, "Server.Cluster", c); !s) return fail(s);
+    out.cluster = std::move(c);
+  }
+  if (const auto* ab = r.member("Autobalance"); ab && r.ok()) {
+    if (auto s = autobalancer::read_autobalance_config(*ab, "Server.Autobalance", out.autobalance); !s) return fail(s);
+    if (out.autobalance.enabled && !out.cluster)
+      return fail({errc::invalid_argument, "Server.Autobalance.Enabled: needs a Server.Cluster section"});
+  }
+  if (auto s = r.finish(); !s) return fail(s);
+  return out;
+}
+
+result<server_config> load_settings(const std::string& path, const environment& env) {
+  auto text = posix::read_file(path);
+  if (!text) return error{text.code(), "cannot read configuration " + path + ": " + text.message()};
+  return parse_settings(*text, env, path);
+}
+
+}  // namespace moonmq::cluster

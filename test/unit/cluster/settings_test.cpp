@@ -1,0 +1,123 @@
+#include <catch2/catch.hpp>
+
+#include "moonmq/cluster/settings_loader.hpp"
+
+using namespace moonmq;
+using namespace moonmq::cluster;
+
+namespace {
+
+const char* full = R"({
+  "Server": {
+    "Host": "127.0.0.1", "Port": 9092, "DataDir": "/var/lib/moonmq",
+    "Storage": { "Fsync": "always", "FsyncIntervalMs": 200 },
+    "Cluster": {
+      "BrokerId": "b1", "Host": "127.0.0.1", "Port": 9095, "Token": "shared-secret", "PeerTimeout": 5,
+      "BatchBytes": 262144,
+      "Peers": [ { "Id": "b2", "Address": "10.0.0.2:9095", "Token": "other" }, { "Id": "b3", "Address": "[::1]:9097" } ],
+      "Raft": { "Enabled": true }
+    },
+    "Autobalance": { "Enabled": true, "IntervalSeconds": 60, "DryRun": true, "MaxActionsPerDetect": 50,
+                     "Window": 60, "MinValid": 1, "Percentile": 0.9 }
+  }
+})";
+
+result<server_config> parse(const std::string& json, environment env = {}) {
+  return parse_settings(json, env, "appsettings.json");
+}
+
+}  // namespace
+
+TEST_CASE("settings: the spec's configuration is read", "[settings]") {
+  auto c = parse(full);
+  REQUIRE(c);
+  CHECK(c->port == 9092);
+  CHECK(c->data_dir == "/var/lib/moonmq");
+  CHECK(c->storage.fsync == "always");
+  CHECK(c->storage.fsync_interval_ms == 200);
+  REQUIRE(c->cluster);
+  CHECK(c->cluster->broker_id == "b1");
+  CHECK(*c->cluster->port == 9095);
+  CHECK(c->cluster->token == "shared-secret");
+  REQUIRE(c->cluster->peers.size() == 2);
+  CHECK(c->cluster->peers[0].host == "10.0.0.2");
+  CHECK(c->cluster->peers[0].port == 9095);
+  CHECK(c->cluster->peers[0].token == "other");
+  CHECK(c->cluster->peers[1].host == "::1");
+  CHECK(c->cluster->raft.enabled);
+  CHECK(c->autobalance.enabled);
+}
+
+TEST_CASE("settings: defaults apply to what is left out", "[settings]") {
+  auto c = parse(R"({"Server": {"Cluster": {"BrokerId": "b1"}}})");
+  REQUIRE(c);
+  CHECK(c->host == "127.0.0.1");
+  CHECK(c->storage.fsync == "interval");
+  CHECK_FALSE(c->cluster->port.has_value());  // client-only node
+  CHECK(c->cluster->batch_bytes == 262144);
+  CHECK(c->cluster->peer_timeout_seconds == 5);
+  CHECK_FALSE(c->cluster->raft.enabled);
+  CHECK_FALSE(c->autobalance.enabled);
+}
+
+TEST_CASE("settings: environment variables override keys", "[settings]") {
+  auto c = parse(full, {{"MOONMQ_Server__Cluster__BrokerId", "b7"},
+                        {"MOONMQ_Server__Port", "9300"},
+                        {"MOONMQ_Server__Autobalance__DryRun", "false"},
+                        {"MOONMQ_Server__Cluster__Peers__1__Address", "127.0.0.1:9400"},
+                        {"OTHER_VARIABLE", "ignored"}});
+  REQUIRE(c);
+  CHECK(c->cluster->broker_id == "b7");
+  CHECK(c->port == 9300);
+  CHECK_FALSE(c->autobalance.dry_run);
+  CHECK(c->cluster->peers[1].port == 9400);
+}
+
+TEST_CASE("settings: an override of the wrong type is reported naming the key", "[settings]") {
+  auto c = parse(full, {{"MOONMQ_Server__Port", "high"}});
+  REQUIRE_FALSE(c);
+  CHECK_THAT(c.message(), Catch::Contains("Server.Port"));
+}
+
+TEST_CASE("settings: faults are errors naming the key", "[settings]") {
+  auto check = [](const std::string& json, const std::string& expected) {
+    auto c = parse(json);
+    REQUIRE_FALSE(c);
+    CHECK(c.code() == errc::invalid_argument);
+    CHECK_THAT(c.message(), Catch::Contains(expected));
+    CHECK_THAT(c.message(), Catch::StartsWith("appsettings.json"));
+  };
+  check(R"({"Server": {"Prot": 1}})", "Server.Prot: unknown key");
+  check(R"({"Servr": {}})", "Servr: unknown key");
+  check(R"({"Server": {"Port": "9092"}})", "Server.Port: expected a whole number");
+  check(R"({"Server": {"Port": 70000}})", "Server.Port: must be from 1 to 65535");
+  check(R"({"Server": {"Cluster": {}}})", "Server.Cluster.BrokerId: is required");
+  check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [{"Id": "b2", "Address": "h:1"},
+                                                                   {"Id": "b2", "Address": "h:2"}]}}})",
+        "Server.Cluster.Peers[1].Id: duplicate peer id 'b2'");
+  check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [{"Id": "b1", "Address": "h:1"}]}}})", "own BrokerId");
+  check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Peers": [{"Id": "b2", "Address": "nohost"}]}}})",
+        "Server.Cluster.Peers[0].Address: expected \"host:port\"");
+  check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Tls": {"CertFile": "c", "KeyFile": "k", "Verify": "maybe"}}}})",
+        "Server.Cluster.Tls.Verify");
+  check(R"({"Server": {"Storage": {"Fsync": "sometimes"}}})", "Server.Storage.Fsync");
+  check(R"({"Server": {"Autobalance": {"Enabled": true}}})", "needs a Server.Cluster section");
+  check(R"({"Server": {"Autobalance": {"Windw": 3}}})", "Server.Autobalance.Windw: unknown key");
+  check(R"({"Server": )", "not valid JSON");
+}
+
+TEST_CASE("settings: a cluster listener beyond loopback needs a Token", "[settings]") {
+  auto open = parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Host": "0.0.0.0", "Port": 9095}}})");
+  REQUIRE_FALSE(open);
+  CHECK_THAT(open.message(), Catch::Contains("Server.Cluster.Token"));
+  CHECK(parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Host": "0.0.0.0", "Port": 9095, "Token": "t"}}})"));
+  CHECK(parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Host": "0.0.0.0", "Port": 9095,
+                                         "AllowInsecure": true}}})"));
+  CHECK(parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Host": "127.0.0.2", "Port": 9095}}})"));
+}
+
+TEST_CASE("settings: a missing file is an error naming it", "[settings]") {
+  auto c = load_settings("/nonexistent/appsettings.json", {});
+  REQUIRE_FALSE(c);
+  CHECK_THAT(c.message(), Catch::Contains("/nonexistent/appsettings.json"));
+}
