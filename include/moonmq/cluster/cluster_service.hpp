@@ -1,0 +1,61 @@
+// The inter-broker endpoint's route handlers, independent of transport: a request in, a response out. The HTTP
+// listener (lib/) and the loopback network (tests) both call `handle`.
+//
+// Routes (DESIGN.md §6): ensure, append (a migration batch at an expected offset, or a forwarded produce at the
+// end), owner (set and get), offsets, partition (end offset and prefix checksum, for resuming a move), loads and
+// controller/claim. Every request must carry the sender's X-Cluster-Token (compared in constant time; a peer's own
+// token overrides the cluster's); a wrong or missing token is 401 and nothing is done. Control-plane routes carrying
+// X-Controller-Epoch / X-Controller-Id are checked against the fence: 409 for a superseded controller. Malformed
+// bodies are 400 with a JSON error naming the field, oversized ones 413; nothing is half-applied. Group,
+// transaction and Raft routes answer 501 until they exist.
+// Thread safety: handle() may be called concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "moonmq/cluster/controller_fence.hpp"
+#include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/cluster/partition_gates.hpp"
+#include "moonmq/cluster/traffic.hpp"
+#include "moonmq/core/logger.hpp"
+#include "moonmq/storage/offset_store.hpp"
+#include "moonmq/storage/partition_store.hpp"
+#include "moonmq/transport/message.hpp"
+
+namespace moonmq::cluster {
+
+struct cluster_service_options {
+  broker_id self;
+  std::string token;                               ///< Cluster.Token ("" = no authentication: loopback only)
+  std::map<std::string, std::string> peer_tokens;  ///< peer id -> its own token
+  std::size_t max_body_bytes = 64u << 20;
+};
+
+struct cluster_state {
+  storage::partition_store& store;
+  storage::offset_store& offsets;
+  ownership_table& ownership;
+  controller_fence& fence;
+  traffic& counters;
+  partition_gates& gates;
+  logger& log;
+};
+
+class cluster_service {
+ public:
+  cluster_service(cluster_service_options options, cluster_state state);
+  ~cluster_service();
+
+  transport::response handle(const transport::request& req);
+
+  /// Whether `req` carries the right token for its sender (used by the HTTP listener for every route).
+  bool authenticated(const transport::request& req) const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,49 @@
+// Talking to one peer broker: every request gets this broker's identity, the token the peer expects (its own, or
+// the cluster's) and, on the control plane, the controller claim it is made under; then it goes through the
+// transport with the configured PeerTimeout.
+// Thread safety: call() may be used concurrently.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "moonmq/cluster/controller_fence.hpp"
+#include "moonmq/transport/transport.hpp"
+
+namespace moonmq::cluster {
+
+struct peer_directory {
+  broker_id self;
+  std::string token;                               ///< Cluster.Token
+  std::map<std::string, std::string> peer_tokens;  ///< peer id -> its own token (overrides Cluster.Token)
+  std::chrono::milliseconds timeout{5000};         ///< PeerTimeout
+};
+
+class peer_client {
+ public:
+  peer_client(transport::transport& t, peer_directory dir) : transport_(t), dir_(std::move(dir)) {}
+
+  const peer_directory& directory() const noexcept { return dir_; }
+
+  /// Sends `req` to `peer`; with `claim`, as a fenced control-plane request.
+  asio::awaitable<transport::response> call(const std::string& peer, transport::request req,
+                                            std::optional<controller_claim> claim = std::nullopt) {
+    auto own = dir_.peer_tokens.find(peer);
+    const std::string& token = own != dir_.peer_tokens.end() && !own->second.empty() ? own->second : dir_.token;
+    if (!token.empty()) req.headers[transport::header_token] = token;
+    req.headers[transport::header_from] = dir_.self.value();
+    if (claim) {
+      req.headers[transport::header_epoch] = std::to_string(claim->claim_epoch.value());
+      req.headers[transport::header_controller] = claim->controller.value();
+    }
+    co_return co_await transport_.send(peer, std::move(req), dir_.timeout);
+  }
+
+ private:
+  transport::transport& transport_;
+  peer_directory dir_;
+};
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,79 @@
+// The Reassigner: moves one partition's data, committed offsets and ownership to another broker, with an exact
+// cutover. It runs on the source broker, as a coroutine, over the seams (partition_store, offset_store,
+// ownership_table, transport); blocking work goes to a small pool.
+//
+//   1. ensure    dest creates the topic, or grows it to this broker's partition count.
+//   2. check     dest's copy must be empty, or a byte-for-byte prefix of ours (left by an interrupted attempt of this
+//                same move, which then resumes from its end); anything else is refused: "destination not empty".
+//   3. reserve   dest records this broker as the partition's owner, so it serves nothing of it until step 8.
+//   4. copy      frames stream in BatchBytes batches with append_at(expected offset): a retried batch is never
+//                written twice. Every batch is awaited, so produce and fetch traffic interleave with a long copy.
+//                Dest fsyncs at the end.
+//   5. cutover   the move is journaled, then under the partition's gate the ownership entry flips to dest and is
+//                persisted: no local append begins after it; those that began before it are in the tail.
+//   6. drain     the tail is copied and synced. If it fails, ownership is rolled back: the partition stays here,
+//                whole.
+//   7. offsets   every group's committed offset is pushed (higher wins on dest). A failure is logged loudly and does
+//                not roll back: the data is safe on dest; consumers restart from their last offset there.
+//   8. confirm   dest records that it owns the partition and starts serving it; the journal entry is cleared.
+//
+// Internal topics (__*) never move. A crash of either broker at any step leaves the partition whole on its last
+// confirmed owner (see move_journal.hpp for how a restart resolves a move caught between cutover and confirm), and
+// the move can be retried. Progress (step, bytes copied of total) is observable while a move runs.
+// Thread safety: moves of different partitions may run concurrently; a second move of a partition already moving
+// is refused. progress() may be called from any thread.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <asio/thread_pool.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/peer.hpp"
+
+namespace moonmq::cluster {
+
+/// What one move is doing or did.
+struct move_progress {
+  topic_partition partition;
+  std::string dest;
+  std::string step;  ///< ensure, check, reserve, copy, cutover, drain, offsets, confirm, done, failed
+  std::uint64_t bytes_copied = 0;
+  std::uint64_t bytes_total = 0;  ///< the partition's size when the copy began (grows with the tail)
+  bool finished = false;
+  bool succeeded = false;
+  std::string error;
+  double started_at = 0;  ///< seconds since the epoch
+  double finished_at = 0;
+};
+
+struct reassigner_options {
+  std::uint32_t batch_bytes = 256 * 1024;
+};
+
+class reassigner {
+ public:
+  reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+             asio::thread_pool& blocking);
+  ~reassigner();
+
+  /// Moves `tp` to `dest`; with `claim`, control-plane requests are fenced by it.
+  asio::awaitable<status> move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim = {});
+
+  /// Resolves journaled moves left by a crash (see move_journal.hpp). Returns how many remain unresolved.
+  asio::awaitable<std::size_t> recover();
+
+  /// Moves in progress and the most recent finished ones (newest last).
+  std::vector<move_progress> progress() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace moonmq::cluster

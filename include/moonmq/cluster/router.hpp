@@ -1,0 +1,47 @@
+// Produce routing: records for a partition this broker serves are appended here; records for a partition owned by a
+// peer are forwarded to it over /cluster/append (mode=produce), and the acknowledgement carries the owner's offsets.
+//
+// The local path holds the partition's gate shared across "do I serve it? then append", which is what makes a
+// reassigner's cutover exact. A forward is never forwarded again by the receiver (it answers 421 with the owner it
+// knows instead); the router follows such a hint at most twice, so an ownership chain ends in an error, never in an
+// endless hop. While a partition is being handed over (this broker has flipped it to the destination, which does not
+// serve it until the move is confirmed), a forward waits and retries for up to PeerTimeout.
+// Thread safety: all methods may be called concurrently.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <variant>
+#include <vector>
+
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/peer.hpp"
+#include "moonmq/storage/record.hpp"
+
+namespace moonmq::cluster {
+
+struct produce_result {
+  std::vector<std::uint64_t> offsets;  ///< on the owner's log
+  broker_id broker;                    ///< the owner that appended them
+};
+
+class router {
+ public:
+  router(cluster_state state, peer_client& peers) : st_(state), peers_(peers) {}
+
+  /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to.
+  std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
+                                                            const std::vector<storage::record>& records);
+
+  /// Forwards to `owner` (see above for hints and handovers).
+  asio::awaitable<result<produce_result>> forward(topic_partition tp, std::vector<storage::record> records,
+                                                  broker_id owner);
+
+  /// try_local, then forward when needed.
+  asio::awaitable<result<produce_result>> produce(topic_partition tp, std::vector<storage::record> records);
+
+ private:
+  cluster_state st_;
+  peer_client& peers_;
+};
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,25 @@
+// Running blocking work (file reads and writes, fsync) on a small pool and awaiting it, so that the reactor never
+// blocks. The awaiting coroutine resumes on its own executor.
+// Thread safety: as asio's thread_pool.
+#pragma once
+
+#include <asio/co_spawn.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <optional>
+#include <type_traits>
+
+namespace moonmq {
+
+/// Runs `f()` on `pool` and returns its result. REQUIRES: f returns a non-void, movable value.
+template <typename F>
+auto offload(asio::thread_pool& pool, F f) -> asio::awaitable<std::invoke_result_t<F&>> {
+  using R = std::invoke_result_t<F&>;
+  // Carried in an optional: asio needs a default-constructible result type, and result<T> has no empty state.
+  std::optional<R> out = co_await asio::co_spawn(
+      pool, [fn = std::move(f)]() mutable -> asio::awaitable<std::optional<R>> { co_return fn(); },
+      asio::use_awaitable);
+  co_return std::move(*out);
+}
+
+}  // namespace moonmq

@@ -1,0 +1,133 @@
+// An in-memory network for in-process clusters: each broker registers its request handler, and gets a transport
+// whose sends call the destination's handler directly (on the sender's executor), through configurable faults.
+//
+// Faults, per direction or for every link: drop the request (the handler never runs), lose the response (the
+// handler ran, the sender hears nothing: the case that makes retries dangerous), duplicate (the handler runs
+// twice), delay and jitter (which reorders concurrent requests), and partitions between brokers (no answer either
+// way). A `hook` can inspect each request and decide its fate, to fail exactly one step of a protocol. Random choices
+// come from one seeded generator: a test run is reproducible from its seed.
+// Thread safety: configure faults and handlers from the thread that runs the executor; sends run on it too.
+#pragma once
+
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+
+#include "moonmq/transport/transport.hpp"
+
+namespace moonmq::transport {
+
+/// What happens to one request.
+enum class fate { deliver, drop, lose_response, duplicate };
+
+class loopback_network {
+ public:
+  using handler = std::function<response(const request&)>;
+  /// Decides a request's fate (after partitions and probabilities); return deliver to leave it alone.
+  using hook = std::function<fate(const std::string& from, const std::string& to, const request&)>;
+
+  explicit loopback_network(std::uint64_t seed = 1) : rng_(seed) {}
+
+  void attach(const std::string& broker, handler h) { handlers_[broker] = std::move(h); }
+  void detach(const std::string& broker) { handlers_.erase(broker); }
+
+  /// No answer between a and b, either way, until heal().
+  void partition(const std::string& a, const std::string& b) {
+    cut_.insert({a, b});
+    cut_.insert({b, a});
+  }
+  void heal() { cut_.clear(); }
+
+  void set_drop_probability(double p) { drop_ = p; }
+  void set_lose_response_probability(double p) { lose_ = p; }
+  void set_duplicate_probability(double p) { duplicate_ = p; }
+  /// Every delivery waits `base` plus a uniform jitter up to `jitter`.
+  void set_delay(std::chrono::milliseconds base, std::chrono::milliseconds jitter = {}) {
+    delay_ = base;
+    jitter_ = jitter;
+  }
+  void set_hook(hook h) { hook_ = std::move(h); }
+
+  /// How many requests each route received (delivered to a handler), for tests.
+  std::size_t delivered(const std::string& path) const {
+    auto it = delivered_.find(path);
+    return it == delivered_.end() ? 0 : it->second;
+  }
+
+  /// The transport broker `from` sends through.
+  std::unique_ptr<transport> transport_for(const std::string& from);
+
+ private:
+  friend class loopback_transport;
+
+  asio::awaitable<response> carry(std::string from, std::string to, request req, std::chrono::milliseconds timeout) {
+    auto exec = co_await asio::this_coro::executor;
+    if (cut_.count({from, to})) co_return no_answer(to, "partitioned");
+    auto it = handlers_.find(to);
+    if (it == handlers_.end()) co_return no_answer(to, "no such broker (down)");
+    fate f = fate::deliver;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (u(rng_) < drop_)
+      f = fate::drop;
+    else if (u(rng_) < lose_)
+      f = fate::lose_response;
+    else if (u(rng_) < duplicate_)
+      f = fate::duplicate;
+    if (hook_) {
+      fate h = hook_(from, to, req);
+      if (h != fate::deliver) f = h;
+    }
+    auto wait = delay_;
+    if (jitter_.count() > 0)
+      wait += std::chrono::milliseconds(std::uniform_int_distribution<long>(0, jitter_.count())(rng_));
+    if (wait > timeout) wait = timeout;
+    if (wait.count() > 0) {
+      asio::steady_timer t(exec, wait);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    if (f == fate::drop) co_return no_answer(to, "request dropped");
+    it = handlers_.find(to);  // it may have gone down while we waited
+    if (it == handlers_.end()) co_return no_answer(to, "no such broker (down)");
+    req.headers[header_from] = from;
+    ++delivered_[req.path];
+    response r = it->second(req);
+    if (f == fate::duplicate) {
+      ++delivered_[req.path];
+      (void)it->second(req);
+    }
+    if (f == fate::lose_response) co_return no_answer(to, "response lost");
+    co_return r;
+  }
+
+  std::map<std::string, handler> handlers_;
+  std::set<std::pair<std::string, std::string>> cut_;
+  std::map<std::string, std::size_t> delivered_;
+  std::mt19937_64 rng_;
+  double drop_ = 0, lose_ = 0, duplicate_ = 0;
+  std::chrono::milliseconds delay_{0}, jitter_{0};
+  hook hook_;
+};
+
+class loopback_transport final : public transport {
+ public:
+  loopback_transport(loopback_network& net, std::string from) : net_(net), from_(std::move(from)) {}
+  asio::awaitable<response> send(const std::string& peer, request req, std::chrono::milliseconds timeout) override {
+    return net_.carry(from_, peer, std::move(req), timeout);
+  }
+
+ private:
+  loopback_network& net_;
+  std::string from_;
+};
+
+inline std::unique_ptr<transport> loopback_network::transport_for(const std::string& from) {
+  return std::make_unique<loopback_transport>(*this, from);
+}
+
+}  // namespace moonmq::transport

@@ -1,0 +1,49 @@
+// An inter-broker request and its response, independent of how they travel (HTTP in lib/, in-memory loopback in
+// tests). Paths and headers are those of the wire contract (DESIGN.md §6); bodies are JSON, except migration and
+// forwarded-produce batches, which carry record frames as they are.
+// Thread safety: plain values.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace moonmq::transport {
+
+/// Header names, compared case-insensitively on the wire; stored here in this canonical spelling.
+inline constexpr const char* header_token = "X-Cluster-Token";
+inline constexpr const char* header_epoch = "X-Controller-Epoch";
+inline constexpr const char* header_controller = "X-Controller-Id";
+inline constexpr const char* header_from = "X-Cluster-From";
+
+struct request {
+  std::string method = "POST";
+  std::string path;                           ///< e.g. "/cluster/append"
+  std::map<std::string, std::string> params;  ///< query parameters
+  std::map<std::string, std::string> headers;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+struct response {
+  int status = 0;  ///< HTTP status; 0 = no answer (unreachable, timed out, dropped)
+  std::string body;
+  std::string content_type = "application/json";
+
+  bool ok() const noexcept { return status >= 200 && status < 300; }
+};
+
+/// A JSON error body: {"error": code, "message": text}.
+inline response error_response(int status, const std::string& code, const std::string& message) {
+  std::string escaped;
+  for (char c : message) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      escaped += ' ';
+      continue;
+    }
+    escaped += c;
+  }
+  return {status, "{\"error\":\"" + code + "\",\"message\":\"" + escaped + "\"}", "application/json"};
+}
+
+}  // namespace moonmq::transport

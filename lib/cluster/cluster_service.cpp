@@ -1,0 +1,379 @@
+#include "moonmq/cluster/cluster_service.hpp"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <charconv>
+#include <shared_mutex>
+
+#include "json/object_reader.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/core/crc32c.hpp"
+#include "moonmq/core/token.hpp"
+#include "moonmq/storage/file_partition_store.hpp"
+
+namespace moonmq::cluster {
+
+using transport::error_response;
+using transport::request;
+using transport::response;
+
+namespace {
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+template <typename F>
+response json_ok(F&& fill) {
+  rapidjson::StringBuffer buf;
+  json_writer w(buf);
+  w.StartObject();
+  fill(w);
+  w.EndObject();
+  return {200, std::string(buf.GetString(), buf.GetSize()), "application/json"};
+}
+
+void put(json_writer& w, const char* key, const std::string& v) {
+  w.Key(key);
+  w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+}
+
+/// Maps a domain error to the HTTP status of the wire contract.
+int status_of(errc e) {
+  switch (e) {
+    case errc::invalid_argument:
+      return 400;
+    case errc::unauthorized:
+      return 401;
+    case errc::not_found:
+      return 404;
+    case errc::conflict:
+      return 409;
+    case errc::already_exists:
+      return 409;
+    case errc::not_owner:
+      return 421;
+    case errc::unavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+response from_error(const error& e) { return error_response(status_of(e.code), errc_name(e.code), e.message); }
+
+/// topic and partition from the query string; the error names the parameter.
+result<topic_partition> partition_param(const request& req) {
+  auto t = req.params.find("topic");
+  auto p = req.params.find("partition");
+  if (t == req.params.end()) return error{errc::invalid_argument, "query parameter 'topic' is required"};
+  if (p == req.params.end()) return error{errc::invalid_argument, "query parameter 'partition' is required"};
+  if (auto s = storage::validate_topic_name(t->second); !s) return error{s.code(), "topic: " + s.message()};
+  std::int32_t n = -1;
+  auto [ptr, ec] = std::from_chars(p->second.data(), p->second.data() + p->second.size(), n);
+  if (ec != std::errc() || ptr != p->second.data() + p->second.size() || n < 0)
+    return error{errc::invalid_argument, "partition: expected a whole number >= 0, got '" + p->second + "'"};
+  return topic_partition{t->second, n};
+}
+
+result<std::uint64_t> u64_param(const request& req, const char* name) {
+  auto it = req.params.find(name);
+  if (it == req.params.end())
+    return error{errc::invalid_argument, std::string("query parameter '") + name + "' is required"};
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || ptr != it->second.data() + it->second.size())
+    return error{errc::invalid_argument, std::string(name) + ": expected a whole number, got '" + it->second + "'"};
+  return v;
+}
+
+}  // namespace
+
+struct cluster_service::impl {
+  cluster_service_options opt;
+  cluster_state st;
+
+  bool authenticated(const request& req) const {
+    std::string expected = opt.token;
+    if (auto from = req.headers.find(transport::header_from); from != req.headers.end()) {
+      auto own = opt.peer_tokens.find(from->second);
+      if (own != opt.peer_tokens.end() && !own->second.empty()) expected = own->second;
+    }
+    if (expected.empty()) return true;
+    auto got = req.headers.find(transport::header_token);
+    return got != req.headers.end() && constant_time_equal(expected, got->second);
+  }
+
+  /// For control-plane routes: admits the request through the fence when it carries a controller claim.
+  std::optional<response> fenced(const request& req) {
+    auto e = req.headers.find(transport::header_epoch);
+    auto c = req.headers.find(transport::header_controller);
+    if (e == req.headers.end() && c == req.headers.end()) return std::nullopt;  // hand-driven: bypasses the fence
+    if (e == req.headers.end() || c == req.headers.end() || c->second.empty())
+      return error_response(400, "invalid_argument", "X-Controller-Epoch and X-Controller-Id go together");
+    std::uint64_t n = 0;
+    auto [ptr, ec] = std::from_chars(e->second.data(), e->second.data() + e->second.size(), n);
+    if (ec != std::errc() || ptr != e->second.data() + e->second.size())
+      return error_response(400, "invalid_argument", "X-Controller-Epoch: expected a whole number");
+    if (auto s = st.fence.check({epoch(n), broker_id(c->second)}); !s) {
+      if (s.code() == errc::conflict) return error_response(409, "stale_epoch", s.message());
+      return from_error(s.err());
+    }
+    return std::nullopt;
+  }
+
+  response handle(const request& req) {
+    if (req.body.size() > opt.max_body_bytes)
+      return error_response(413, "too_large",
+                            "request body of " + std::to_string(req.body.size()) + " bytes exceeds " +
+                                std::to_string(opt.max_body_bytes));
+    if (!authenticated(req)) return error_response(401, "unauthorized", "missing or wrong X-Cluster-Token");
+    const std::string& p = req.path;
+    const bool post = req.method == "POST", get = req.method == "GET";
+    if (post && p == "/cluster/ensure") {
+      if (auto f = fenced(req)) return *f;
+      return ensure(req);
+    }
+    if (post && p == "/cluster/append") return append(req);
+    if (post && p == "/cluster/owner") {
+      if (auto f = fenced(req)) return *f;
+      return set_owner(req);
+    }
+    if (get && p == "/cluster/owner") return get_owner(req);
+    if (post && p == "/cluster/offsets") {
+      if (auto f = fenced(req)) return *f;
+      return push_offsets(req);
+    }
+    if (get && p == "/cluster/partition") return partition_state(req);
+    if (get && p == "/cluster/loads") return loads();
+    if (post && p == "/cluster/controller/claim") return claim(req);
+    for (const char* later : {"/cluster/group/", "/cluster/txn/", "/cluster/raft/"})
+      if (p.starts_with(later)) return error_response(501, "not_implemented", p + " is not available yet");
+    return error_response(404, "not_found", req.method + " " + p + " is not a cluster route");
+  }
+
+  response ensure(const request& req) {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::string topic;
+    std::uint32_t partitions = 0;
+    r.get("topic", topic, true);
+    r.get("partitions", partitions, true);
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));
+    if (!n) return from_error(n.err());
+    return json_ok([&](json_writer& w) {
+      put(w, "topic", topic);
+      w.Key("partitions");
+      w.Int(*n);
+    });
+  }
+
+  response append(const request& req) {
+    auto tp = partition_param(req);
+    if (!tp) return from_error(tp.err());
+    auto mode = req.params.find("mode");
+    if (mode != req.params.end() && mode->second == "produce") return forwarded_produce(*tp, req.body);
+    if (mode != req.params.end() && mode->second != "migrate")
+      return error_response(400, "invalid_argument", "mode: expected \"produce\" or \"migrate\"");
+    auto expected = u64_param(req, "expected_offset");
+    if (!expected) return from_error(expected.err());
+    std::uint64_t end = 0;
+    auto s = st.store.append_at(*tp, *expected, req.body, &end);
+    if (!s) {
+      if (s.code() == errc::conflict)
+        return {412, "{\"error\":\"offset_mismatch\",\"end_offset\":" + std::to_string(end) + "}", "application/json"};
+      return from_error(s.err());
+    }
+    if (auto sync = req.params.find("sync"); sync != req.params.end() && sync->second == "1")
+      if (auto synced = st.store.sync(*tp); !synced) return from_error(synced.err());
+    return json_ok([&](json_writer& w) {
+      w.Key("end_offset");
+      w.Uint64(end);
+    });
+  }
+
+  response forwarded_produce(const topic_partition& tp, const std::string& frames) {
+    auto scan = storage::scan_frames(frames);
+    if (scan.end != storage::frame_scan::ending::clean)
+      return error_response(400, "invalid_argument", "forwarded batch is not whole valid frames");
+    std::vector<storage::record> records;
+    for (const auto& v : storage::decode_frames(frames, 0))
+      records.push_back({v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
+                         v.timestamp_ms, v.attributes});
+    std::shared_lock gate(st.gates.gate(tp));
+    if (!serves(st.ownership, tp, opt.self)) {
+      auto owner = st.ownership.owner(tp);
+      return {421, "{\"error\":\"not_owner\",\"owner\":\"" + (owner ? owner->value() : std::string()) + "\"}",
+              "application/json"};
+    }
+    auto offsets = st.store.append(tp, records);
+    if (!offsets) return from_error(offsets.err());
+    st.counters.count_produce(tp, frames.size());
+    return json_ok([&](json_writer& w) {
+      put(w, "broker", opt.self.value());
+      w.Key("offsets");
+      w.StartArray();
+      for (auto o : *offsets) w.Uint64(o);
+      w.EndArray();
+    });
+  }
+
+  response set_owner(const request& req) {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::string topic, broker;
+    std::int64_t partition = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    r.get("broker", broker, true);
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok() && broker.empty()) r.fail("broker", "must not be empty");
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    std::unique_lock gate(st.gates.gate(tp));
+    if (auto s = st.ownership.set_owner(tp, broker_id(broker)); !s) return from_error(s.err());
+    st.log.info("cluster", "ownership of " + topic + "-" + std::to_string(partition) + " recorded as " + broker);
+    return json_ok([&](json_writer& w) { put(w, "owner", broker); });
+  }
+
+  response get_owner(const request& req) {
+    auto tp = partition_param(req);
+    if (!tp) return from_error(tp.err());
+    auto owner = st.ownership.owner(*tp);
+    return json_ok([&](json_writer& w) {
+      w.Key("owner");
+      if (owner)
+        w.String(owner->value().c_str());
+      else
+        w.Null();
+      w.Key("serves");
+      w.Bool(!owner || *owner == opt.self);
+    });
+  }
+
+  response push_offsets(const request& req) {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::string topic;
+    std::int64_t partition = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    const auto* list = r.member("offsets");
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok() && (!list || !list->IsArray())) r.fail("offsets", "expected an array");
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    // Validate every entry before applying any: nothing is half-applied.
+    std::vector<storage::group_offset> entries;
+    for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+      json::object_reader e((*list)[i], "offsets[" + std::to_string(i) + "]");
+      storage::group_offset g;
+      std::int64_t off = -1;
+      e.get("group", g.group, true);
+      e.get("offset", off, true);
+      if (e.ok() && (g.group.empty() || off < 0)) e.fail_here("needs a group and an offset >= 0");
+      if (auto s = e.finish(); !s) return from_error(s.err());
+      g.offset = static_cast<std::uint64_t>(off);
+      entries.push_back(std::move(g));
+    }
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    std::size_t raised = 0;
+    for (const auto& g : entries) {
+      auto changed = st.offsets.commit_if_higher(g.group, tp, g.offset);
+      if (!changed) return from_error(changed.err());
+      raised += *changed ? 1 : 0;
+    }
+    return json_ok([&](json_writer& w) {
+      w.Key("raised");
+      w.Uint64(raised);
+    });
+  }
+
+  response partition_state(const request& req) {
+    auto tp = partition_param(req);
+    if (!tp) return from_error(tp.err());
+    auto end = st.store.end_offset(*tp);
+    if (!end) return from_error(end.err());
+    std::optional<std::uint32_t> crc;
+    if (req.params.count("upto")) {
+      auto upto = u64_param(req, "upto");
+      if (!upto) return from_error(upto.err());
+      if (*upto > *end) return error_response(400, "invalid_argument", "upto is past the end offset");
+      std::uint32_t c = 0;
+      std::uint64_t at = 0;
+      while (at < *upto) {
+        auto r = st.store.read(*tp, at, static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, *upto - at)));
+        if (!r) return from_error(r.err());
+        if (r->next_offset > *upto || r->bytes.empty())
+          return error_response(400, "invalid_argument", "upto is not a record boundary");
+        c = crc32c_extend(c, r->bytes.data(), r->bytes.size());
+        at = r->next_offset;
+      }
+      crc = c;
+    }
+    return json_ok([&](json_writer& w) {
+      w.Key("end_offset");
+      w.Uint64(*end);
+      if (crc) {
+        w.Key("crc32c");
+        w.Uint(*crc);
+      }
+    });
+  }
+
+  response loads() {
+    auto list = collect_local_loads(st.store, st.counters, st.ownership, opt.self);
+    return json_ok([&](json_writer& w) {
+      put(w, "broker", opt.self.value());
+      w.Key("partitions");
+      w.StartArray();
+      for (const auto& l : list) {
+        w.StartObject();
+        put(w, "topic", l.partition.topic);
+        w.Key("partition");
+        w.Int(l.partition.partition);
+        w.Key("size_bytes");
+        w.Uint64(l.size_bytes);
+        w.Key("produced_bytes");
+        w.Uint64(l.produced_bytes);
+        w.Key("consumed_bytes");
+        w.Uint64(l.consumed_bytes);
+        w.EndObject();
+      }
+      w.EndArray();
+    });
+  }
+
+  response claim(const request& req) {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::int64_t e = -1;
+    std::string controller;
+    r.get("epoch", e, true);
+    r.get("controller", controller, true);
+    if (r.ok() && (e < 0 || controller.empty())) r.fail_here("needs an epoch >= 0 and a controller id");
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    if (auto s = st.fence.check({epoch(static_cast<std::uint64_t>(e)), broker_id(controller)}); !s) {
+      if (s.code() == errc::conflict) return error_response(409, "stale_epoch", s.message());
+      return from_error(s.err());
+    }
+    auto h = st.fence.highest();
+    return json_ok([&](json_writer& w) {
+      w.Key("epoch");
+      w.Uint64(h.claim_epoch.value());
+      put(w, "controller", h.controller.value());
+    });
+  }
+};
+
+cluster_service::cluster_service(cluster_service_options options, cluster_state state)
+    : impl_(std::make_unique<impl>(impl{std::move(options), state})) {}
+cluster_service::~cluster_service() = default;
+
+response cluster_service::handle(const request& req) { return impl_->handle(req); }
+bool cluster_service::authenticated(const request& req) const { return impl_->authenticated(req); }
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,351 @@
+#include "moonmq/cluster/reassigner.hpp"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <shared_mutex>
+
+#include "moonmq/core/crc32c.hpp"
+#include "moonmq/core/offload.hpp"
+
+namespace moonmq::cluster {
+
+using transport::request;
+using transport::response;
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+std::string quoted(const std::string& s) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+std::string partition_body(const topic_partition& tp, const std::string& extra_key, const std::string& extra_json) {
+  return "{\"topic\":" + quoted(tp.topic) + ",\"partition\":" + std::to_string(tp.partition) + ",\"" + extra_key +
+         "\":" + extra_json + "}";
+}
+
+/// A peer's answer as an error naming the peer and the step.
+error peer_error(const std::string& peer, const std::string& step, const response& r) {
+  errc code = r.status == 0 ? errc::unavailable : r.status == 409 ? errc::conflict : errc::internal;
+  return error{code, step + " on " + peer + " failed (" +
+                         (r.status ? "HTTP " + std::to_string(r.status) : "no answer") + "): " + r.body};
+}
+
+std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember(key) || !d[key].IsUint64()) return std::nullopt;
+  return d[key].GetUint64();
+}
+
+}  // namespace
+
+struct reassigner::impl {
+  impl(reassigner_options o, cluster_state s, peer_client& p, move_journal& j, asio::thread_pool& b)
+      : opt(o), st(s), peers(p), journal(j), pool(b) {}
+
+  reassigner_options opt;
+  cluster_state st;
+  peer_client& peers;
+  move_journal& journal;
+  asio::thread_pool& pool;
+
+  mutable std::mutex mu;
+  std::map<topic_partition, std::shared_ptr<move_progress>> running;
+  std::deque<move_progress> finished;
+
+  void log(const move_progress& p, const std::string& what) {
+    st.log.info("reassigner",
+                "move " + name_of(p.partition) + " " + peers.directory().self.value() + "->" + p.dest + ": " + what);
+  }
+
+  void set_step(move_progress& p, const char* step) {
+    {
+      std::lock_guard lock(mu);
+      p.step = step;
+    }
+    log(p, std::string("step ") + step);
+  }
+
+  void add_copied(move_progress& p, std::uint64_t n) {
+    std::lock_guard lock(mu);
+    p.bytes_copied += n;
+  }
+
+  request req(const char* method, const char* path, const topic_partition& tp) {
+    request r;
+    r.method = method;
+    r.path = path;
+    r.params = {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
+    return r;
+  }
+
+  /// Copies local frames [from, until) to `dest`, batch by batch; returns the offset reached.
+  asio::awaitable<result<std::uint64_t>> copy(move_progress& p, const topic_partition& tp, const std::string& dest,
+                                              std::uint64_t from, std::uint64_t until, bool sync_at_end) {
+    std::uint64_t at = from;
+    while (at < until) {
+      auto batch = co_await offload(pool, [&] { return st.store.read(tp, at, opt.batch_bytes); });
+      if (!batch) co_return batch.err();
+      if (batch->bytes.empty()) break;
+      request r = req("POST", "/cluster/append", tp);
+      r.params["expected_offset"] = std::to_string(at);
+      r.content_type = "application/octet-stream";
+      r.body.assign(batch->bytes.data(), batch->bytes.size());
+      auto resp = co_await peers.call(dest, std::move(r));
+      if (resp.status == 412) {
+        // The batch may have landed and only its answer been lost: then dest ends exactly after it.
+        auto end = json_u64(resp.body, "end_offset");
+        if (!end || *end != batch->next_offset) co_return peer_error(dest, "append at " + std::to_string(at), resp);
+      } else if (!resp.ok()) {
+        co_return peer_error(dest, "append at " + std::to_string(at), resp);
+      }
+      add_copied(p, batch->next_offset - at);
+      at = batch->next_offset;
+    }
+    if (sync_at_end) {
+      request r = req("POST", "/cluster/append", tp);
+      r.params["expected_offset"] = std::to_string(at);
+      r.params["sync"] = "1";
+      r.content_type = "application/octet-stream";
+      auto resp = co_await peers.call(dest, std::move(r));
+      if (!resp.ok()) co_return peer_error(dest, "sync", resp);
+    }
+    co_return at;
+  }
+
+  /// CRC-32C of local frames [0, upto).
+  result<std::uint32_t> local_prefix_crc(const topic_partition& tp, std::uint64_t upto) {
+    std::uint32_t c = 0;
+    std::uint64_t at = 0;
+    while (at < upto) {
+      auto r = st.store.read(tp, at, static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, upto - at)));
+      if (!r) return r.err();
+      if (r->bytes.empty() || r->next_offset > upto)
+        return error{errc::already_exists, "not a record boundary of this partition"};
+      c = crc32c_extend(c, r->bytes.data(), r->bytes.size());
+      at = r->next_offset;
+    }
+    return c;
+  }
+
+  /// Flips ownership under the partition's gate (exclusive: waits for appends in flight, stops new ones).
+  status flip(const topic_partition& tp, const broker_id& to) {
+    std::unique_lock gate(st.gates.gate(tp));
+    return st.ownership.set_owner(tp, to);
+  }
+
+  asio::awaitable<status> run(move_progress& p, topic_partition tp, broker_id dest,
+                              std::optional<controller_claim> claim) {
+    const broker_id& self = peers.directory().self;
+    if (is_internal_topic(tp.topic))
+      co_return status{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
+    if (dest == self) co_return status{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
+    if (!serves(st.ownership, tp, self)) {
+      auto o = st.ownership.owner(tp);
+      co_return status{errc::not_owner, name_of(tp) + " is served by " + (o ? o->value() : std::string("?")) +
+                                            ", not by " + self.value()};
+    }
+    auto count = st.store.partition_count(tp.topic);
+    if (!count) co_return count.to_status();
+    if (tp.partition >= *count) co_return status{errc::not_found, "unknown partition " + name_of(tp)};
+
+    set_step(p, "ensure");
+    {
+      request r = req("POST", "/cluster/ensure", tp);
+      r.params.clear();
+      r.body = "{\"topic\":" + quoted(tp.topic) + ",\"partitions\":" + std::to_string(*count) + "}";
+      auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+      if (!resp.ok()) co_return peer_error(dest.value(), "ensure", resp);
+    }
+
+    set_step(p, "check");
+    std::uint64_t dest_end = 0;
+    {
+      auto resp = co_await peers.call(dest.value(), req("GET", "/cluster/partition", tp));
+      auto end = json_u64(resp.body, "end_offset");
+      if (!resp.ok() || !end) co_return peer_error(dest.value(), "partition state", resp);
+      dest_end = *end;
+    }
+    if (dest_end > 0) {
+      auto local = co_await offload(pool, [&] { return local_prefix_crc(tp, dest_end); });
+      request r = req("GET", "/cluster/partition", tp);
+      r.params["upto"] = std::to_string(dest_end);
+      auto resp = co_await peers.call(dest.value(), std::move(r));
+      auto remote = json_u64(resp.body, "crc32c");
+      if (!local || !resp.ok() || !remote || *remote != *local)
+        co_return status{errc::already_exists,
+                         "destination " + dest.value() + " already holds " + std::to_string(dest_end) + " bytes of " +
+                             name_of(tp) + " that are not a prefix of this partition; refusing to move onto it"};
+      log(p, "resuming onto an identical prefix of " + std::to_string(dest_end) + " bytes");
+    }
+
+    set_step(p, "reserve");
+    {
+      request r = req("POST", "/cluster/owner", tp);
+      r.params.clear();
+      r.body = partition_body(tp, "broker", quoted(self.value()));
+      auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+      if (!resp.ok()) co_return peer_error(dest.value(), "reserve", resp);
+    }
+
+    set_step(p, "copy");
+    auto end_now = st.store.end_offset(tp);
+    if (!end_now) co_return end_now.to_status();
+    {
+      std::lock_guard lock(mu);
+      p.bytes_copied = dest_end;
+      p.bytes_total = *end_now;
+    }
+    auto copied = co_await copy(p, tp, dest.value(), dest_end, *end_now, true);
+    if (!copied) co_return copied.to_status();
+
+    set_step(p, "cutover");
+    if (auto s = co_await offload(pool, [&] { return journal.add({tp, dest}); }); !s) co_return s;
+    if (auto s = co_await offload(pool, [&] { return flip(tp, dest); }); !s) {
+      (void)co_await offload(pool, [&] { return journal.remove(tp); });
+      co_return s;
+    }
+
+    set_step(p, "drain");
+    auto tail_end = st.store.end_offset(tp);
+    {
+      std::lock_guard lock(mu);
+      if (tail_end) p.bytes_total = *tail_end;
+    }
+    result<std::uint64_t> drained =
+        tail_end ? co_await copy(p, tp, dest.value(), *copied, *tail_end, true) : result<std::uint64_t>(tail_end.err());
+    if (!drained) {
+      st.log.error("reassigner",
+                   "move " + name_of(tp) + ": drain failed, rolling ownership back: " + drained.message());
+      auto back = co_await offload(pool, [&] { return flip(tp, self); });
+      if (back)
+        (void)co_await offload(pool, [&] { return journal.remove(tp); });
+      else
+        st.log.error("reassigner", "rollback of " + name_of(tp) + " failed; kept in the journal: " + back.message());
+      co_return drained.to_status();
+    }
+
+    set_step(p, "offsets");
+    {
+      auto groups = st.offsets.groups_for(tp);
+      if (!groups.empty()) {
+        std::string list = "[";
+        for (std::size_t i = 0; i < groups.size(); ++i)
+          list += (i ? "," : "") + std::string("{\"group\":") + quoted(groups[i].group) +
+                  ",\"offset\":" + std::to_string(groups[i].offset) + "}";
+        list += "]";
+        request r = req("POST", "/cluster/offsets", tp);
+        r.params.clear();
+        r.body = partition_body(tp, "offsets", list);
+        auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+        if (!resp.ok())
+          st.log.error("reassigner", "move " + name_of(tp) + ": COMMITTED OFFSETS WERE NOT PUSHED to " + dest.value() +
+                                         " (" + std::to_string(groups.size()) +
+                                         " groups will restart from their last offset there): " + resp.body);
+      }
+    }
+
+    set_step(p, "confirm");
+    response confirmed;
+    for (int attempt = 0; attempt < 3 && !confirmed.ok(); ++attempt) {
+      request r = req("POST", "/cluster/owner", tp);
+      r.params.clear();
+      r.body = partition_body(tp, "broker", quoted(dest.value()));
+      confirmed = co_await peers.call(dest.value(), std::move(r), claim);
+    }
+    if (!confirmed.ok())
+      co_return status{errc::unavailable, "confirm on " + dest.value() +
+                                              " failed; the move stays journaled and is "
+                                              "resolved when " +
+                                              dest.value() + " answers: " + confirmed.body};
+    if (auto s = co_await offload(pool, [&] { return journal.remove(tp); }); !s)
+      st.log.error("reassigner", "could not clear the journal entry of " + name_of(tp) + ": " + s.message());
+    co_return status{};
+  }
+};
+
+reassigner::reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+                       asio::thread_pool& blocking)
+    : impl_(std::make_unique<impl>(options, state, peers, journal, blocking)) {}
+
+reassigner::~reassigner() = default;
+
+asio::awaitable<status> reassigner::move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim) {
+  auto p = std::make_shared<move_progress>();
+  p->partition = tp;
+  p->dest = dest.value();
+  p->step = "starting";
+  p->started_at = now_seconds();
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->running.count(tp)) co_return status{errc::conflict, name_of(tp) + " is already moving"};
+    impl_->running[tp] = p;
+  }
+  status s = co_await impl_->run(*p, tp, dest, claim);
+  {
+    std::lock_guard lock(impl_->mu);
+    p->finished = true;
+    p->succeeded = s.ok();
+    p->step = s.ok() ? "done" : "failed";
+    p->error = s.ok() ? "" : s.message();
+    p->finished_at = now_seconds();
+    impl_->finished.push_back(*p);
+    while (impl_->finished.size() > 100) impl_->finished.pop_front();
+    impl_->running.erase(tp);
+  }
+  impl_->log(*p, s.ok() ? "done" : "failed: " + s.message());
+  co_return s;
+}
+
+asio::awaitable<std::size_t> reassigner::recover() {
+  std::size_t unresolved = 0;
+  const broker_id& self = impl_->peers.directory().self;
+  for (const auto& m : impl_->journal.pending()) {
+    auto resp = co_await impl_->peers.call(m.dest.value(), impl_->req("GET", "/cluster/owner", m.partition));
+    rapidjson::Document d;
+    d.Parse(resp.body.c_str(), resp.body.size());
+    if (!resp.ok() || d.HasParseError() || !d.IsObject() || !d.HasMember("serves") || !d["serves"].IsBool()) {
+      ++unresolved;
+      impl_->st.log.warn("reassigner", "journaled move of " + name_of(m.partition) + " to " + m.dest.value() +
+                                           " is unresolved: " + m.dest.value() + " did not answer");
+      continue;
+    }
+    if (!d["serves"].GetBool()) {
+      // The destination never served it: take it back, whole, here.
+      if (auto s = co_await offload(impl_->pool, [&] { return impl_->flip(m.partition, self); }); !s) {
+        ++unresolved;
+        continue;
+      }
+      impl_->st.log.warn("reassigner", "move of " + name_of(m.partition) + " to " + m.dest.value() +
+                                           " was interrupted before confirm; ownership rolled back to " + self.value());
+    } else {
+      impl_->st.log.info("reassigner", "move of " + name_of(m.partition) + " to " + m.dest.value() +
+                                           " was confirmed before the restart");
+    }
+    (void)co_await offload(impl_->pool, [&] { return impl_->journal.remove(m.partition); });
+  }
+  co_return unresolved;
+}
+
+std::vector<move_progress> reassigner::progress() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<move_progress> out(impl_->finished.begin(), impl_->finished.end());
+  for (const auto& [tp, p] : impl_->running) out.push_back(*p);
+  return out;
+}
+
+}  // namespace moonmq::cluster
