@@ -10,7 +10,7 @@
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/token.hpp"
-#include "moonmq/storage/file_partition_store.hpp"
+#include "moonmq/core/topic_name.hpp"
 
 namespace moonmq::cluster {
 
@@ -67,7 +67,7 @@ result<topic_partition> partition_param(const request& req) {
   auto p = req.params.find("partition");
   if (t == req.params.end()) return error{errc::invalid_argument, "query parameter 'topic' is required"};
   if (p == req.params.end()) return error{errc::invalid_argument, "query parameter 'partition' is required"};
-  if (auto s = storage::validate_topic_name(t->second); !s) return error{s.code(), "topic: " + s.message()};
+  if (auto s = validate_topic_name(t->second); !s) return error{s.code(), "topic: " + s.message()};
   std::int32_t n = -1;
   auto [ptr, ec] = std::from_chars(p->second.data(), p->second.data() + p->second.size(), n);
   if (ec != std::errc() || ptr != p->second.data() + p->second.size() || n < 0)
@@ -159,6 +159,8 @@ struct cluster_service::impl {
     std::uint32_t partitions = 0;
     r.get("topic", topic, true);
     r.get("partitions", partitions, true);
+    if (r.ok())
+      if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
     if (auto s = r.finish(); !s) return from_error(s.err());
     auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));
     if (!n) return from_error(n.err());

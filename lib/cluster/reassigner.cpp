@@ -226,8 +226,12 @@ struct reassigner::impl {
       std::lock_guard lock(mu);
       if (tail_end) p.bytes_total = *tail_end;
     }
-    result<std::uint64_t> drained =
-        tail_end ? co_await copy(p, tp, dest.value(), *copied, *tail_end, true) : result<std::uint64_t>(tail_end.err());
+    // (No co_await inside a conditional expression: GCC 12 miscompiles that into a double destruction.)
+    result<std::uint64_t> drained = error{errc::internal, "not drained"};
+    if (tail_end)
+      drained = co_await copy(p, tp, dest.value(), *copied, *tail_end, true);
+    else
+      drained = tail_end.err();
     if (!drained) {
       st.log.error("reassigner",
                    "move " + name_of(tp) + ": drain failed, rolling ownership back: " + drained.message());

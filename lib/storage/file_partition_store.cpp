@@ -36,19 +36,6 @@ const char* fsync_policy_name(fsync_policy p) {
   return "?";
 }
 
-status validate_topic_name(std::string_view t) {
-  if (t.empty() || t.size() > 249)
-    return {errc::invalid_argument, "topic name must be 1 to 249 characters, got " + std::to_string(t.size())};
-  if (t == "." || t == "..") return {errc::invalid_argument, "topic name '" + std::string(t) + "' is reserved"};
-  for (char c : t) {
-    bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    if (!ok)
-      return {errc::invalid_argument, "topic name '" + std::string(t) + "' has a character outside [A-Za-z0-9._-]"};
-  }
-  return {};
-}
-
 namespace {
 
 /// A frame start is remembered at least every this many bytes, so that a read can check that its offset is a

@@ -98,6 +98,7 @@ class [[nodiscard]] result {
   const T* operator->() const { return &std::get<T>(v_); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
 
   const error& err() const { return std::get<error>(v_); }
   errc code() const noexcept { return ok() ? errc::ok : std::get<error>(v_).code; }

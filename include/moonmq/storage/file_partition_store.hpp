@@ -19,6 +19,7 @@
 #include <string>
 
 #include "moonmq/core/logger.hpp"
+#include "moonmq/core/topic_name.hpp"
 #include "moonmq/storage/partition_store.hpp"
 
 namespace moonmq::storage {
@@ -35,9 +36,6 @@ struct file_store_options {
   std::uint32_t fsync_interval_ms = 1000;
   std::shared_ptr<logger> log = default_logger();
 };
-
-/// Topic names: 1 to 249 characters from [A-Za-z0-9._-], not "." or "..". The error names the topic.
-status validate_topic_name(std::string_view topic);
 
 /// Opens (creating the directories if needed) and recovers the store.
 result<std::unique_ptr<partition_store>> open_file_partition_store(const file_store_options& options);

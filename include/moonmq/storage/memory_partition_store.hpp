@@ -9,6 +9,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "moonmq/core/topic_name.hpp"
 #include "moonmq/storage/partition_store.hpp"
 
 namespace moonmq::storage {
@@ -16,7 +17,7 @@ namespace moonmq::storage {
 class memory_partition_store final : public partition_store {
  public:
   result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
-    if (topic.empty()) return error{errc::invalid_argument, "topic name must not be empty"};
+    if (auto s = validate_topic_name(topic); !s) return s.err();
     if (partitions < 1) return error{errc::invalid_argument, "partition count must be at least 1"};
     std::unique_lock lock(mu_);
     auto& parts = topics_[topic];
@@ -94,7 +95,7 @@ class memory_partition_store final : public partition_store {
   }
 
   status append_at(const topic_partition& tp, std::uint64_t expected, std::string_view frames,
-                   std::uint64_t* actual_end) override {
+                   std::uint64_t* actual_end = nullptr) override {
     auto p = find(tp);
     if (!p) return p.err();
     std::vector<std::size_t> starts;

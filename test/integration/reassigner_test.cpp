@@ -1,0 +1,245 @@
+// The Reassigner's six steps over the loopback network, with faults injected at every step.
+#include <catch2/catch.hpp>
+
+#include "support/in_process_cluster.hpp"
+
+using namespace moonmq;
+using namespace moonmq::test;
+
+namespace {
+
+const topic_partition orders0{"orders", 0};
+
+/// b1 holds orders (2 partitions) with `n` records in partition 0; b2 has nothing.
+void seed(in_process_cluster& c, int n, std::size_t value_size = 100) {
+  REQUIRE(c[1].store.ensure_topic("orders", 2));
+  for (int i = 0; i < n; ++i)
+    REQUIRE(c[1].store.append(orders0, {rec(std::to_string(i) + std::string(value_size, 'x'))}));
+}
+
+/// Exactly one of the brokers serves `tp`, and it is `expected`.
+void check_single_owner(in_process_cluster& c, const topic_partition& tp, int expected) {
+  for (std::size_t i = 1; i <= c.size(); ++i) {
+    if (!c[static_cast<int>(i)].store.end_offset(tp)) continue;  // does not hold it at all
+    INFO("broker b" << i);
+    CHECK(c[static_cast<int>(i)].serves(tp) == (static_cast<int>(i) == expected));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a move copies every record at its offset and flips ownership on both sides", "[reassigner]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 200);
+  const std::string before = log_bytes(c[1].store, orders0);
+  REQUIRE(c.move(1, orders0, 2));
+  CHECK(log_bytes(c[2].store, orders0) == before);
+  CHECK(*c[2].store.partition_count("orders") == 2);  // dest grew to the source's count
+  CHECK_FALSE(c[1].serves(orders0));
+  CHECK(*c[1].ownership->owner(orders0) == broker_id("b2"));
+  CHECK(c[2].serves(orders0));
+  CHECK(c[2].ownership->entries().empty());  // confirm cleared the reservation
+  CHECK(c[1].journal->pending().empty());
+  auto progress = c[1].reassigner->progress();
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0].succeeded);
+  CHECK(progress[0].bytes_copied == before.size());
+  CHECK(c.net.delivered("/cluster/append") >= 7);  // ~25 KB in batches of 4 KiB, then a sync
+}
+
+TEST_CASE("produces keep landing during a long copy and end up at the same offsets on the new owner",
+          "[reassigner][produce]") {
+  in_process_cluster c(2, 2048);
+  seed(c, 100);
+  std::vector<std::pair<std::uint64_t, std::string>> acked;
+  int n = 0;
+  // Every few migration batches, a producer on b1 appends a record: it lands in the copy or in the tail.
+  c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path == "/cluster/append" && r.params.count("expected_offset") && ++n % 3 == 0) {
+      auto local = c[1].router->try_local(orders0, {rec("during-" + std::to_string(n))});
+      if (auto* done = std::get_if<result<cluster::produce_result>>(&local))
+        if (*done) acked.push_back({(*done)->offsets[0], "during-" + std::to_string(n)});
+    }
+    return transport::fate::deliver;
+  });
+  REQUIRE(c.move(1, orders0, 2));
+  c.net.set_hook({});
+  REQUIRE_FALSE(acked.empty());
+  CHECK(log_bytes(c[2].store, orders0) == log_bytes(c[1].store, orders0));
+  auto all = c[2].store.read(orders0, 0, 1u << 30);
+  auto views = storage::decode_frames(all->bytes.view(), 0);
+  std::map<std::uint64_t, std::string> by_offset;
+  for (const auto& v : views) by_offset[v.offset] = std::string(v.value);
+  for (const auto& [off, value] : acked) CHECK(by_offset.at(off) == value);
+
+  // After the move, a produce on b1 is forwarded and acknowledged with b2's offsets.
+  auto after = c.produce(1, orders0, {rec("after-1"), rec("after-2")});
+  REQUIRE(after);
+  CHECK(after->broker == broker_id("b2"));
+  auto r = c[2].store.read(orders0, after->offsets[1], 1000);
+  CHECK(storage::decode_frames(r->bytes.view(), 0)[0].value == "after-2");
+  CHECK(*c[1].store.end_offset(orders0) < *c[2].store.end_offset(orders0));
+}
+
+TEST_CASE("committed offsets follow the partition, higher wins on the destination", "[reassigner][offsets]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 50);
+  REQUIRE(c[1].offsets.commit("billing", orders0, 1234));
+  REQUIRE(c[1].offsets.commit("audit", orders0, 10));
+  REQUIRE(c[2].offsets.commit("audit", orders0, 99));  // dest already knows a later one
+  REQUIRE(c.move(1, orders0, 2));
+  CHECK(*c[2].offsets.committed("billing", orders0) == 1234);
+  CHECK(*c[2].offsets.committed("audit", orders0) == 99);
+}
+
+TEST_CASE("a non-empty destination is refused; an identical prefix is resumed", "[reassigner][dest]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 60);
+  SECTION("unrelated data on the destination") {
+    REQUIRE(c[2].store.ensure_topic("orders", 2));
+    REQUIRE(c[2].store.append(orders0, {rec("someone else's record")}));
+    auto s = c.move(1, orders0, 2);
+    REQUIRE_FALSE(s);
+    CHECK(s.code() == errc::already_exists);
+    CHECK_THAT(s.message(), Catch::Contains("not a prefix"));
+    CHECK(c[1].serves(orders0));
+    CHECK(c[2].serves(orders0));  // untouched: still its own
+  }
+  SECTION("a prefix left by an interrupted attempt") {
+    auto first = c[1].store.read(orders0, 0, 3000);
+    REQUIRE(c[2].store.ensure_topic("orders", 2));
+    REQUIRE(c[2].store.append_at(orders0, 0, first->bytes.view()));
+    REQUIRE(c.move(1, orders0, 2));
+    CHECK(log_bytes(c[2].store, orders0) == log_bytes(c[1].store, orders0));
+  }
+}
+
+TEST_CASE("moves that must not happen are refused with a clear error", "[reassigner]") {
+  in_process_cluster c(3);
+  seed(c, 5);
+  REQUIRE(c[1].store.ensure_topic("__consumer_offsets", 1));
+  CHECK(c.move(1, {"__consumer_offsets", 0}, 2).code() == errc::invalid_argument);
+  CHECK(c.move(1, orders0, 1).code() == errc::invalid_argument);
+  CHECK(c.move(1, {"orders", 7}, 2).code() == errc::not_found);
+  CHECK(c.move(1, {"missing", 0}, 2).code() == errc::not_found);
+  REQUIRE(c.move(1, orders0, 2));
+  auto again = c.move(1, orders0, 3);
+  CHECK(again.code() == errc::not_owner);
+  CHECK_THAT(again.message(), Catch::Contains("served by b2"));
+}
+
+TEST_CASE("a fault at any step before cutover leaves the partition whole on the source, and a retry completes",
+          "[reassigner][faults]") {
+  const std::string route = GENERATE("/cluster/ensure", "/cluster/partition", "/cluster/owner", "/cluster/append");
+  const auto kind = GENERATE(transport::fate::drop, transport::fate::lose_response);
+  INFO(route << (kind == transport::fate::drop ? " dropped" : " response lost"));
+  in_process_cluster c(2, 4096);
+  seed(c, 80);
+  const std::string before = log_bytes(c[1].store, orders0);
+  bool fired = false;
+  c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (!fired && r.path == route && (route != "/cluster/append" || r.params.at("expected_offset") != "0")) {
+      fired = true;
+      return kind;
+    }
+    return transport::fate::deliver;
+  });
+  auto s = c.move(1, orders0, 2);
+  REQUIRE(fired);
+  REQUIRE_FALSE(s);
+  CHECK(c[1].serves(orders0));
+  CHECK(log_bytes(c[1].store, orders0) == before);
+  CHECK(c[1].journal->pending().empty());
+  c.net.set_hook({});
+  REQUIRE(c.move(1, orders0, 2));
+  CHECK(log_bytes(c[2].store, orders0) == before);  // nothing lost, nothing written twice
+  check_single_owner(c, orders0, 2);
+}
+
+TEST_CASE("duplicated requests do not duplicate data", "[reassigner][faults]") {
+  in_process_cluster c(2, 1024, 7);
+  seed(c, 60);
+  c.net.set_duplicate_probability(0.5);
+  REQUIRE(c.move(1, orders0, 2));
+  CHECK(log_bytes(c[2].store, orders0) == log_bytes(c[1].store, orders0));
+}
+
+TEST_CASE("a failed drain rolls ownership back and the partition stays whole on the source", "[reassigner][faults]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 40);
+  std::uint64_t copy_end = *c[1].store.end_offset(orders0);
+  int batches = 0;
+  c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path != "/cluster/append" || !r.params.count("expected_offset")) return transport::fate::deliver;
+    // Land a record in the tail during the copy, then fail the tail's first batch.
+    if (++batches == 2) (void)c[1].router->try_local(orders0, {rec("tail record")});
+    if (std::stoull(r.params.at("expected_offset")) >= copy_end && !r.body.empty()) return transport::fate::drop;
+    return transport::fate::deliver;
+  });
+  auto s = c.move(1, orders0, 2);
+  REQUIRE_FALSE(s);
+  CHECK(c[1].serves(orders0));
+  CHECK(c[1].journal->pending().empty());
+  CHECK_FALSE(c[2].serves(orders0));  // still reserved for b1: it never served a record
+  auto produced = c.produce(1, orders0, {rec("after rollback")});
+  REQUIRE(produced);
+  CHECK(produced->broker == broker_id("b1"));
+}
+
+TEST_CASE("a move caught between cutover and confirm is resolved after a restart", "[reassigner][crash]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 30);
+  SECTION("confirm never reached the destination: ownership comes back to the source") {
+    c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+      bool confirm = r.path == "/cluster/owner" && r.method == "POST" && r.body.find("\"b2\"") != std::string::npos;
+      return confirm ? transport::fate::drop : transport::fate::deliver;
+    });
+    REQUIRE_FALSE(c.move(1, orders0, 2));
+    REQUIRE(c[1].journal->pending().size() == 1);
+    CHECK_FALSE(c[1].serves(orders0));
+    c.net.set_hook({});
+    c.restart(1);
+    CHECK(c.run(c[1].reassigner->recover()) == 0);
+    CHECK(c[1].serves(orders0));
+    CHECK_FALSE(c[2].serves(orders0));
+    CHECK(c[1].journal->pending().empty());
+  }
+  SECTION("confirm landed but its answer was lost: the destination keeps it") {
+    c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+      bool confirm = r.path == "/cluster/owner" && r.method == "POST" && r.body.find("\"b2\"") != std::string::npos;
+      return confirm ? transport::fate::lose_response : transport::fate::deliver;
+    });
+    REQUIRE_FALSE(c.move(1, orders0, 2));
+    c.net.set_hook({});
+    c.restart(1);
+    CHECK(c.run(c[1].reassigner->recover()) == 0);
+    check_single_owner(c, orders0, 2);
+    CHECK(c[1].journal->pending().empty());
+  }
+  SECTION("the destination is down: the entry stays until it answers") {
+    c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+      bool confirm = r.path == "/cluster/owner" && r.method == "POST" && r.body.find("\"b2\"") != std::string::npos;
+      return confirm ? transport::fate::drop : transport::fate::deliver;
+    });
+    REQUIRE_FALSE(c.move(1, orders0, 2));
+    c.net.set_hook({});
+    c.net.partition("b1", "b2");
+    c.restart(1);
+    CHECK(c.run(c[1].reassigner->recover()) == 1);
+    CHECK(c[1].journal->pending().size() == 1);
+    c.net.heal();
+    c.restart(1);
+    CHECK(c.run(c[1].reassigner->recover()) == 0);
+  }
+}
+
+TEST_CASE("a controller whose epoch was superseded cannot move partitions", "[reassigner][fence]") {
+  in_process_cluster c(2);
+  seed(c, 5);
+  REQUIRE(c[2].fence->check({epoch(5), broker_id("b9")}));
+  auto s = c.move(1, orders0, 2, cluster::controller_claim{epoch(3), broker_id("b1")});
+  REQUIRE_FALSE(s);
+  CHECK(s.code() == errc::conflict);
+  CHECK(c[1].serves(orders0));
+  REQUIRE(c.move(1, orders0, 2, cluster::controller_claim{epoch(6), broker_id("b1")}));
+}

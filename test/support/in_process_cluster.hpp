@@ -1,0 +1,147 @@
+// Brokers in one process, joined by the loopback network: real cluster_service, router and reassigner over
+// in-memory stores, driven on one io_context. For fast, deterministic tests of the cluster protocols with faults.
+#pragma once
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_future.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/file_controller_fence.hpp"
+#include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/cluster/router.hpp"
+#include "moonmq/storage/memory_partition_store.hpp"
+#include "moonmq/transport/loopback_transport.hpp"
+
+namespace moonmq::test {
+
+struct in_process_broker {
+  std::string id;
+  storage::memory_partition_store store;
+  storage::memory_offset_store offsets;
+  storage::memory_state_file* ownership_file = nullptr;
+  storage::memory_state_file* journal_file = nullptr;
+  std::unique_ptr<cluster::ownership_table> ownership;
+  std::unique_ptr<cluster::controller_fence> fence;
+  std::unique_ptr<cluster::move_journal> journal;
+  cluster::traffic counters;
+  cluster::partition_gates gates;
+  null_logger log;
+  std::unique_ptr<cluster::cluster_service> service;
+  std::unique_ptr<transport::transport> link;
+  std::unique_ptr<cluster::peer_client> peers;
+  std::unique_ptr<cluster::router> router;
+  std::unique_ptr<cluster::reassigner> reassigner;
+
+  cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, log}; }
+  bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
+};
+
+class in_process_cluster {
+ public:
+  explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1)
+      : net(seed), batch_bytes_(batch_bytes) {
+    for (int i = 1; i <= brokers; ++i) add("b" + std::to_string(i));
+    for (auto& b : brokers_) wire(*b);
+  }
+
+  in_process_broker& operator[](int i) { return *brokers_.at(static_cast<std::size_t>(i - 1)); }
+  std::size_t size() const { return brokers_.size(); }
+
+  /// Runs a coroutine to completion on the cluster's io_context.
+  template <typename T>
+  T run(asio::awaitable<T> work) {
+    // Through an optional: asio's future needs a default-constructible value, which result<T> is not.
+    auto wrapped = [](asio::awaitable<T> w) -> asio::awaitable<std::optional<T>> { co_return co_await std::move(w); };
+    auto fut = asio::co_spawn(io, wrapped(std::move(work)), asio::use_future);
+    while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      io.run_for(std::chrono::milliseconds(5));
+      io.restart();
+    }
+    return std::move(*fut.get());
+  }
+
+  status move(int from, const topic_partition& tp, int to, std::optional<cluster::controller_claim> claim = {}) {
+    return run((*this)[from].reassigner->move(tp, broker_id((*this)[to].id), claim));
+  }
+
+  result<cluster::produce_result> produce(int at, const topic_partition& tp, std::vector<storage::record> records) {
+    return run((*this)[at].router->produce(tp, std::move(records)));
+  }
+
+  /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds.
+  void restart(int i) {
+    auto& b = (*this)[i];
+    net.detach(b.id);
+    b.reassigner.reset();
+    b.router.reset();
+    b.service.reset();
+    b.ownership = std::move(*cluster::open_local_ownership_table(broker_id(b.id), share(b.ownership_file)));
+    b.journal = std::move(*cluster::open_move_journal(share(b.journal_file)));
+    wire(b);
+  }
+
+  asio::io_context io;
+  asio::thread_pool pool{2};
+  transport::loopback_network net;
+
+ private:
+  /// A state_file that forwards to a memory file owned by the harness (so that it outlives a restart).
+  struct shared_file final : storage::state_file {
+    storage::memory_state_file* f;
+    explicit shared_file(storage::memory_state_file* file) : f(file) {}
+    result<std::optional<std::string>> read() const override { return f->read(); }
+    status replace(std::string_view c) override { return f->replace(c); }
+    std::string name() const override { return f->name(); }
+  };
+  std::unique_ptr<storage::state_file> share(storage::memory_state_file* f) { return std::make_unique<shared_file>(f); }
+
+  void add(const std::string& id) {
+    auto b = std::make_unique<in_process_broker>();
+    b->id = id;
+    files_.push_back(std::make_unique<storage::memory_state_file>(id + "/cluster-assignments.json"));
+    b->ownership_file = files_.back().get();
+    files_.push_back(std::make_unique<storage::memory_state_file>(id + "/cluster-moves.json"));
+    b->journal_file = files_.back().get();
+    b->ownership = std::move(*cluster::open_local_ownership_table(broker_id(id), share(b->ownership_file)));
+    b->fence = std::move(*cluster::open_file_controller_fence(
+        broker_id(id), std::make_unique<storage::memory_state_file>(id + "/controller-epoch.json")));
+    b->journal = std::move(*cluster::open_move_journal(share(b->journal_file)));
+    brokers_.push_back(std::move(b));
+  }
+
+  void wire(in_process_broker& b) {
+    b.service = std::make_unique<cluster::cluster_service>(
+        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20}, b.state());
+    net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
+    b.link = net.transport_for(b.id);
+    b.peers = std::make_unique<cluster::peer_client>(
+        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
+    b.router = std::make_unique<cluster::router>(b.state(), *b.peers);
+    b.reassigner = std::make_unique<cluster::reassigner>(cluster::reassigner_options{batch_bytes_}, b.state(), *b.peers,
+                                                         *b.journal, pool);
+  }
+
+  std::uint32_t batch_bytes_;
+  std::vector<std::unique_ptr<storage::memory_state_file>> files_;
+  std::vector<std::unique_ptr<in_process_broker>> brokers_;
+};
+
+/// A record with value `v`.
+inline storage::record rec(std::string v) { return storage::record{std::nullopt, std::move(v), 1000, 0}; }
+
+/// All of a partition's bytes.
+inline std::string log_bytes(storage::partition_store& s, const topic_partition& tp) {
+  auto r = s.read(tp, 0, 1u << 30);
+  return r ? r->bytes.str() : std::string("<") + r.message() + ">";
+}
+
+}  // namespace moonmq::test
