@@ -11,14 +11,20 @@
 
 namespace moonmq {
 
+namespace detail {
+/// A coroutine that calls `f` where it runs. A plain function, not a lambda: GCC 12 destroys the captures of a
+/// capturing lambda coroutine twice (seen as a crash in moonmqd), while coroutine parameters are well-defined.
+template <typename F, typename R = std::invoke_result_t<F&>>
+asio::awaitable<std::optional<R>> invoke_here(F f) {
+  co_return f();
+}
+}  // namespace detail
+
 /// Runs `f()` on `pool` and returns its result. REQUIRES: f returns a non-void, movable value.
 template <typename F>
 auto offload(asio::thread_pool& pool, F f) -> asio::awaitable<std::invoke_result_t<F&>> {
-  using R = std::invoke_result_t<F&>;
   // Carried in an optional: asio needs a default-constructible result type, and result<T> has no empty state.
-  std::optional<R> out = co_await asio::co_spawn(
-      pool, [fn = std::move(f)]() mutable -> asio::awaitable<std::optional<R>> { co_return fn(); },
-      asio::use_awaitable);
+  auto out = co_await asio::co_spawn(pool, detail::invoke_here(std::move(f)), asio::use_awaitable);
   co_return std::move(*out);
 }
 

@@ -1,0 +1,607 @@
+#include "broker.hpp"
+
+#include <httplib.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_future.hpp>
+#include <atomic>
+#include <thread>
+
+#include "json/object_reader.hpp"
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/file_controller_fence.hpp"
+#include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/cluster/router.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/storage/durable_offset_store.hpp"
+#include "moonmq/storage/file_partition_store.hpp"
+#include "moonmq/storage/file_state_file.hpp"
+#include "moonmq/transport/http_transport.hpp"
+#include "storage/posix_file.hpp"
+#include "transport/http_server_setup.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void reply(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+void reply_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+  auto e = transport::error_response(status, code, message);
+  reply(res, status, e.body);
+}
+
+int http_status(errc e) {
+  switch (e) {
+    case errc::invalid_argument:
+      return 400;
+    case errc::not_found:
+      return 404;
+    case errc::already_exists:
+    case errc::conflict:
+      return 409;
+    case errc::not_owner:
+      return 421;
+    case errc::unavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+void reply_error(httplib::Response& res, const error& e) {
+  reply_error(res, http_status(e.code), errc_name(e.code), e.message);
+}
+
+template <typename F>
+std::string json_object(F&& fill) {
+  rapidjson::StringBuffer buf;
+  json_writer w(buf);
+  w.StartObject();
+  fill(w);
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+void put(json_writer& w, const char* k, const std::string& v) {
+  w.Key(k);
+  w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+}
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class running_broker final : public broker {
+ public:
+  running_broker(cluster::server_config cfg, std::shared_ptr<logger> log)
+      : cfg_(std::move(cfg)), log_(std::move(log)) {}
+
+  ~running_broker() override { stop(); }
+
+  status open() {
+    const std::string& dir = cfg_.data_dir;
+    if (auto s = posix::make_directories(dir); !s) return s;
+    auto policy = storage::parse_fsync_policy(cfg_.storage.fsync);
+    auto store = storage::open_file_partition_store({dir, *policy, cfg_.storage.fsync_interval_ms, log_});
+    if (!store) return store.err();
+    store_ = std::move(*store);
+    auto offsets = storage::open_durable_offset_store(storage::make_file_state_file(dir + "/committed-offsets.json"));
+    if (!offsets) return offsets.err();
+    offsets_ = std::move(*offsets);
+
+    const bool clustered = cfg_.cluster.has_value();
+    self_ = broker_id(clustered ? cfg_.cluster->broker_id : std::string("standalone"));
+    auto table =
+        cluster::open_local_ownership_table(self_, storage::make_file_state_file(dir + "/cluster-assignments.json"));
+    if (!table) return table.err();
+    ownership_ = std::move(*table);
+    auto fence =
+        cluster::open_file_controller_fence(self_, storage::make_file_state_file(dir + "/controller-epoch.json"));
+    if (!fence) return fence.err();
+    fence_ = std::move(*fence);
+    auto journal = cluster::open_move_journal(storage::make_file_state_file(dir + "/cluster-moves.json"));
+    if (!journal) return journal.err();
+    journal_ = std::move(*journal);
+
+    cluster::cluster_state st = state();
+    std::map<std::string, std::string> peer_tokens;
+    transport::http_transport_options topt;
+    std::optional<transport::tls_options> tls;
+    if (clustered) {
+      for (const auto& p : cfg_.cluster->peers) {
+        peer_tokens[p.id] = p.token;
+        topt.peers.push_back({p.id, p.host, p.port});
+      }
+      if (cfg_.cluster->tls)
+        tls = transport::tls_options{cfg_.cluster->tls->cert_file, cfg_.cluster->tls->key_file,
+                                     cfg_.cluster->tls->ca_file, cfg_.cluster->tls->verify_peer};
+      topt.tls = tls;
+    }
+    transport_ = transport::make_http_transport(topt);
+    const std::string token = clustered ? cfg_.cluster->token : std::string();
+    const auto timeout =
+        std::chrono::milliseconds(static_cast<long>((clustered ? cfg_.cluster->peer_timeout_seconds : 5.0) * 1000));
+    peers_ = std::make_unique<cluster::peer_client>(*transport_,
+                                                    cluster::peer_directory{self_, token, peer_tokens, timeout});
+    service_ = std::make_unique<cluster::cluster_service>(
+        cluster::cluster_service_options{self_, token, peer_tokens,
+                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20)},
+        st);
+    router_ = std::make_unique<cluster::router>(st, *peers_);
+    reassigner_ = std::make_unique<cluster::reassigner>(
+        cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024}, st, *peers_, *journal_,
+        blocking_);
+
+    io_thread_ = std::thread([this] { io_.run(); });
+
+    if (clustered && cfg_.cluster->port) {
+      transport::http_listener_options lo;
+      lo.host = cfg_.cluster->host;
+      lo.port = *cfg_.cluster->port;
+      lo.tls = tls;
+      lo.max_body_bytes = cfg_.cluster->max_body_bytes;
+      auto l = transport::start_http_listener(
+          lo, [svc = service_.get()](const transport::request& r) { return svc->handle(r); });
+      if (!l) return error{l.code(), "cluster listener: " + l.message()};
+      cluster_listener_ = std::move(*l);
+      log_->info("moonmqd", "cluster endpoint on " + lo.host + ":" + std::to_string(cluster_listener_->port()) +
+                                (tls ? " (TLS" + std::string(tls->verify_peer ? ", mutual)" : ")") : ""));
+    }
+
+    api_ = std::make_unique<httplib::Server>();
+    transport::setup_http_server(*api_);
+    api_->set_payload_max_length(64u << 20);
+    routes();
+    if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
+      return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
+    api_thread_ = std::thread([this] { api_->listen_after_bind(); });
+    log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
+                              std::to_string(cfg_.port) + ", data in " + cfg_.data_dir);
+
+    if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
+    return {};
+  }
+
+  void stop() override {
+    bool expected = false;
+    if (!stopped_.compare_exchange_strong(expected, true)) return;
+    if (api_) api_->stop();
+    if (api_thread_.joinable()) api_thread_.join();
+    if (cluster_listener_) cluster_listener_->stop();
+    work_.reset();
+    io_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+    blocking_.join();
+    if (store_)
+      for (const auto& tp : store_->list_partitions()) (void)store_->sync(tp);
+  }
+
+ private:
+  cluster::cluster_state state() { return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *log_}; }
+
+  asio::awaitable<void> recover_loop() {
+    for (int attempt = 0; !stopped_; ++attempt) {
+      std::size_t left = co_await reassigner_->recover();
+      if (left == 0) co_return;
+      asio::steady_timer t(io_, std::chrono::seconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+  }
+
+  /// Runs a coroutine on the reactor and waits for it (from a listener thread).
+  template <typename T>
+  T on_reactor(asio::awaitable<T> work) {
+    auto wrapped = [](asio::awaitable<T> w) -> asio::awaitable<std::optional<T>> { co_return co_await std::move(w); };
+    return std::move(*asio::co_spawn(io_, wrapped(std::move(work)), asio::use_future).get());
+  }
+
+  void routes() {
+    api_->Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
+      reply(res, 200, json_object([&](json_writer& w) {
+              put(w, "status", "ok");
+              put(w, "broker", self_.value());
+            }));
+    });
+    api_->Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create_topic(req, res); });
+    api_->Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) { list_topics(res); });
+    api_->Post(R"(/v1/topics/([^/]+)/partitions)",
+               [this](const httplib::Request& req, httplib::Response& res) { grow_topic(req, res); });
+    api_->Post(R"(/v1/topics/([^/]+)/records)",
+               [this](const httplib::Request& req, httplib::Response& res) { produce(req, res); });
+    api_->Get(R"(/v1/topics/([^/]+)/partitions/(\d+)/records)",
+              [this](const httplib::Request& req, httplib::Response& res) { fetch(req, res); });
+    api_->Post(R"(/v1/groups/([^/]+)/offsets)",
+               [this](const httplib::Request& req, httplib::Response& res) { commit(req, res); });
+    api_->Get(R"(/v1/groups/([^/]+)/offsets)",
+              [this](const httplib::Request& req, httplib::Response& res) { committed(req, res); });
+    api_->Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) { cluster_view(res); });
+    api_->Post("/v1/reassignments",
+               [this](const httplib::Request& req, httplib::Response& res) { reassign(req, res); });
+    api_->Get("/v1/reassignments", [this](const httplib::Request&, httplib::Response& res) { reassignments(res); });
+    api_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 404)
+        reply_error(res, 404, "not_found", req.method + " " + req.path + " is not a route");
+      else if (res.status == 413)
+        reply_error(res, 413, "too_large", "request body too large");
+      else
+        reply_error(res, res.status, "error", "HTTP " + std::to_string(res.status));
+    });
+  }
+
+  /// Parses a JSON body; on failure answers 400 and returns false.
+  static bool parse_body(const httplib::Request& req, httplib::Response& res, rapidjson::Document& doc) {
+    if (auto s = json::parse_document(req.body, doc, "body"); !s) {
+      reply_error(res, 400, "invalid_argument", s.message());
+      return false;
+    }
+    return true;
+  }
+
+  void create_topic(const httplib::Request& req, httplib::Response& res) {
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::string name;
+    std::uint32_t partitions = 1;
+    r.get("name", name, true);
+    r.get("partitions", partitions);
+    if (r.ok())
+      if (auto v = validate_topic_name(name); !v) r.fail("name", v.message());
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    auto n = store_->ensure_topic(name, static_cast<std::int32_t>(partitions));
+    if (!n) return reply_error(res, n.err());
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "name", name);
+            w.Key("partitions");
+            w.Int(*n);
+          }));
+  }
+
+  void list_topics(httplib::Response& res) {
+    reply(res, 200, json_object([&](json_writer& w) {
+            w.Key("topics");
+            w.StartArray();
+            for (const auto& t : store_->topics()) {
+              w.StartObject();
+              put(w, "name", t);
+              w.Key("partitions");
+              w.Int(store_->partition_count(t).ok() ? *store_->partition_count(t) : 0);
+              w.EndObject();
+            }
+            w.EndArray();
+          }));
+  }
+
+  void grow_topic(const httplib::Request& req, httplib::Response& res) {
+    const std::string topic = req.matches[1];
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::uint32_t count = 0;
+    r.get("count", count, true);
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    if (!store_->partition_count(topic)) return reply_error(res, 404, "not_found", "unknown topic '" + topic + "'");
+    auto n = store_->ensure_topic(topic, static_cast<std::int32_t>(count));
+    if (!n) return reply_error(res, n.err());
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "name", topic);
+            w.Key("partitions");
+            w.Int(*n);
+          }));
+  }
+
+  void produce(const httplib::Request& req, httplib::Response& res) {
+    const std::string topic = req.matches[1];
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::int64_t partition = -1;
+    const bool chosen = r.has("partition");
+    r.get("partition", partition);
+    const auto* list = r.member("records");
+    if (r.has("transaction")) r.member("transaction");
+    if (r.ok() && (!list || !list->IsArray() || list->Empty())) r.fail("records", "expected a non-empty array");
+    if (r.ok() && r.has("transaction") && !(*r.member("transaction")).IsNull())
+      r.fail("transaction", "transactions are not available yet");
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    std::vector<storage::record> records;
+    const std::int64_t ts = now_ms();
+    for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+      json::object_reader rr((*list)[i], "records[" + std::to_string(i) + "]");
+      storage::record rec;
+      rec.timestamp_ms = ts;
+      std::string key;
+      if (rr.has("key") && !(*rr.member("key")).IsNull()) {
+        rr.get("key", key);
+        rec.key = key;
+      } else {
+        rr.member("key");
+      }
+      rr.get("value", rec.value, true);
+      if (auto s = rr.finish(); !s) return reply_error(res, s.err());
+      records.push_back(std::move(rec));
+    }
+    auto count = store_->partition_count(topic);
+    if (!count) return reply_error(res, count.err());
+    if (chosen && (partition < 0 || partition >= *count))
+      return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
+    if (!chosen)
+      partition = records[0].key ? fnv1a(*records[0].key) % static_cast<std::uint32_t>(*count)
+                                 : static_cast<std::int64_t>(round_robin_++ % static_cast<std::uint64_t>(*count));
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    auto local = router_->try_local(tp, records);
+    result<cluster::produce_result> done = error{errc::internal, "not produced"};
+    if (auto* here = std::get_if<result<cluster::produce_result>>(&local))
+      done = std::move(*here);
+    else
+      done = on_reactor(router_->forward(tp, std::move(records), std::get<broker_id>(local)));
+    if (!done) return reply_error(res, done.err());
+    reply(res, 200, json_object([&](json_writer& w) {
+            w.Key("partition");
+            w.Int(tp.partition);
+            w.Key("offsets");
+            w.StartArray();
+            for (auto o : done->offsets) w.Uint64(o);
+            w.EndArray();
+            put(w, "broker", done->broker.value());
+          }));
+  }
+
+  void not_owner(httplib::Response& res, const topic_partition& tp) {
+    auto owner = ownership_->owner(tp);
+    reply(res, 421, json_object([&](json_writer& w) {
+            put(w, "error", "not_owner");
+            put(w, "owner", owner ? owner->value() : std::string());
+          }));
+  }
+
+  void fetch(const httplib::Request& req, httplib::Response& res) {
+    topic_partition tp{req.matches[1], std::stoi(req.matches[2])};
+    std::uint64_t offset = 0;
+    std::size_t max_bytes = 1 << 20;
+    try {
+      if (req.has_param("offset")) offset = std::stoull(req.get_param_value("offset"));
+      if (req.has_param("max_bytes"))
+        max_bytes = std::min<std::size_t>(std::stoull(req.get_param_value("max_bytes")), 16u << 20);
+    } catch (...) {
+      return reply_error(res, 400, "invalid_argument", "offset and max_bytes must be whole numbers");
+    }
+    if (req.has_param("isolation")) {
+      auto iso = req.get_param_value("isolation");
+      if (iso != "read_uncommitted" && iso != "read_committed")
+        return reply_error(res, 400, "invalid_argument", "isolation: expected read_uncommitted or read_committed");
+    }
+    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    auto r = store_->read(tp, offset, max_bytes);
+    if (!r) return reply_error(res, r.err());
+    counters_.count_consume(tp, r->bytes.size());
+    auto views = storage::decode_frames(r->bytes.view(), offset);
+    reply(res, 200, json_object([&](json_writer& w) {
+            w.Key("records");
+            w.StartArray();
+            for (const auto& v : views) {
+              if (v.attributes & storage::attr_control) continue;
+              w.StartObject();
+              w.Key("offset");
+              w.Uint64(v.offset);
+              w.Key("key");
+              if (v.key)
+                w.String(v.key->data(), static_cast<rapidjson::SizeType>(v.key->size()));
+              else
+                w.Null();
+              w.Key("value");
+              w.String(v.value.data(), static_cast<rapidjson::SizeType>(v.value.size()));
+              w.Key("timestamp");
+              w.Int64(v.timestamp_ms);
+              w.EndObject();
+            }
+            w.EndArray();
+            w.Key("next_offset");
+            w.Uint64(r->next_offset);
+            w.Key("end_offset");
+            w.Uint64(r->end_offset);
+          }));
+  }
+
+  void commit(const httplib::Request& req, httplib::Response& res) {
+    const std::string group = req.matches[1];
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::string topic;
+    std::int64_t partition = -1, offset = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    r.get("offset", offset, true);
+    if (r.ok() && (partition < 0 || offset < 0)) r.fail_here("partition and offset must be >= 0");
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    // Refused where the partition is not served: what a move pushed is then complete.
+    std::shared_lock gate(gates_.gate(tp));
+    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    if (auto s = offsets_->commit(group, tp, static_cast<std::uint64_t>(offset)); !s) return reply_error(res, s.err());
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "group", group);
+            w.Key("offset");
+            w.Int64(offset);
+          }));
+  }
+
+  void committed(const httplib::Request& req, httplib::Response& res) {
+    const std::string group = req.matches[1];
+    if (!req.has_param("topic") || !req.has_param("partition"))
+      return reply_error(res, 400, "invalid_argument", "query parameters topic and partition are required");
+    topic_partition tp{req.get_param_value("topic"), std::atoi(req.get_param_value("partition").c_str())};
+    auto o = offsets_->committed(group, tp);
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "group", group);
+            w.Key("offset");
+            if (o)
+              w.Uint64(*o);
+            else
+              w.Null();
+          }));
+  }
+
+  void cluster_view(httplib::Response& res) {
+    std::vector<std::pair<std::string, bool>> reach;
+    if (cfg_.cluster)
+      for (const auto& p : cfg_.cluster->peers) {
+        transport::request probe;
+        probe.method = "GET";
+        probe.path = "/cluster/loads";
+        auto r = on_reactor(peers_->call(p.id, probe));
+        reach.emplace_back(p.id, r.ok());
+      }
+    auto h = fence_->highest();
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "broker", self_.value());
+            w.Key("peers");
+            w.StartArray();
+            if (cfg_.cluster)
+              for (std::size_t i = 0; i < cfg_.cluster->peers.size(); ++i) {
+                const auto& p = cfg_.cluster->peers[i];
+                w.StartObject();
+                put(w, "id", p.id);
+                put(w, "address", p.host + ":" + std::to_string(p.port));
+                w.Key("reachable");
+                w.Bool(reach[i].second);
+                w.EndObject();
+              }
+            w.EndArray();
+            w.Key("controller");
+            w.StartObject();
+            w.Key("epoch");
+            w.Uint64(h.claim_epoch.value());
+            put(w, "id", h.controller.value());
+            w.EndObject();
+            w.Key("ownership");
+            w.StartArray();
+            for (const auto& e : ownership_->entries()) {
+              w.StartObject();
+              put(w, "topic", e.partition.topic);
+              w.Key("partition");
+              w.Int(e.partition.partition);
+              put(w, "broker", e.owner.value());
+              w.EndObject();
+            }
+            w.EndArray();
+          }));
+  }
+
+  void reassign(const httplib::Request& req, httplib::Response& res) {
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::string topic, dest;
+    std::int64_t partition = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    r.get("dest", dest, true);
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    bool known = false;
+    if (cfg_.cluster)
+      for (const auto& p : cfg_.cluster->peers) known = known || p.id == dest;
+    if (r.ok() && !known) r.fail("dest", "'" + dest + "' is not a configured peer");
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    if (is_internal_topic(topic)) return reply_error(res, 400, "invalid_argument", "internal topics never move");
+    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    asio::co_spawn(io_, reassigner_->move(tp, broker_id(dest)), asio::detached);
+    reply(res, 202, json_object([&](json_writer& w) {
+            put(w, "topic", topic);
+            w.Key("partition");
+            w.Int(tp.partition);
+            put(w, "dest", dest);
+            put(w, "status", "started");
+          }));
+  }
+
+  void reassignments(httplib::Response& res) {
+    auto list = reassigner_->progress();
+    reply(res, 200, json_object([&](json_writer& w) {
+            w.Key("reassignments");
+            w.StartArray();
+            for (const auto& p : list) {
+              w.StartObject();
+              put(w, "topic", p.partition.topic);
+              w.Key("partition");
+              w.Int(p.partition.partition);
+              put(w, "dest", p.dest);
+              put(w, "step", p.step);
+              w.Key("bytes_copied");
+              w.Uint64(p.bytes_copied);
+              w.Key("bytes_total");
+              w.Uint64(p.bytes_total);
+              w.Key("finished");
+              w.Bool(p.finished);
+              w.Key("succeeded");
+              w.Bool(p.succeeded);
+              put(w, "error", p.error);
+              w.EndObject();
+            }
+            w.EndArray();
+          }));
+  }
+
+  cluster::server_config cfg_;
+  std::shared_ptr<logger> log_;
+  broker_id self_;
+  std::unique_ptr<storage::partition_store> store_;
+  std::unique_ptr<storage::offset_store> offsets_;
+  std::unique_ptr<cluster::ownership_table> ownership_;
+  std::unique_ptr<cluster::controller_fence> fence_;
+  std::unique_ptr<cluster::move_journal> journal_;
+  cluster::traffic counters_;
+  cluster::partition_gates gates_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
+  asio::thread_pool blocking_{4};
+  std::unique_ptr<transport::transport> transport_;
+  std::unique_ptr<cluster::peer_client> peers_;
+  std::unique_ptr<cluster::cluster_service> service_;
+  std::unique_ptr<cluster::router> router_;
+  std::unique_ptr<cluster::reassigner> reassigner_;
+  std::unique_ptr<transport::http_listener> cluster_listener_;
+  std::unique_ptr<httplib::Server> api_;
+  std::thread io_thread_, api_thread_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<std::uint64_t> round_robin_{0};
+};
+
+}  // namespace
+
+result<std::unique_ptr<broker>> broker::start(const cluster::server_config& config, std::shared_ptr<logger> log) {
+  auto b = std::make_unique<running_broker>(config, std::move(log));
+  if (auto s = b->open(); !s) {
+    b->stop();
+    return s.err();
+  }
+  return std::unique_ptr<broker>(std::move(b));
+}
+
+}  // namespace moonmq::daemon

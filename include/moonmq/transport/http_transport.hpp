@@ -1,0 +1,71 @@
+// The transport and the listener over HTTP(S), with cpp-httplib (compiled in lib/ only).
+//
+// Client side: per peer, a few keep-alive connections with TCP_NODELAY (without it, Nagle's algorithm meets delayed
+// ACKs and every request pays ~40 ms) and a small thread pool of its own that runs the blocking calls, so a peer
+// that does not answer ties up only its own threads: it never delays requests to the others. Each request has the
+// deadline it is sent with. With TLS, every connection is HTTPS; `verify` checks the peer's certificate against the
+// CA (and presents this broker's certificate, for mutual TLS).
+//
+// Server side: the cluster listener serves every /cluster/* route through a cluster_service, HTTPS when TLS is
+// configured (with a client CA, a client without a trusted certificate is refused during the handshake), with a
+// body size limit (413) and TCP_NODELAY.
+// Thread safety: send() may be called concurrently; the listener runs its own threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moonmq/core/result.hpp"
+#include "moonmq/transport/transport.hpp"
+
+namespace moonmq::transport {
+
+struct tls_options {
+  std::string cert_file;  ///< this broker's certificate (presented as server, and as client for mutual TLS)
+  std::string key_file;
+  std::string ca_file;  ///< trusted CA for peers' certificates
+  bool verify_peer = false;
+};
+
+struct http_peer {
+  std::string id;
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+struct http_transport_options {
+  std::vector<http_peer> peers;
+  std::optional<tls_options> tls;
+  std::size_t connections_per_peer = 4;
+};
+
+std::unique_ptr<transport> make_http_transport(const http_transport_options& options);
+
+/// Serves requests through `handler` until stop() or destruction.
+class http_listener {
+ public:
+  using handler = std::function<response(const request&)>;
+
+  virtual ~http_listener() = default;
+  /// The port actually bound (useful with port 0).
+  virtual std::uint16_t port() const = 0;
+  virtual void stop() = 0;
+};
+
+struct http_listener_options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::optional<tls_options> tls;
+  std::size_t max_body_bytes = 64u << 20;
+  std::string path_prefix = "/cluster/";  ///< routes outside it answer 404
+};
+
+/// Binds and starts serving in background threads; an error names the address or the TLS file at fault.
+result<std::unique_ptr<http_listener>> start_http_listener(const http_listener_options& options,
+                                                           http_listener::handler handler);
+
+}  // namespace moonmq::transport

@@ -1,0 +1,20 @@
+// Settings every HTTP server of the project gets (cluster listener, moonmqd's client API). Internal to lib/ and
+// daemon/, which may include cpp-httplib.
+#pragma once
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+namespace moonmq::transport {
+
+/// TCP_NODELAY, and a port that is this process's alone: cpp-httplib's default SO_REUSEPORT would let a second
+/// broker bind the same port and silently take half of its traffic. Only SO_REUSEADDR (fast restarts) is kept.
+inline void setup_http_server(httplib::Server& server) {
+  server.set_tcp_nodelay(true);
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+}
+
+}  // namespace moonmq::transport
