@@ -60,6 +60,7 @@ inline process_result run_process(const std::vector<std::string>& argv, const st
     if (!freopen(in_path.c_str(), "r", stdin) || !freopen(out_path.c_str(), "w", stdout) ||
         !freopen(err_path.c_str(), "w", stderr))
       _exit(127);
+    closefrom(3);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

@@ -1,0 +1,122 @@
+// Real moonmqd processes on free loopback ports for multi-process tests. Every process is killed (SIGKILL) and
+// reaped when its object goes away, also when a test fails half-way (REQUIRE unwinds through the destructor).
+#pragma once
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/process.hpp"
+
+namespace moonmq::test {
+
+/// A loopback port that was free a moment ago.
+inline std::uint16_t free_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+class moonmqd_process {
+ public:
+  std::string id;
+  std::uint16_t api_port = free_port();
+  std::uint16_t cluster_port = free_port();
+  std::string data_dir;
+  std::string config_path;
+  std::string log_path;
+
+  moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
+    data_dir = base_dir + "/" + id;
+    config_path = base_dir + "/" + id + ".json";
+    log_path = base_dir + "/" + id + ".log";
+  }
+  ~moonmqd_process() { kill9(); }
+  moonmqd_process(const moonmqd_process&) = delete;
+  moonmqd_process& operator=(const moonmqd_process&) = delete;
+
+  /// Writes the configuration: `cluster_extra` is spliced into Server.Cluster (e.g. "\"Tls\": {...}").
+  void configure(const std::vector<moonmqd_process*>& peers, const std::string& cluster_extra = "",
+                 const std::string& server_extra = "", const std::string& token = "e2e-secret") {
+    std::string peer_list;
+    for (auto* p : peers) {
+      if (p == this) continue;
+      if (!peer_list.empty()) peer_list += ",";
+      peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"127.0.0.1:" + std::to_string(p->cluster_port) + "\"}";
+    }
+    std::ofstream(config_path) << "{\"Server\":{\"Host\":\"127.0.0.1\",\"Port\":" << api_port << ",\"DataDir\":\""
+                               << data_dir << "\"" << (server_extra.empty() ? "" : "," + server_extra)
+                               << ",\"Cluster\":{\"BrokerId\":\"" << id << "\",\"Port\":" << cluster_port
+                               << ",\"Token\":\"" << token << "\",\"PeerTimeout\":3,\"Peers\":[" << peer_list << "]"
+                               << (cluster_extra.empty() ? "" : "," + cluster_extra) << "}}}";
+  }
+
+  void start() {
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      if (!freopen(log_path.c_str(), "a", stderr)) _exit(127);
+      closefrom(3);  // never hold the test runner's pipes open after it ends
+      execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      httplib::Client c("127.0.0.1", api_port);
+      c.set_connection_timeout(std::chrono::milliseconds(200));
+      if (auto r = c.Get("/v1/health"); r && r->status == 200) return;
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        throw std::runtime_error("moonmqd " + id + " exited at start-up: " + slurp(log_path));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    throw std::runtime_error("moonmqd " + id + " did not become healthy: " + slurp(log_path));
+  }
+
+  /// kill -9: no chance to clean up.
+  void kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  /// SIGTERM; returns the exit status.
+  int terminate() {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  httplib::Client api() const {
+    httplib::Client c("127.0.0.1", api_port);
+    c.set_read_timeout(std::chrono::seconds(30));
+    return c;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+}  // namespace moonmq::test
