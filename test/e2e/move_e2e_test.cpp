@@ -217,7 +217,7 @@ TEST_CASE("e2e: the cluster listener refuses a wrong token with 401", "[e2e][aut
   CHECK(topics->body.find("\"x\"") == std::string::npos);
 }
 
-TEST_CASE("e2e: a bad configuration exits 2 naming the key; SIGTERM exits 0", "[e2e][config]") {
+TEST_CASE("e2e: a bad configuration exits 2 naming the key, and SIGTERM exits 0", "[e2e][config]") {
   temp_dir dir;
   std::ofstream(dir.path() + "/bad.json") << R"({"Server": {"Cluster": {"BrokerId": "b1", "Prot": 1}}})";
   auto r = run_process({MOONMQ_DAEMON_BIN, "--config", dir.path() + "/bad.json"});

@@ -58,7 +58,7 @@ TEST_CASE("service: a peer's own token overrides the cluster token", "[service][
   CHECK(svc.handle(r).status == 200);
 }
 
-TEST_CASE("service: control-plane routes refuse a superseded controller with 409; data-plane routes never check",
+TEST_CASE("service: control-plane routes refuse a superseded controller with 409 and data-plane routes never check",
           "[service][fence]") {
   in_process_cluster c(1);
   REQUIRE(c[1].fence->check({epoch(4), broker_id("b2")}));

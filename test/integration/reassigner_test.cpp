@@ -92,7 +92,7 @@ TEST_CASE("committed offsets follow the partition, higher wins on the destinatio
   CHECK(*c[2].offsets.committed("audit", orders0) == 99);
 }
 
-TEST_CASE("a non-empty destination is refused; an identical prefix is resumed", "[reassigner][dest]") {
+TEST_CASE("a non-empty destination is refused but an identical prefix is resumed", "[reassigner][dest]") {
   in_process_cluster c(2, 4096);
   seed(c, 60);
   SECTION("unrelated data on the destination") {
