@@ -29,6 +29,8 @@ demo: build
 bench: build
 	$(BUILD)/benchmarks/goal_eval
 	$(BUILD)/benchmarks/partition_log
+	$(BUILD)/benchmarks/migration
+	$(BUILD)/benchmarks/produce_forward
 
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too).
 sanitize: deps

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <shared_mutex>
+#include <thread>
 
 namespace moonmq::cluster {
 
@@ -29,57 +30,105 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
   return result<produce_result>(produce_result{std::move(*offsets), self});
 }
 
-asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std::vector<storage::record> records,
-                                                        broker_id owner) {
-  const broker_id& self = peers_.directory().self;
+/// One forwarding attempt's outcome: finished (with a result), wait for a handover, or try another owner.
+struct router::forward_state {
+  topic_partition tp;
+  std::vector<storage::record> records;
+  broker_id owner;
   std::string frames;
-  for (const auto& r : records) storage::encode_frame(r, frames);
-  const auto deadline = std::chrono::steady_clock::now() + peers_.directory().timeout;
+  std::chrono::steady_clock::time_point deadline;
   int hints = 0;
-  for (;;) {
+
+  transport::request request() const {
     transport::request req;
     req.path = "/cluster/append";
     req.params = {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}, {"mode", "produce"}};
     req.content_type = "application/octet-stream";
     req.body = frames;
-    auto resp = co_await peers_.call(owner.value(), std::move(req));
-    rapidjson::Document d;
-    d.Parse(resp.body.c_str(), resp.body.size());
-    const bool json = !d.HasParseError() && d.IsObject();
-    if (resp.ok() && json && d.HasMember("offsets") && d["offsets"].IsArray()) {
-      produce_result out{{}, owner};
-      for (const auto& o : d["offsets"].GetArray())
-        if (o.IsUint64()) out.offsets.push_back(o.GetUint64());
-      if (out.offsets.size() != records.size())
-        co_return error{errc::internal, "owner " + owner.value() + " acknowledged a different number of records"};
-      co_return out;
+    return req;
+  }
+};
+
+router::forward_state router::begin_forward(topic_partition tp, std::vector<storage::record> records,
+                                            broker_id owner) const {
+  forward_state f{std::move(tp), std::move(records), std::move(owner), {}, {}, 0};
+  for (const auto& r : f.records) storage::encode_frame(r, f.frames);
+  f.deadline = std::chrono::steady_clock::now() + peers_.directory().timeout;
+  return f;
+}
+
+router::step router::interpret(forward_state& f, const transport::response& resp) {
+  const broker_id& self = peers_.directory().self;
+  const std::string name = f.tp.topic + "-" + std::to_string(f.tp.partition);
+  rapidjson::Document d;
+  d.Parse(resp.body.c_str(), resp.body.size());
+  const bool json = !d.HasParseError() && d.IsObject();
+  if (resp.ok() && json && d.HasMember("offsets") && d["offsets"].IsArray()) {
+    produce_result out{{}, f.owner};
+    for (const auto& o : d["offsets"].GetArray())
+      if (o.IsUint64()) out.offsets.push_back(o.GetUint64());
+    if (out.offsets.size() != f.records.size())
+      return step::finish(
+          error{errc::internal, "owner " + f.owner.value() + " acknowledged a different number of records"});
+    return step::finish(std::move(out));
+  }
+  if (resp.status == 421 && json && d.HasMember("owner") && d["owner"].IsString()) {
+    broker_id hinted(d["owner"].GetString());
+    if (hinted == self || hinted.value().empty()) {
+      // A handover in progress (or just rolled back): wait, then look again from the start.
+      if (std::chrono::steady_clock::now() + handover_pause > f.deadline)
+        return step::finish(error{errc::unavailable, name + " is being handed over to " + f.owner.value() + "; retry"});
+      return step::wait();
     }
-    if (resp.status == 421 && json && d.HasMember("owner") && d["owner"].IsString()) {
-      broker_id hinted(d["owner"].GetString());
-      if (hinted == self || hinted.value().empty()) {
-        // A handover in progress (or just rolled back): wait, then look again from the start.
-        if (std::chrono::steady_clock::now() + handover_pause > deadline)
-          co_return error{errc::unavailable, tp.topic + "-" + std::to_string(tp.partition) +
-                                                 " is being handed over to " + owner.value() + "; retry"};
-        asio::steady_timer t(co_await asio::this_coro::executor, handover_pause);
-        co_await t.async_wait(asio::use_awaitable);
-        auto local = try_local(tp, records);
-        if (auto* done = std::get_if<result<produce_result>>(&local)) co_return std::move(*done);
-        owner = std::get<broker_id>(local);
-        continue;
-      }
-      if (++hints > max_hints)
-        co_return error{errc::not_owner, "ownership of " + tp.topic + "-" + std::to_string(tp.partition) +
-                                             " forms a chain longer than " + std::to_string(max_hints) +
-                                             " hops; stopped at " + owner.value()};
-      owner = hinted;
-      continue;
+    if (++f.hints > max_hints)
+      return step::finish(error{errc::not_owner, "ownership of " + name + " forms a chain longer than " +
+                                                     std::to_string(max_hints) + " hops; stopped at " +
+                                                     f.owner.value()});
+    f.owner = hinted;
+    return step::again();
+  }
+  if (resp.status == 0)
+    return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " did not answer: " + resp.body});
+  return step::finish(error{
+      resp.status == 400 ? errc::invalid_argument : errc::internal,
+      "owner " + f.owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body});
+}
+
+/// After a handover pause: appended here if ownership came back, otherwise the owner to try next.
+std::optional<result<produce_result>> router::recheck(forward_state& f) {
+  auto local = try_local(f.tp, f.records);
+  if (auto* done = std::get_if<result<produce_result>>(&local)) return std::move(*done);
+  f.owner = std::get<broker_id>(local);
+  return std::nullopt;
+}
+
+asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std::vector<storage::record> records,
+                                                        broker_id owner) {
+  forward_state f = begin_forward(std::move(tp), std::move(records), std::move(owner));
+  for (;;) {
+    auto resp = co_await peers_.call(f.owner.value(), f.request());
+    step s = interpret(f, resp);
+    if (s.kind == step::done) co_return std::move(*s.out);
+    if (s.kind == step::pause) {
+      asio::steady_timer t(co_await asio::this_coro::executor, handover_pause);
+      co_await t.async_wait(asio::use_awaitable);
+      if (auto here = recheck(f)) co_return std::move(*here);
     }
-    if (resp.status == 0)
-      co_return error{errc::unavailable, "owner " + owner.value() + " did not answer: " + resp.body};
-    co_return error{
-        resp.status == 400 ? errc::invalid_argument : errc::internal,
-        "owner " + owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body};
+  }
+}
+
+std::optional<result<produce_result>> router::forward_blocking(topic_partition tp, std::vector<storage::record> records,
+                                                               broker_id owner) {
+  forward_state f = begin_forward(std::move(tp), std::move(records), std::move(owner));
+  for (;;) {
+    auto resp = peers_.call_now(f.owner.value(), f.request());
+    if (!resp) return std::nullopt;  // this transport cannot block: use forward()
+    step s = interpret(f, *resp);
+    if (s.kind == step::done) return std::move(*s.out);
+    if (s.kind == step::pause) {
+      std::this_thread::sleep_for(handover_pause);
+      if (auto here = recheck(f)) return std::move(*here);
+    }
   }
 }
 

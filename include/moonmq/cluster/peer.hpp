@@ -30,6 +30,20 @@ class peer_client {
   /// Sends `req` to `peer`; with `claim`, as a fenced control-plane request.
   asio::awaitable<transport::response> call(const std::string& peer, transport::request req,
                                             std::optional<controller_claim> claim = std::nullopt) {
+    stamp(peer, req, claim);
+    co_return co_await transport_.send(peer, std::move(req), dir_.timeout);
+  }
+
+  /// call() on the calling thread, when the transport can (see transport::send_now).
+  std::optional<transport::response> call_now(const std::string& peer, transport::request req,
+                                              std::optional<controller_claim> claim = std::nullopt) {
+    stamp(peer, req, claim);
+    return transport_.send_now(peer, req, dir_.timeout);
+  }
+
+ private:
+  /// This broker's identity, the token `peer` expects and, on the control plane, the claim.
+  void stamp(const std::string& peer, transport::request& req, const std::optional<controller_claim>& claim) const {
     auto own = dir_.peer_tokens.find(peer);
     const std::string& token = own != dir_.peer_tokens.end() && !own->second.empty() ? own->second : dir_.token;
     if (!token.empty()) req.headers[transport::header_token] = token;
@@ -38,10 +52,8 @@ class peer_client {
       req.headers[transport::header_epoch] = std::to_string(claim->claim_epoch.value());
       req.headers[transport::header_controller] = claim->controller.value();
     }
-    co_return co_await transport_.send(peer, std::move(req), dir_.timeout);
   }
 
- private:
   transport::transport& transport_;
   peer_directory dir_;
 };

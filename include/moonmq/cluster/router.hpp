@@ -10,6 +10,7 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -36,10 +37,28 @@ class router {
   asio::awaitable<result<produce_result>> forward(topic_partition tp, std::vector<storage::record> records,
                                                   broker_id owner);
 
+  /// forward(), on the calling thread, for callers that may block (a listener's worker thread): no hop through the
+  /// reactor. nullopt when the transport cannot send from the calling thread (then use forward()).
+  std::optional<result<produce_result>> forward_blocking(topic_partition tp, std::vector<storage::record> records,
+                                                         broker_id owner);
+
   /// try_local, then forward when needed.
   asio::awaitable<result<produce_result>> produce(topic_partition tp, std::vector<storage::record> records);
 
  private:
+  struct forward_state;
+  /// What to do after one attempt; shared by forward() and forward_blocking() so they cannot drift apart.
+  struct step {
+    enum kind_t { done, pause, retry } kind = done;
+    std::optional<result<produce_result>> out;
+    static step finish(result<produce_result> r) { return {done, std::move(r)}; }
+    static step wait() { return {pause, std::nullopt}; }
+    static step again() { return {retry, std::nullopt}; }
+  };
+  forward_state begin_forward(topic_partition tp, std::vector<storage::record> records, broker_id owner) const;
+  step interpret(forward_state& f, const transport::response& resp);
+  std::optional<result<produce_result>> recheck(forward_state& f);
+
   cluster_state st_;
   peer_client& peers_;
 };

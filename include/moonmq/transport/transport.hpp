@@ -9,6 +9,7 @@
 
 #include <asio/awaitable.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "moonmq/transport/message.hpp"
@@ -20,6 +21,13 @@ class transport {
   virtual ~transport() = default;
   /// Sends `req` to peer `peer` (a configured peer id) and returns its response, or status 0 after `timeout`.
   virtual asio::awaitable<response> send(const std::string& peer, request req, std::chrono::milliseconds timeout) = 0;
+
+  /// The same request performed on the calling thread, for callers that may block (a listener's worker thread),
+  /// saving two thread hops. nullopt when the implementation cannot (the default): use send().
+  virtual std::optional<response> send_now(const std::string& /*peer*/, const request& /*req*/,
+                                           std::chrono::milliseconds /*timeout*/) {
+    return std::nullopt;
+  }
 };
 
 /// A response that says the peer did not answer.

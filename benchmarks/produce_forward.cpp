@@ -1,0 +1,87 @@
+// produce_forward: produce latency and throughput to a partition's owner directly, and through a broker that
+// forwards to it, side by side in one run (two moonmqd on loopback; one 100-byte record per request, one
+// client connection each, sequential; the two paths alternate in blocks so both see the same machine).
+//
+//   produce_forward [REQUESTS_PER_PATH]     default 5000
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+struct path_stats {
+  std::vector<double> latency_us;
+  double seconds = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const int requests = argc > 1 ? std::atoi(argv[1]) : 5000;
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  b1.configure({&b1, &b2});
+  b2.configure({&b1, &b2});
+  b1.start();
+  b2.start();
+  auto c1 = b1.api(), c2 = b2.api();
+  c1.set_keep_alive(true);
+  c2.set_keep_alive(true);
+  c1.set_tcp_nodelay(true);
+  c2.set_tcp_nodelay(true);
+  c1.Post("/v1/topics", R"({"name":"fw","partitions":2})", "application/json");
+  c1.Post("/v1/reassignments", R"({"topic":"fw","partition":1,"dest":"b2"})", "application/json");
+  for (int i = 0; i < 500; ++i) {
+    auto p = c1.Get("/v1/reassignments");
+    if (p && p->body.find("\"succeeded\":true") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string body = "{\"partition\":1,\"records\":[{\"value\":\"" + std::string(100, 'v') + "\"}]}";
+  path_stats direct, forwarded;
+  auto run = [&](httplib::Client& c, path_stats& s, int n, const char* expect_broker) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      auto a = std::chrono::steady_clock::now();
+      auto r = c.Post("/v1/topics/fw/records", body, "application/json");
+      auto b = std::chrono::steady_clock::now();
+      if (!r || r->status != 200 || r->body.find(expect_broker) == std::string::npos) {
+        std::fprintf(stderr, "produce_forward: a produce failed: %s\n", r ? r->body.c_str() : "no answer");
+        std::exit(1);
+      }
+      s.latency_us.push_back(std::chrono::duration<double, std::micro>(b - a).count());
+    }
+    s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  run(c2, direct, 200, "\"b2\"");  // warm-up, not counted
+  run(c1, forwarded, 200, "\"b2\"");
+  direct = {};
+  forwarded = {};
+  const int block = 500;
+  for (int done = 0; done < requests; done += block) {
+    run(c2, direct, std::min(block, requests - done), "\"b2\"");
+    run(c1, forwarded, std::min(block, requests - done), "\"b2\"");
+  }
+  for (auto [name, s] : {std::pair{"direct", &direct}, std::pair{"forwarded", &forwarded}})
+    std::printf(
+        "{\"bench\":\"produce_forward\",\"path\":\"%s\",\"requests\":%zu,\"record_bytes\":100,\"p50_us\":%.0f,"
+        "\"p99_us\":%.0f,\"records_per_s\":%.0f}\n",
+        name, s->latency_us.size(), percentile(s->latency_us, 0.5), percentile(s->latency_us, 0.99),
+        static_cast<double>(s->latency_us.size()) / s->seconds);
+  std::printf("{\"bench\":\"produce_forward\",\"p50_ratio\":%.2f,\"p99_ratio\":%.2f}\n",
+              percentile(forwarded.latency_us, 0.5) / percentile(direct.latency_us, 0.5),
+              percentile(forwarded.latency_us, 0.99) / percentile(direct.latency_us, 0.99));
+  return 0;
+}
