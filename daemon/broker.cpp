@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "json/object_reader.hpp"
+#include "json/writer.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
@@ -34,7 +35,8 @@ namespace moonmq::daemon {
 
 namespace {
 
-using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using json_writer = json::writer;
+using json::put;
 
 void reply(httplib::Response& res, int status, const std::string& body) {
   res.status = status;
@@ -42,45 +44,16 @@ void reply(httplib::Response& res, int status, const std::string& body) {
 }
 
 void reply_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
-  auto e = transport::error_response(status, code, message);
-  reply(res, status, e.body);
-}
-
-int http_status(errc e) {
-  switch (e) {
-    case errc::invalid_argument:
-      return 400;
-    case errc::not_found:
-      return 404;
-    case errc::already_exists:
-    case errc::conflict:
-      return 409;
-    case errc::not_owner:
-      return 421;
-    case errc::unavailable:
-      return 503;
-    default:
-      return 500;
-  }
+  reply(res, status, transport::error_response(status, code, message).body);
 }
 
 void reply_error(httplib::Response& res, const error& e) {
-  reply_error(res, http_status(e.code), errc_name(e.code), e.message);
+  reply_error(res, transport::http_status_of(e.code), errc_name(e.code), e.message);
 }
 
 template <typename F>
 std::string json_object(F&& fill) {
-  rapidjson::StringBuffer buf;
-  json_writer w(buf);
-  w.StartObject();
-  fill(w);
-  w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
-}
-
-void put(json_writer& w, const char* k, const std::string& v) {
-  w.Key(k);
-  w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  return json::object(std::forward<F>(fill));
 }
 
 std::uint32_t fnv1a(std::string_view s) {

@@ -7,6 +7,7 @@
 #include <shared_mutex>
 
 #include "json/object_reader.hpp"
+#include "json/writer.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/token.hpp"
@@ -20,46 +21,17 @@ using transport::response;
 
 namespace {
 
-using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using json_writer = json::writer;
+using json::put;
 
 template <typename F>
 response json_ok(F&& fill) {
-  rapidjson::StringBuffer buf;
-  json_writer w(buf);
-  w.StartObject();
-  fill(w);
-  w.EndObject();
-  return {200, std::string(buf.GetString(), buf.GetSize()), "application/json"};
+  return {200, json::object(std::forward<F>(fill)), "application/json"};
 }
 
-void put(json_writer& w, const char* key, const std::string& v) {
-  w.Key(key);
-  w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+response from_error(const error& e) {
+  return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message);
 }
-
-/// Maps a domain error to the HTTP status of the wire contract.
-int status_of(errc e) {
-  switch (e) {
-    case errc::invalid_argument:
-      return 400;
-    case errc::unauthorized:
-      return 401;
-    case errc::not_found:
-      return 404;
-    case errc::conflict:
-      return 409;
-    case errc::already_exists:
-      return 409;
-    case errc::not_owner:
-      return 421;
-    case errc::unavailable:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-response from_error(const error& e) { return error_response(status_of(e.code), errc_name(e.code), e.message); }
 
 /// topic and partition from the query string; the error names the parameter.
 result<topic_partition> partition_param(const request& req) {

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "json/object_reader.hpp"
+#include "json/state_document.hpp"
 
 namespace moonmq::cluster {
 
@@ -17,11 +17,10 @@ class file_controller_fence final : public controller_fence {
       : self_(std::move(self)), file_(std::move(f)) {}
 
   status load() {
-    auto doc = file_->read();
-    if (!doc) return doc.err();
-    if (!*doc) return {};
     rapidjson::Document d;
-    if (auto s = json::parse_document(**doc, d, file_->name()); !s) return {errc::corrupt, s.message()};
+    auto present = json::read_state_document(*file_, d);
+    if (!present) return present.to_status();
+    if (!*present) return {};
     json::object_reader r(d, file_->name());
     std::int64_t e = 0;
     std::string id;

@@ -6,7 +6,7 @@
 #include <map>
 #include <shared_mutex>
 
-#include "json/object_reader.hpp"
+#include "json/state_document.hpp"
 
 namespace moonmq::cluster {
 
@@ -18,11 +18,10 @@ class local_ownership_table final : public ownership_table {
       : self_(std::move(self)), file_(std::move(f)) {}
 
   status load() {
-    auto doc = file_->read();
-    if (!doc) return doc.err();
-    if (!*doc) return {};
     rapidjson::Document d;
-    if (auto s = json::parse_document(**doc, d, file_->name()); !s) return {errc::corrupt, s.message()};
+    auto present = json::read_state_document(*file_, d);
+    if (!present) return present.to_status();
+    if (!*present) return {};
     json::object_reader top(d, file_->name());
     std::uint32_t version = 0;
     top.get("version", version, true);

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "json/object_reader.hpp"
+#include "json/state_document.hpp"
 
 namespace moonmq::cluster {
 
@@ -17,11 +17,10 @@ class file_move_journal final : public move_journal {
   explicit file_move_journal(std::unique_ptr<storage::state_file> f) : file_(std::move(f)) {}
 
   status load() {
-    auto doc = file_->read();
-    if (!doc) return doc.err();
-    if (!*doc) return {};
     rapidjson::Document d;
-    if (auto s = json::parse_document(**doc, d, file_->name()); !s) return {errc::corrupt, s.message()};
+    auto present = json::read_state_document(*file_, d);
+    if (!present) return present.to_status();
+    if (!*present) return {};
     if (!d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray())
       return {errc::corrupt, file_->name() + ": expected {\"moves\": [...]}"};
     for (const auto& m : d["moves"].GetArray()) {

@@ -3,7 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "json/object_reader.hpp"
+#include "json/state_document.hpp"
 
 namespace moonmq::storage {
 
@@ -14,11 +14,10 @@ class durable_offset_store final : public offset_store {
   explicit durable_offset_store(std::unique_ptr<state_file> f) : file_(std::move(f)) {}
 
   status load() {
-    auto doc = file_->read();
-    if (!doc) return doc.err();
-    if (!*doc) return {};
     rapidjson::Document d;
-    if (auto s = json::parse_document(**doc, d, file_->name()); !s) return {errc::corrupt, s.message()};
+    auto present = json::read_state_document(*file_, d);
+    if (!present) return present.to_status();
+    if (!*present) return {};
     json::object_reader top(d, file_->name());
     std::uint32_t version = 0;
     top.get("version", version, true);

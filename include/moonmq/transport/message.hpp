@@ -7,6 +7,8 @@
 #include <map>
 #include <string>
 
+#include "moonmq/core/result.hpp"
+
 namespace moonmq::transport {
 
 /// Header names, compared case-insensitively on the wire; stored here in this canonical spelling.
@@ -31,6 +33,27 @@ struct response {
 
   bool ok() const noexcept { return status >= 200 && status < 300; }
 };
+
+/// The HTTP status of the wire contract for a domain error.
+inline int http_status_of(errc e) {
+  switch (e) {
+    case errc::invalid_argument:
+      return 400;
+    case errc::unauthorized:
+      return 401;
+    case errc::not_found:
+      return 404;
+    case errc::already_exists:
+    case errc::conflict:
+      return 409;
+    case errc::not_owner:
+      return 421;
+    case errc::unavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
 
 /// A JSON error body: {"error": code, "message": text}.
 inline response error_response(int status, const std::string& code, const std::string& message) {
