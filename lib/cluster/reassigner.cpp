@@ -315,6 +315,22 @@ asio::awaitable<status> reassigner::move(topic_partition tp, broker_id dest, std
   co_return s;
 }
 
+asio::awaitable<status> reassigner::execute(autobalancer::described_action a, std::optional<controller_claim> claim) {
+  // Locals, not temporaries, around co_return: GCC 12 destroys temporaries of a coroutine's early return twice.
+  const bool ours = a.src == impl_->peers.directory().self.value();
+  if (!ours) {
+    std::string why = std::string(autobalancer::action_type_name(a.type)) + " of " + a.topic + "-" +
+                      std::to_string(a.partition) + " has source " + a.src + ", not this broker";
+    status refused{errc::invalid_argument, why};
+    co_return refused;
+  }
+  // Both kinds move the local partition; a SWAP's other half is its own broker's to execute.
+  topic_partition tp{a.topic, a.partition};
+  broker_id dest(a.dest);
+  status s = co_await move(tp, dest, claim);
+  co_return s;
+}
+
 asio::awaitable<std::size_t> reassigner::recover() {
   std::size_t unresolved = 0;
   const broker_id& self = impl_->peers.directory().self;

@@ -57,8 +57,24 @@ std::vector<std::pair<std::uint64_t, std::string>> read_all(const moonmqd_proces
   return out;
 }
 
+/// Waits until no move is running on `b` (an interrupted one may still be failing when a test retries).
+void wait_idle(const moonmqd_process& b) {
+  auto c = b.api();
+  for (int i = 0; i < 600; ++i) {
+    auto r = c.Get("/v1/reassignments");
+    REQUIRE(r);
+    auto d = parse(r->body);
+    bool running = false;
+    for (const auto& m : d["reassignments"].GetArray()) running = running || !m["finished"].GetBool();
+    if (!running) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("a move was still running after 30 s");
+}
+
 /// Starts a move on `src` and waits for it to finish; returns its final progress entry.
 rapidjson::Document move_and_wait(const moonmqd_process& src, const std::string& topic, const std::string& dest) {
+  wait_idle(src);
   post_ok(src, "/v1/reassignments", "{\"topic\":\"" + topic + "\",\"partition\":0,\"dest\":\"" + dest + "\"}");
   auto c = src.api();
   for (int i = 0; i < 600; ++i) {

@@ -243,3 +243,17 @@ TEST_CASE("a controller whose epoch was superseded cannot move partitions", "[re
   CHECK(c[1].serves(orders0));
   REQUIRE(c.move(1, orders0, 2, cluster::controller_claim{epoch(6), broker_id("b1")}));
 }
+
+TEST_CASE("a planned SWAP is executed as its local half", "[reassigner][swap]") {
+  in_process_cluster c(2);
+  seed(c, 10);
+  REQUIRE(c[2].store.ensure_topic("orders", 2));
+  REQUIRE(c[2].store.append({"orders", 1}, {rec("b2's partition 1")}));
+  autobalancer::described_action swap{autobalancer::action_type::swap, "orders", 0, "b1", "b2", "orders", 1};
+  REQUIRE(c.run(c[1].reassigner->execute(swap)));
+  CHECK_FALSE(c[1].serves(orders0));
+  CHECK(c[2].serves(orders0));
+  CHECK(c[2].serves({"orders", 1}));  // the counterpart stays where it is: b2 pushes its own half
+  auto wrong = c.run(c[2].reassigner->execute(swap));
+  CHECK(wrong.code() == errc::invalid_argument);
+}

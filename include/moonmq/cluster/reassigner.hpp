@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/peer.hpp"
@@ -64,6 +65,11 @@ class reassigner {
 
   /// Moves `tp` to `dest`; with `claim`, control-plane requests are fenced by it.
   asio::awaitable<status> move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim = {});
+
+  /// Executes one planned action on this broker: a MOVE, or the local half of a SWAP (its first partition goes to
+  /// the destination; the counterpart's data lives on the other broker, which this one cannot push).
+  /// REQUIRES: this broker is the action's source.
+  asio::awaitable<status> execute(autobalancer::described_action action, std::optional<controller_claim> claim = {});
 
   /// Resolves journaled moves left by a crash (see move_journal.hpp). Returns how many remain unresolved.
   asio::awaitable<std::size_t> recover();
