@@ -13,6 +13,7 @@
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
 #include <atomic>
+#include <charconv>
 #include <thread>
 
 #include "json/object_reader.hpp"
@@ -54,6 +55,14 @@ void reply_error(httplib::Response& res, const error& e) {
 template <typename F>
 std::string json_object(F&& fill) {
   return json::object(std::forward<F>(fill));
+}
+
+/// A whole number in [0, max]; nullopt for anything else (no exceptions, no silent wrap).
+std::optional<std::uint64_t> whole_number(const std::string& s, std::uint64_t max) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v > max) return std::nullopt;
+  return v;
 }
 
 std::uint32_t fnv1a(std::string_view s) {
@@ -353,15 +362,20 @@ class running_broker final : public broker {
   }
 
   void fetch(const httplib::Request& req, httplib::Response& res) {
-    topic_partition tp{req.matches[1], std::stoi(req.matches[2])};
+    auto number = whole_number(req.matches[2], INT32_MAX);
+    if (!number) return reply_error(res, 400, "invalid_argument", "partition: expected a whole number");
+    topic_partition tp{req.matches[1], static_cast<std::int32_t>(*number)};
     std::uint64_t offset = 0;
     std::size_t max_bytes = 1 << 20;
-    try {
-      if (req.has_param("offset")) offset = std::stoull(req.get_param_value("offset"));
-      if (req.has_param("max_bytes"))
-        max_bytes = std::min<std::size_t>(std::stoull(req.get_param_value("max_bytes")), 16u << 20);
-    } catch (...) {
-      return reply_error(res, 400, "invalid_argument", "offset and max_bytes must be whole numbers");
+    if (req.has_param("offset")) {
+      auto o = whole_number(req.get_param_value("offset"), UINT64_MAX);
+      if (!o) return reply_error(res, 400, "invalid_argument", "offset: expected a whole number");
+      offset = *o;
+    }
+    if (req.has_param("max_bytes")) {
+      auto m = whole_number(req.get_param_value("max_bytes"), UINT64_MAX);
+      if (!m || *m == 0) return reply_error(res, 400, "invalid_argument", "max_bytes: expected a whole number > 0");
+      max_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(*m, 16u << 20));
     }
     if (req.has_param("isolation")) {
       auto iso = req.get_param_value("isolation");
@@ -428,7 +442,9 @@ class running_broker final : public broker {
     const std::string group = req.matches[1];
     if (!req.has_param("topic") || !req.has_param("partition"))
       return reply_error(res, 400, "invalid_argument", "query parameters topic and partition are required");
-    topic_partition tp{req.get_param_value("topic"), std::atoi(req.get_param_value("partition").c_str())};
+    auto number = whole_number(req.get_param_value("partition"), INT32_MAX);
+    if (!number) return reply_error(res, 400, "invalid_argument", "partition: expected a whole number");
+    topic_partition tp{req.get_param_value("topic"), static_cast<std::int32_t>(*number)};
     auto o = offsets_->committed(group, tp);
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "group", group);

@@ -289,3 +289,31 @@ TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses 
   REQUIRE(ok);
   CHECK(ok->status == 200);
 }
+
+TEST_CASE("e2e: the client API answers bad input with a JSON error and changes nothing", "[e2e][input]") {
+  two_brokers c;
+  auto api = c.b1.api();
+  auto check = [&](httplib::Result r, int status, const std::string& fragment) {
+    REQUIRE(r);
+    INFO(r->body);
+    CHECK(r->status == status);
+    CHECK_THAT(r->body, Catch::Contains(fragment));
+  };
+  check(api.Post("/v1/topics/orders/records", "{\"records\": [", "application/json"), 400, "not valid JSON");
+  check(api.Post("/v1/topics/orders/records", R"({"records": []})", "application/json"), 400, "non-empty array");
+  check(api.Post("/v1/topics/orders/records", R"({"records": [{"key": "k"}]})", "application/json"), 400,
+        "records[0].value: is required");
+  check(api.Post("/v1/topics/orders/records", R"({"partition": 9, "records": [{"value": "v"}]})", "application/json"),
+        404, "no partition 9");
+  check(api.Post("/v1/topics/nope/records", R"({"records": [{"value": "v"}]})", "application/json"), 404,
+        "unknown topic");
+  check(api.Post("/v1/topics", R"({"name": "bad/name"})", "application/json"), 400, "outside [A-Za-z0-9._-]");
+  check(api.Get("/v1/topics/orders/partitions/0/records?offset=abc"), 400, "offset");
+  check(api.Get("/v1/topics/orders/partitions/99999999999/records"), 400, "partition");
+  post_ok(c.b1, "/v1/topics/orders/records", R"({"partition": 0, "records": [{"value": "only"}]})");
+  check(api.Get("/v1/topics/orders/partitions/0/records?offset=3"), 400, "not a record boundary");
+  check(api.Post("/v1/reassignments", R"({"topic": "orders", "partition": 0, "dest": "b9"})", "application/json"), 400,
+        "not a configured peer");
+  check(api.Get("/v1/nothing-here"), 404, "not a route");
+  CHECK(read_all(c.b1, "orders").size() == 1);
+}
