@@ -193,6 +193,12 @@ class running_broker final : public broker {
     }
   }
 
+  /// A hand-driven move; a move left journaled (its confirm did not get through) is resolved in the background.
+  asio::awaitable<void> move_then_resolve(topic_partition tp, broker_id dest) {
+    status s = co_await reassigner_->move(tp, dest);
+    if (!s && !journal_->pending().empty()) co_await recover_loop();
+  }
+
   /// Runs a coroutine on the reactor and waits for it (from a listener thread).
   template <typename T>
   T on_reactor(asio::awaitable<T> work) {
@@ -520,7 +526,7 @@ class running_broker final : public broker {
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     if (is_internal_topic(topic)) return reply_error(res, 400, "invalid_argument", "internal topics never move");
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
-    asio::co_spawn(io_, reassigner_->move(tp, broker_id(dest)), asio::detached);
+    asio::co_spawn(io_, move_then_resolve(tp, broker_id(dest)), asio::detached);
     reply(res, 202, json_object([&](json_writer& w) {
             put(w, "topic", topic);
             w.Key("partition");
