@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <asio/experimental/awaitable_operators.hpp>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -93,28 +94,42 @@ struct reassigner::impl {
     return r;
   }
 
-  /// Copies local frames [from, until) to `dest`, batch by batch; returns the offset reached.
+  /// Copies local frames [from, until) to `dest`, batch by batch; returns the offset reached. The next batch is
+  /// read while the current one is in flight, so the local read never adds to a batch's round trip.
   asio::awaitable<result<std::uint64_t>> copy(move_progress& p, const topic_partition& tp, const std::string& dest,
                                               std::uint64_t from, std::uint64_t until, bool sync_at_end) {
+    using namespace asio::experimental::awaitable_operators;
+    auto read_at = [this, &tp](std::uint64_t offset) {
+      return [this, &tp, offset] { return st.store.read(tp, offset, opt.batch_bytes); };
+    };
     std::uint64_t at = from;
+    result<storage::read_result> batch = error{errc::internal, "nothing read"};
+    if (at < until) batch = co_await offload(pool, read_at(at));
     while (at < until) {
-      auto batch = co_await offload(pool, [&] { return st.store.read(tp, at, opt.batch_bytes); });
       if (!batch) co_return batch.err();
       if (batch->bytes.empty()) break;
       request r = req("POST", "/cluster/append", tp);
       r.params["expected_offset"] = std::to_string(at);
       r.content_type = "application/octet-stream";
       r.body.assign(batch->bytes.data(), batch->bytes.size());
-      auto resp = co_await peers.call(dest, std::move(r));
+      const std::uint64_t next = batch->next_offset;
+      response resp;
+      if (next < until) {
+        auto both = co_await (peers.call(dest, std::move(r)) && offload(pool, read_at(next)));
+        resp = std::move(std::get<0>(both));
+        batch = std::move(std::get<1>(both));
+      } else {
+        resp = co_await peers.call(dest, std::move(r));
+      }
       if (resp.status == 412) {
         // The batch may have landed and only its answer been lost: then dest ends exactly after it.
         auto end = json_u64(resp.body, "end_offset");
-        if (!end || *end != batch->next_offset) co_return peer_error(dest, "append at " + std::to_string(at), resp);
+        if (!end || *end != next) co_return peer_error(dest, "append at " + std::to_string(at), resp);
       } else if (!resp.ok()) {
         co_return peer_error(dest, "append at " + std::to_string(at), resp);
       }
-      add_copied(p, batch->next_offset - at);
-      at = batch->next_offset;
+      add_copied(p, next - at);
+      at = next;
     }
     if (sync_at_end) {
       request r = req("POST", "/cluster/append", tp);
