@@ -24,6 +24,7 @@
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/storage/durable_offset_store.hpp"
 #include "moonmq/storage/file_partition_store.hpp"
@@ -202,8 +203,7 @@ class running_broker final : public broker {
   /// Runs a coroutine on the reactor and waits for it (from a listener thread).
   template <typename T>
   T on_reactor(asio::awaitable<T> work) {
-    auto wrapped = [](asio::awaitable<T> w) -> asio::awaitable<std::optional<T>> { co_return co_await std::move(w); };
-    return std::move(*asio::co_spawn(io_, wrapped(std::move(work)), asio::use_future).get());
+    return std::move(*asio::co_spawn(io_, as_optional(std::move(work)), asio::use_future).get());
   }
 
   void routes() {

@@ -9,7 +9,6 @@
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/local_loads.hpp"
-#include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/token.hpp"
 #include "moonmq/core/topic_name.hpp"
 
@@ -178,7 +177,10 @@ struct cluster_service::impl {
     std::shared_lock gate(st.gates.gate(tp));
     if (!serves(st.ownership, tp, opt.self)) {
       auto owner = st.ownership.owner(tp);
-      return {421, "{\"error\":\"not_owner\",\"owner\":\"" + (owner ? owner->value() : std::string()) + "\"}",
+      return {421, json::object([&](json_writer& w) {
+                put(w, "error", "not_owner");
+                put(w, "owner", owner ? owner->value() : std::string());
+              }),
               "application/json"};
     }
     auto offsets = st.store.append(tp, records);
@@ -275,17 +277,9 @@ struct cluster_service::impl {
       auto upto = u64_param(req, "upto");
       if (!upto) return from_error(upto.err());
       if (*upto > *end) return error_response(400, "invalid_argument", "upto is past the end offset");
-      std::uint32_t c = 0;
-      std::uint64_t at = 0;
-      while (at < *upto) {
-        auto r = st.store.read(*tp, at, static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, *upto - at)));
-        if (!r) return from_error(r.err());
-        if (r->next_offset > *upto || r->bytes.empty())
-          return error_response(400, "invalid_argument", "upto is not a record boundary");
-        c = crc32c_extend(c, r->bytes.data(), r->bytes.size());
-        at = r->next_offset;
-      }
-      crc = c;
+      auto c = storage::prefix_crc32c(st.store, *tp, *upto);
+      if (!c) return from_error(c.err());
+      crc = *c;
     }
     return json_ok([&](json_writer& w) {
       w.Key("end_offset");

@@ -142,21 +142,6 @@ struct reassigner::impl {
     co_return at;
   }
 
-  /// CRC-32C of local frames [0, upto).
-  result<std::uint32_t> local_prefix_crc(const topic_partition& tp, std::uint64_t upto) {
-    std::uint32_t c = 0;
-    std::uint64_t at = 0;
-    while (at < upto) {
-      auto r = st.store.read(tp, at, static_cast<std::size_t>(std::min<std::uint64_t>(1 << 20, upto - at)));
-      if (!r) return r.err();
-      if (r->bytes.empty() || r->next_offset > upto)
-        return error{errc::already_exists, "not a record boundary of this partition"};
-      c = crc32c_extend(c, r->bytes.data(), r->bytes.size());
-      at = r->next_offset;
-    }
-    return c;
-  }
-
   /// Flips ownership under the partition's gate (exclusive: waits for appends in flight, stops new ones).
   status flip(const topic_partition& tp, const broker_id& to) {
     std::unique_lock gate(st.gates.gate(tp));
@@ -196,7 +181,7 @@ struct reassigner::impl {
       dest_end = *end;
     }
     if (dest_end > 0) {
-      auto local = co_await offload(pool, [&] { return local_prefix_crc(tp, dest_end); });
+      auto local = co_await offload(pool, [&] { return storage::prefix_crc32c(st.store, tp, dest_end); });
       request r = req("GET", "/cluster/partition", tp);
       r.params["upto"] = std::to_string(dest_end);
       auto resp = co_await peers.call(dest.value(), std::move(r));

@@ -257,3 +257,30 @@ TEST_CASE("a planned SWAP is executed as its local half", "[reassigner][swap]") 
   auto wrong = c.run(c[2].reassigner->execute(swap));
   CHECK(wrong.code() == errc::invalid_argument);
 }
+
+TEST_CASE("migration copies are not counted as traffic and a forwarded produce counts on the owner only",
+          "[reassigner][traffic]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 50);
+  REQUIRE(c.move(1, orders0, 2));
+  CHECK(c[2].counters.get(orders0).produced_bytes == 0);  // the copy is not client load
+  auto r = c.produce(1, orders0, {rec("forwarded")});
+  REQUIRE(r);
+  CHECK(r->broker == broker_id("b2"));
+  CHECK(c[2].counters.get(orders0).produced_bytes == storage::frame_size(rec("forwarded")));
+  CHECK(c[1].counters.get(orders0).produced_bytes == 0);  // seed() appended directly, and b1 only forwarded
+}
+
+TEST_CASE("a not_owner answer names the owner as JSON even when its id needs escaping", "[service][input]") {
+  in_process_cluster c(1);
+  REQUIRE(c[1].store.ensure_topic("t", 1));
+  REQUIRE(c[1].ownership->set_owner({"t", 0}, broker_id("b\"2")));
+  transport::request r;
+  r.path = "/cluster/append";
+  r.params = {{"topic", "t"}, {"partition", "0"}, {"mode", "produce"}};
+  r.headers[transport::header_token] = "secret";
+  r.body = storage::encode_frame(rec("x"));
+  auto resp = c[1].service->handle(r);
+  CHECK(resp.status == 421);
+  CHECK(resp.body == R"({"error":"not_owner","owner":"b\"2"})");
+}

@@ -18,6 +18,7 @@
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/core/offload.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
 #include "moonmq/transport/loopback_transport.hpp"
 
@@ -59,9 +60,7 @@ class in_process_cluster {
   /// Runs a coroutine to completion on the cluster's io_context.
   template <typename T>
   T run(asio::awaitable<T> work) {
-    // Through an optional: asio's future needs a default-constructible value, which result<T> is not.
-    auto wrapped = [](asio::awaitable<T> w) -> asio::awaitable<std::optional<T>> { co_return co_await std::move(w); };
-    auto fut = asio::co_spawn(io, wrapped(std::move(work)), asio::use_future);
+    auto fut = asio::co_spawn(io, as_optional(std::move(work)), asio::use_future);
     while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       io.run_for(std::chrono::milliseconds(5));
       io.restart();

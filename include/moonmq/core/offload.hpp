@@ -20,6 +20,13 @@ asio::awaitable<std::optional<R>> invoke_here(F f) {
 }
 }  // namespace detail
 
+/// Awaits `w` and hands its value over in an optional: asio's futures and co_spawn results need a
+/// default-constructible type, which result<T> is not.
+template <typename T>
+asio::awaitable<std::optional<T>> as_optional(asio::awaitable<T> w) {
+  co_return co_await std::move(w);
+}
+
 /// Runs `f()` on `pool` and returns its result. REQUIRES: f returns a non-void, movable value.
 template <typename F>
 auto offload(asio::thread_pool& pool, F f) -> asio::awaitable<std::invoke_result_t<F&>> {

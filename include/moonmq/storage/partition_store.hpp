@@ -9,6 +9,7 @@
 // threads (each append is atomic: its records are contiguous and its offsets are those returned).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -67,5 +68,22 @@ class partition_store {
   /// Makes everything appended to the partition so far durable.
   virtual status sync(const topic_partition& tp) = 0;
 };
+
+/// CRC-32C of a partition's bytes [0, upto), read in 1 MiB steps. `upto` must be a record boundary no further than the
+/// end (otherwise invalid_argument). Used to tell whether one broker's copy is a prefix of another's.
+inline result<std::uint32_t> prefix_crc32c(const partition_store& store, const topic_partition& tp,
+                                           std::uint64_t upto) {
+  std::uint32_t crc = 0;
+  std::uint64_t at = 0;
+  while (at < upto) {
+    auto r = store.read(tp, at, static_cast<std::size_t>(std::min<std::uint64_t>(1u << 20, upto - at)));
+    if (!r) return r.err();
+    if (r->bytes.empty() || r->next_offset > upto)
+      return error{errc::invalid_argument, "offset " + std::to_string(upto) + " is not a record boundary"};
+    crc = crc32c_extend(crc, r->bytes.data(), r->bytes.size());
+    at = r->next_offset;
+  }
+  return crc;
+}
 
 }  // namespace moonmq::storage
