@@ -311,10 +311,9 @@ class running_broker final : public broker {
     const bool chosen = r.has("partition");
     r.get("partition", partition);
     const auto* list = r.member("records");
-    if (r.has("transaction")) r.member("transaction");
+    const auto* transaction = r.member("transaction");
     if (r.ok() && (!list || !list->IsArray() || list->Empty())) r.fail("records", "expected a non-empty array");
-    if (r.ok() && r.has("transaction") && !(*r.member("transaction")).IsNull())
-      r.fail("transaction", "transactions are not available yet");
+    if (r.ok() && transaction && !transaction->IsNull()) r.fail("transaction", "transactions are not available yet");
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     std::vector<storage::record> records;
     const std::int64_t ts = now_ms();
@@ -323,12 +322,8 @@ class running_broker final : public broker {
       storage::record rec;
       rec.timestamp_ms = ts;
       std::string key;
-      if (rr.has("key") && !(*rr.member("key")).IsNull()) {
-        rr.get("key", key);
-        rec.key = key;
-      } else {
-        rr.member("key");
-      }
+      const auto* k = rr.member("key");  // absent or null: a record without a key
+      if (k && !k->IsNull() && rr.get("key", key)) rec.key = key;
       rr.get("value", rec.value, true);
       if (auto s = rr.finish(); !s) return reply_error(res, s.err());
       records.push_back(std::move(rec));

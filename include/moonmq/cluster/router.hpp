@@ -42,7 +42,9 @@ class router {
   std::optional<result<produce_result>> forward_blocking(topic_partition tp, std::vector<storage::record> records,
                                                          broker_id owner);
 
-  /// try_local, then forward when needed.
+  /// try_local, then forward when needed. Note that a local append (and one after a handover rolled back) runs on
+  /// the coroutine's thread: moonmqd calls try_local and forward_blocking from its listener threads instead, so its
+  /// reactor never writes a file.
   asio::awaitable<result<produce_result>> produce(topic_partition tp, std::vector<storage::record> records);
 
  private:
