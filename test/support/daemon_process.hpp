@@ -20,17 +20,27 @@
 
 namespace moonmq::test {
 
-/// A loopback port that was free a moment ago.
+/// A loopback port for a daemon to listen on. Ports come from below the kernel's ephemeral range (32768 and up on
+/// Linux), so an outgoing connection of this or any other process can never be sitting on one when the daemon binds;
+/// each test process walks its own stretch (chosen by pid, so parallel ctest jobs rarely meet) and skips a port that
+/// something is listening on.
 inline std::uint16_t free_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
+  constexpr int first = 20000, span = 12000;
+  static int next = static_cast<int>((static_cast<unsigned>(::getpid()) * 97u) % span);
+  for (int tries = 0; tries < span; ++tries) {
+    const auto port = static_cast<std::uint16_t>(first + (next++ % span));
+    int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    const bool ok = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(s);
+    if (ok) return port;
+  }
+  throw std::runtime_error("no free loopback port below the ephemeral range");
 }
 
 class moonmqd_process {
