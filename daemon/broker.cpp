@@ -18,12 +18,16 @@
 
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
+#include "cluster/wire_json.hpp"
+#include "moonmq/cluster/balance_loop.hpp"
+#include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/storage/durable_offset_store.hpp"
@@ -127,16 +131,34 @@ class running_broker final : public broker {
     const std::string token = clustered ? cfg_.cluster->token : std::string();
     const auto timeout =
         std::chrono::milliseconds(static_cast<long>((clustered ? cfg_.cluster->peer_timeout_seconds : 5.0) * 1000));
-    peers_ = std::make_unique<cluster::peer_client>(*transport_,
-                                                    cluster::peer_directory{self_, token, peer_tokens, timeout});
+    peers_ = std::make_unique<cluster::peer_client>(
+        *transport_, cluster::peer_directory{self_, token, peer_tokens, timeout}, metrics_);
+    cluster::move_control moves;
+    moves.start = [this](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
+      return reassigner_->start(io_.get_executor(), std::move(tp), std::move(dest), claim);
+    };
+    moves.progress = [this] { return reassigner_->progress(); };
     service_ = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{self_, token, peer_tokens,
-                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20)},
+                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20), std::move(moves)},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
         cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024}, st, *peers_, *journal_,
         blocking_);
+
+    metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
+    metrics_.set(cluster::metrics::ab_enabled, 0);
+    metrics_.set(cluster::metrics::moves_in_progress, 0);
+    if (cfg_.autobalance.enabled) {
+      cluster::balance_loop_options bo;
+      bo.self = self_;
+      for (const auto& p : cfg_.cluster->peers) bo.peers.push_back(p.id);
+      bo.config = cfg_.autobalance;
+      auto loop = cluster::balance_loop::create(std::move(bo), st, *peers_, *reassigner_);
+      if (!loop) return loop.err();
+      balancer_ = std::move(*loop);
+    }
 
     io_thread_ = std::thread([this] { io_.run(); });
 
@@ -165,6 +187,11 @@ class running_broker final : public broker {
                               std::to_string(cfg_.port) + ", data in " + cfg_.data_dir);
 
     if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
+    if (balancer_) {
+      asio::co_spawn(io_, balancer_->run(), asio::detached);
+      log_->info("moonmqd", "autobalancer on: a pass every " + std::to_string(cfg_.autobalance.interval_seconds) +
+                                " s" + (cfg_.autobalance.dry_run ? ", dry run (plans are only logged)" : ""));
+    }
     return {};
   }
 
@@ -174,6 +201,7 @@ class running_broker final : public broker {
     if (api_) api_->stop();
     if (api_thread_.joinable()) api_thread_.join();
     if (cluster_listener_) cluster_listener_->stop();
+    if (balancer_) balancer_->stop();
     work_.reset();
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
@@ -183,7 +211,9 @@ class running_broker final : public broker {
   }
 
  private:
-  cluster::cluster_state state() { return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *log_}; }
+  cluster::cluster_state state() {
+    return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *log_, metrics_};
+  }
 
   asio::awaitable<void> recover_loop() {
     for (int attempt = 0; !stopped_; ++attempt) {
@@ -192,12 +222,6 @@ class running_broker final : public broker {
       asio::steady_timer t(io_, std::chrono::seconds(5));
       co_await t.async_wait(asio::use_awaitable);
     }
-  }
-
-  /// A hand-driven move; a move left journaled (its confirm did not get through) is resolved in the background.
-  asio::awaitable<void> move_then_resolve(topic_partition tp, broker_id dest) {
-    status s = co_await reassigner_->move(tp, dest);
-    if (!s && !journal_->pending().empty()) co_await recover_loop();
   }
 
   /// Runs a coroutine on the reactor and waits for it (from a listener thread).
@@ -229,6 +253,12 @@ class running_broker final : public broker {
     api_->Post("/v1/reassignments",
                [this](const httplib::Request& req, httplib::Response& res) { reassign(req, res); });
     api_->Get("/v1/reassignments", [this](const httplib::Request&, httplib::Response& res) { reassignments(res); });
+    api_->Get("/v1/autobalancer",
+              [this](const httplib::Request&, httplib::Response& res) { autobalancer_status(res); });
+    api_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.status = 200;
+      res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
+    });
     api_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       if (res.status == 404)
@@ -521,8 +551,11 @@ class running_broker final : public broker {
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     if (is_internal_topic(topic)) return reply_error(res, 400, "invalid_argument", "internal topics never move");
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
-    asio::co_spawn(io_, move_then_resolve(tp, broker_id(dest)), asio::detached);
+    auto id = reassigner_->start(io_.get_executor(), tp, broker_id(dest));
+    if (!id) return reply_error(res, id.err());
     reply(res, 202, json_object([&](json_writer& w) {
+            w.Key("id");
+            w.Uint64(*id);
             put(w, "topic", topic);
             w.Key("partition");
             w.Int(tp.partition);
@@ -532,30 +565,100 @@ class running_broker final : public broker {
   }
 
   void reassignments(httplib::Response& res) {
-    auto list = reassigner_->progress();
-    reply(res, 200, json_object([&](json_writer& w) {
-            w.Key("reassignments");
-            w.StartArray();
-            for (const auto& p : list) {
-              w.StartObject();
-              put(w, "topic", p.partition.topic);
-              w.Key("partition");
-              w.Int(p.partition.partition);
-              put(w, "dest", p.dest);
-              put(w, "step", p.step);
-              w.Key("bytes_copied");
-              w.Uint64(p.bytes_copied);
-              w.Key("bytes_total");
-              w.Uint64(p.bytes_total);
-              w.Key("finished");
-              w.Bool(p.finished);
-              w.Key("succeeded");
-              w.Bool(p.succeeded);
-              put(w, "error", p.error);
-              w.EndObject();
-            }
-            w.EndArray();
-          }));
+    reply(res, 200, cluster::wire::moves_document("reassignments", reassigner_->progress()));
+  }
+
+  void autobalancer_status(httplib::Response& res) {
+    if (!balancer_) {
+      reply(res, 200, json_object([&](json_writer& w) {
+              w.Key("enabled");
+              w.Bool(false);
+              w.Key("dry_run");
+              w.Bool(cfg_.autobalance.dry_run);
+            }));
+      return;
+    }
+    reply(res, 200, autobalancer_document(balancer_->status()));
+  }
+
+  static std::string autobalancer_document(const cluster::balance_status& s) {
+    return json_object([&](json_writer& w) {
+      w.Key("enabled");
+      w.Bool(s.enabled);
+      w.Key("dry_run");
+      w.Bool(s.dry_run);
+      w.Key("controller");
+      w.StartObject();
+      put(w, "id", s.claim ? s.claim->controller.value() : std::string());
+      w.Key("epoch");
+      w.Uint64(s.claim ? s.claim->claim_epoch.value() : 0);
+      w.Key("superseded");
+      w.Bool(s.superseded);
+      put(w, "superseded_reason", s.superseded_reason);
+      w.EndObject();
+      w.Key("passes");
+      w.Uint64(s.passes);
+      w.Key("last_pass");
+      w.StartObject();
+      put(w, "result", s.last_result);
+      put(w, "error", s.last_error);
+      w.Key("ended_at");
+      w.Double(s.last_pass_unix_seconds);
+      w.Key("duration_seconds");
+      w.Double(s.last_pass_duration_seconds);
+      w.Key("detect_seconds");
+      w.Double(s.last_detect_seconds);
+      w.EndObject();
+      w.Key("satisfied");
+      w.Bool(s.satisfied);
+      w.Key("plan");
+      w.StartArray();
+      for (const auto& a : s.last_plan) {
+        w.StartObject();
+        put(w, "type", autobalancer::action_type_name(a.type));
+        put(w, "topic", a.topic);
+        w.Key("partition");
+        w.Int(a.partition);
+        put(w, "src", a.src);
+        put(w, "dest", a.dest);
+        if (a.type == autobalancer::action_type::swap) {
+          put(w, "swap_topic", a.swap_topic);
+          w.Key("swap_partition");
+          w.Int(a.swap_partition);
+        }
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("brokers");
+      w.StartArray();
+      for (const auto& b : s.brokers) {
+        w.StartObject();
+        put(w, "id", b.id);
+        w.Key("active");
+        w.Bool(b.active);
+        w.Key("nw_in");
+        w.Double(b.load.v[0]);
+        w.Key("nw_out");
+        w.Double(b.load.v[1]);
+        w.Key("disk");
+        w.Double(b.load.v[2]);
+        w.Key("partitions");
+        w.Uint(b.partitions);
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("moves");
+      w.StartArray();
+      for (const auto& m : s.moves) {
+        w.StartObject();
+        put(w, "type", m.action_type);
+        put(w, "src", m.src);
+        w.Key("move");
+        cluster::wire::write_move(w, m.progress);
+        w.EndObject();
+      }
+      w.EndArray();
+    });
   }
 
   cluster::server_config cfg_;
@@ -568,6 +671,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::move_journal> journal_;
   cluster::traffic counters_;
   cluster::partition_gates gates_;
+  metrics_registry metrics_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};
@@ -576,6 +680,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;
   std::unique_ptr<cluster::reassigner> reassigner_;
+  std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<transport::http_listener> cluster_listener_;
   std::unique_ptr<httplib::Server> api_;
   std::thread io_thread_, api_thread_;

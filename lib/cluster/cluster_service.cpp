@@ -8,8 +8,10 @@
 
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
+#include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/token.hpp"
+#include "wire_json.hpp"
 #include "moonmq/core/topic_name.hpp"
 
 namespace moonmq::cluster {
@@ -74,8 +76,15 @@ struct cluster_service::impl {
     return got != req.headers.end() && constant_time_equal(expected, got->second);
   }
 
+  /// 409 for a superseded controller's request, counted.
+  response stale(const status& s) {
+    st.metrics.add(metrics::fence_rejections, {}, 1);
+    st.log.warn("cluster", "refused a superseded controller: " + s.message());
+    return error_response(409, "stale_epoch", s.message());
+  }
+
   /// For control-plane routes: admits the request through the fence when it carries a controller claim.
-  std::optional<response> fenced(const request& req) {
+  std::optional<response> fenced(const request& req, std::optional<controller_claim>* admitted = nullptr) {
     auto e = req.headers.find(transport::header_epoch);
     auto c = req.headers.find(transport::header_controller);
     if (e == req.headers.end() && c == req.headers.end()) return std::nullopt;  // hand-driven: bypasses the fence
@@ -86,9 +95,10 @@ struct cluster_service::impl {
     if (ec != std::errc() || ptr != e->second.data() + e->second.size())
       return error_response(400, "invalid_argument", "X-Controller-Epoch: expected a whole number");
     if (auto s = st.fence.check({epoch(n), broker_id(c->second)}); !s) {
-      if (s.code() == errc::conflict) return error_response(409, "stale_epoch", s.message());
+      if (s.code() == errc::conflict) return stale(s);
       return from_error(s.err());
     }
+    if (admitted) *admitted = controller_claim{epoch(n), broker_id(c->second)};
     return std::nullopt;
   }
 
@@ -116,6 +126,12 @@ struct cluster_service::impl {
     }
     if (get && p == "/cluster/partition") return partition_state(req);
     if (get && p == "/cluster/loads") return loads();
+    if (post && p == "/cluster/reassign") {
+      std::optional<controller_claim> claim;
+      if (auto f = fenced(req, &claim)) return *f;
+      return reassign(req, claim);
+    }
+    if (get && p == "/cluster/moves") return moves();
     if (post && p == "/cluster/controller/claim") return claim(req);
     for (const char* later : {"/cluster/group/", "/cluster/txn/", "/cluster/raft/"})
       if (p.starts_with(later)) return error_response(501, "not_implemented", p + " is not available yet");
@@ -133,8 +149,21 @@ struct cluster_service::impl {
     if (r.ok())
       if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
     if (auto s = r.finish(); !s) return from_error(s.err());
+    auto had = st.store.partition_count(topic);
+    const std::int32_t before = had ? *had : 0;
     auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));
     if (!n) return from_error(n.err());
+    // Partitions created here on a peer's behalf are that peer's: this broker does not start serving (and taking
+    // produces for) empty namesakes of partitions that live on the peer. A move of one of them clears its entry at
+    // confirm.
+    auto from = req.headers.find(transport::header_from);
+    if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value())
+      for (std::int32_t p = before; p < *n; ++p) {
+        topic_partition tp{topic, p};
+        std::unique_lock gate(st.gates.gate(tp));
+        if (st.ownership.owner(tp)) continue;
+        if (auto s = st.ownership.set_owner(tp, broker_id(from->second)); !s) return from_error(s.err());
+      }
     return json_ok([&](json_writer& w) {
       put(w, "topic", topic);
       w.Key("partitions");
@@ -292,26 +321,37 @@ struct cluster_service::impl {
   }
 
   response loads() {
-    auto list = collect_local_loads(st.store, st.counters, st.ownership, opt.self);
-    return json_ok([&](json_writer& w) {
-      put(w, "broker", opt.self.value());
-      w.Key("partitions");
-      w.StartArray();
-      for (const auto& l : list) {
-        w.StartObject();
-        put(w, "topic", l.partition.topic);
-        w.Key("partition");
-        w.Int(l.partition.partition);
-        w.Key("size_bytes");
-        w.Uint64(l.size_bytes);
-        w.Key("produced_bytes");
-        w.Uint64(l.produced_bytes);
-        w.Key("consumed_bytes");
-        w.Uint64(l.consumed_bytes);
-        w.EndObject();
-      }
-      w.EndArray();
-    });
+    return {200, wire::loads_document(opt.self.value(), collect_local_loads(st.store, st.counters, st.ownership, opt.self)),
+            "application/json"};
+  }
+
+  /// POST /cluster/reassign {"topic","partition","dest"}: the controller asks this broker, the partition's owner, to
+  /// move it. 202 with the move's id once started; the move's own control-plane requests carry the same claim.
+  response reassign(const request& req, const std::optional<controller_claim>& claim) {
+    if (!opt.moves.start) return error_response(501, "not_implemented", "this broker does not run moves");
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::string topic, dest;
+    std::int64_t partition = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    r.get("dest", dest, true);
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok() && dest.empty()) r.fail("dest", "must not be empty");
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    auto id = opt.moves.start({topic, static_cast<std::int32_t>(partition)}, broker_id(dest), claim);
+    if (!id) return from_error(id.err());
+    return {202, json::object([&](json_writer& w) {
+              w.Key("id");
+              w.Uint64(*id);
+            }),
+            "application/json"};
+  }
+
+  response moves() {
+    if (!opt.moves.progress) return error_response(501, "not_implemented", "this broker does not run moves");
+    return {200, wire::moves_document("moves", opt.moves.progress()), "application/json"};
   }
 
   response claim(const request& req) {
@@ -325,7 +365,7 @@ struct cluster_service::impl {
     if (r.ok() && (e < 0 || controller.empty())) r.fail_here("needs an epoch >= 0 and a controller id");
     if (auto s = r.finish(); !s) return from_error(s.err());
     if (auto s = st.fence.check({epoch(static_cast<std::uint64_t>(e)), broker_id(controller)}); !s) {
-      if (s.code() == errc::conflict) return error_response(409, "stale_epoch", s.message());
+      if (s.code() == errc::conflict) return stale(s);
       return from_error(s.err());
     }
     auto h = st.fence.highest();

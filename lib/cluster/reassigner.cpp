@@ -4,7 +4,11 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
 #include <chrono>
 #include <deque>
 #include <mutex>
@@ -67,6 +71,10 @@ struct reassigner::impl {
   mutable std::mutex mu;
   std::map<topic_partition, std::shared_ptr<move_progress>> running;
   std::deque<move_progress> finished;
+  // Ids start from the clock so that a restarted broker does not reuse the ids of its previous life.
+  std::uint64_t next_id = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
 
   void log(const move_progress& p, const std::string& what) {
     st.log.info("reassigner",
@@ -82,8 +90,48 @@ struct reassigner::impl {
   }
 
   void add_copied(move_progress& p, std::uint64_t n) {
+    {
+      std::lock_guard lock(mu);
+      p.bytes_copied += n;
+    }
+    st.metrics.add(metrics::move_bytes, {}, static_cast<double>(n));
+  }
+
+  /// Registers a move of `tp` (refused when one is running); the caller then runs it with `finish_after`.
+  result<std::shared_ptr<move_progress>> begin(const topic_partition& tp, const broker_id& dest) {
+    auto p = std::make_shared<move_progress>();
+    p->partition = tp;
+    p->dest = dest.value();
+    p->step = "starting";
+    p->started_at = now_seconds();
     std::lock_guard lock(mu);
-    p.bytes_copied += n;
+    if (running.count(tp)) return error{errc::conflict, name_of(tp) + " is already moving"};
+    p->id = next_id++;
+    running[tp] = p;
+    st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
+    return p;
+  }
+
+  /// Runs a registered move and records how it ended.
+  asio::awaitable<status> finish_after(std::shared_ptr<move_progress> p, std::optional<controller_claim> claim) {
+    const topic_partition tp = p->partition;
+    status s = co_await run(*p, tp, broker_id(p->dest), claim);
+    {
+      std::lock_guard lock(mu);
+      p->finished = true;
+      p->succeeded = s.ok();
+      p->step = s.ok() ? "done" : "failed";
+      p->error = s.ok() ? "" : s.message();
+      p->finished_at = now_seconds();
+      finished.push_back(*p);
+      while (finished.size() > 100) finished.pop_front();
+      running.erase(tp);
+      st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
+    }
+    st.metrics.add(metrics::moves, {{"result", s.ok() ? "succeeded" : "failed"}}, 1);
+    st.metrics.observe(metrics::move_duration, {}, p->finished_at - p->started_at);
+    log(*p, s.ok() ? "done" : "failed: " + s.message());
+    co_return s;
   }
 
   request req(const char* method, const char* path, const topic_partition& tp) {
@@ -289,30 +337,53 @@ reassigner::reassigner(reassigner_options options, cluster_state state, peer_cli
 reassigner::~reassigner() = default;
 
 asio::awaitable<status> reassigner::move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim) {
-  auto p = std::make_shared<move_progress>();
-  p->partition = tp;
-  p->dest = dest.value();
-  p->step = "starting";
-  p->started_at = now_seconds();
-  {
-    std::lock_guard lock(impl_->mu);
-    if (impl_->running.count(tp)) co_return status{errc::conflict, name_of(tp) + " is already moving"};
-    impl_->running[tp] = p;
+  auto p = impl_->begin(tp, dest);
+  if (!p) {
+    status refused = p.err();
+    co_return refused;
   }
-  status s = co_await impl_->run(*p, tp, dest, claim);
-  {
-    std::lock_guard lock(impl_->mu);
-    p->finished = true;
-    p->succeeded = s.ok();
-    p->step = s.ok() ? "done" : "failed";
-    p->error = s.ok() ? "" : s.message();
-    p->finished_at = now_seconds();
-    impl_->finished.push_back(*p);
-    while (impl_->finished.size() > 100) impl_->finished.pop_front();
-    impl_->running.erase(tp);
-  }
-  impl_->log(*p, s.ok() ? "done" : "failed: " + s.message());
+  status s = co_await impl_->finish_after(std::move(*p), claim);
   co_return s;
+}
+
+namespace {
+
+/// A started move, then, if it failed with its journal entry left behind, the journal resolved in the background
+/// (every 5 s until the destination answers).
+asio::awaitable<void> run_started(reassigner& r, move_journal& journal,
+                                  asio::awaitable<status> move, topic_partition tp) {
+  status s = co_await std::move(move);
+  if (s) co_return;
+  auto journaled = [&] {
+    for (const auto& m : journal.pending())
+      if (m.partition == tp) return true;
+    return false;
+  };
+  while (journaled()) {
+    if (co_await r.recover() == 0) co_return;
+    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::seconds(5));
+    co_await t.async_wait(asio::use_awaitable);
+  }
+}
+
+}  // namespace
+
+result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_partition tp, broker_id dest,
+                                        std::optional<controller_claim> claim) {
+  const broker_id& self = impl_->peers.directory().self;
+  if (is_internal_topic(tp.topic)) return error{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
+  if (dest == self) return error{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
+  if (!serves(impl_->st.ownership, tp, self)) {
+    auto o = impl_->st.ownership.owner(tp);
+    return error{errc::not_owner,
+                 name_of(tp) + " is served by " + (o ? o->value() : std::string("?")) + ", not by " + self.value()};
+  }
+  auto p = impl_->begin(tp, dest);
+  if (!p) return p.err();
+  const std::uint64_t id = (*p)->id;
+  asio::co_spawn(ex, run_started(*this, impl_->journal, impl_->finish_after(std::move(*p), claim), std::move(tp)),
+                 asio::detached);
+  return id;
 }
 
 asio::awaitable<status> reassigner::execute(autobalancer::described_action a, std::optional<controller_claim> claim) {

@@ -70,6 +70,7 @@ router::step router::interpret(forward_state& f, const transport::response& resp
     if (out.offsets.size() != f.records.size())
       return step::finish(
           error{errc::internal, "owner " + f.owner.value() + " acknowledged a different number of records"});
+    st_.metrics.add(metrics::forwarded_records, {}, static_cast<double>(out.offsets.size()));
     return step::finish(std::move(out));
   }
   if (resp.status == 421 && json && d.HasMember("owner") && d["owner"].IsString()) {

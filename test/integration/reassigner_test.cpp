@@ -38,7 +38,10 @@ TEST_CASE("a move copies every record at its offset and flips ownership on both 
   CHECK_FALSE(c[1].serves(orders0));
   CHECK(*c[1].ownership->owner(orders0) == broker_id("b2"));
   CHECK(c[2].serves(orders0));
-  CHECK(c[2].ownership->entries().empty());  // confirm cleared the reservation
+  CHECK_FALSE(c[2].ownership->owner(orders0));  // confirm cleared the reservation
+  // The partition dest created alongside is still b1's: dest does not serve an empty namesake of it.
+  CHECK(*c[2].ownership->owner({"orders", 1}) == broker_id("b1"));
+  CHECK(c[2].ownership->entries().size() == 1);
   CHECK(c[1].journal->pending().empty());
   auto progress = c[1].reassigner->progress();
   REQUIRE(progress.size() == 1);

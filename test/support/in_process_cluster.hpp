@@ -7,17 +7,20 @@
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "moonmq/cluster/balance_loop.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
 #include "moonmq/transport/loopback_transport.hpp"
@@ -41,8 +44,10 @@ struct in_process_broker {
   std::unique_ptr<cluster::peer_client> peers;
   std::unique_ptr<cluster::router> router;
   std::unique_ptr<cluster::reassigner> reassigner;
+  metrics_registry metrics;
+  std::unique_ptr<cluster::balance_loop> balancer;
 
-  cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, log}; }
+  cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, log, metrics}; }
   bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
 };
 
@@ -76,10 +81,42 @@ class in_process_cluster {
     return run((*this)[at].router->produce(tp, std::move(records)));
   }
 
+  /// Gives broker `i` a balance loop with `config` (its peers: every other broker). `clock` drives rates and
+  /// back-off (default: the steady clock).
+  void enable_balancer(int i, autobalancer::autobalance_config config, std::function<double()> clock = {}) {
+    auto& b = (*this)[i];
+    cluster::balance_loop_options o;
+    o.self = broker_id(b.id);
+    for (auto& other : brokers_)
+      if (other->id != b.id) o.peers.push_back(other->id);
+    o.config = std::move(config);
+    o.clock = std::move(clock);
+    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner));
+  }
+
+  /// One balance pass on broker `i`.
+  cluster::balance_status pass(int i) { return run((*this)[i].balancer->run_pass()); }
+
+  /// Runs the reactor until no move is in progress anywhere (or `limit` passes).
+  void settle_moves(std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    auto busy = [&] {
+      for (auto& b : brokers_)
+        for (const auto& p : b->reassigner->progress())
+          if (!p.finished) return true;
+      return false;
+    };
+    while (busy() && std::chrono::steady_clock::now() < deadline) {
+      io.run_for(std::chrono::milliseconds(5));
+      io.restart();
+    }
+  }
+
   /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds.
   void restart(int i) {
     auto& b = (*this)[i];
     net.detach(b.id);
+    b.balancer.reset();
     b.reassigner.reset();
     b.router.reset();
     b.service.reset();
@@ -117,9 +154,18 @@ class in_process_cluster {
     brokers_.push_back(std::move(b));
   }
 
+  cluster::move_control move_control_of(in_process_broker& b) {
+    cluster::move_control c;
+    c.start = [this, &b](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
+      return b.reassigner->start(io.get_executor(), std::move(tp), std::move(dest), claim);
+    };
+    c.progress = [&b] { return b.reassigner->progress(); };
+    return c;
+  }
+
   void wire(in_process_broker& b) {
     b.service = std::make_unique<cluster::cluster_service>(
-        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20}, b.state());
+        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20, move_control_of(b)}, b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(

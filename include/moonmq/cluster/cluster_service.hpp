@@ -3,7 +3,8 @@
 //
 // Routes (DESIGN.md §6): ensure, append (a migration batch at an expected offset, or a forwarded produce at the
 // end), owner (set and get), offsets, partition (end offset and prefix checksum, for resuming a move), loads and
-// controller/claim. Every request must carry the sender's X-Cluster-Token (compared in constant time; a peer's own
+// controller/claim, and reassign (fenced: the controller asks this broker to run a move) and moves (their progress).
+// Every request must carry the sender's X-Cluster-Token (compared in constant time; a peer's own
 // token overrides the cluster's); a wrong or missing token is 401 and nothing is done. Control-plane routes carrying
 // X-Controller-Epoch / X-Controller-Id are checked against the fence: 409 for a superseded controller. Malformed
 // bodies are 400 with a JSON error naming the field, oversized ones 413; nothing is half-applied. Group,
@@ -11,26 +12,38 @@
 // Thread safety: handle() may be called concurrently.
 #pragma once
 
+#include <functional>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "moonmq/cluster/controller_fence.hpp"
+#include "moonmq/cluster/move_progress.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
 #include "moonmq/cluster/partition_gates.hpp"
 #include "moonmq/cluster/traffic.hpp"
 #include "moonmq/core/logger.hpp"
+#include "moonmq/core/metrics_sink.hpp"
 #include "moonmq/storage/offset_store.hpp"
 #include "moonmq/storage/partition_store.hpp"
 #include "moonmq/transport/message.hpp"
 
 namespace moonmq::cluster {
 
+/// How the reassign and moves routes reach this broker's Reassigner (empty: those routes answer 501).
+struct move_control {
+  std::function<result<std::uint64_t>(topic_partition, broker_id, std::optional<controller_claim>)> start;
+  std::function<std::vector<move_progress>()> progress;
+};
+
 struct cluster_service_options {
   broker_id self;
   std::string token;                               ///< Cluster.Token ("" = no authentication: loopback only)
   std::map<std::string, std::string> peer_tokens;  ///< peer id -> its own token
   std::size_t max_body_bytes = 64u << 20;
+  move_control moves;
 };
 
 struct cluster_state {
@@ -41,6 +54,7 @@ struct cluster_state {
   traffic& counters;
   partition_gates& gates;
   logger& log;
+  metrics_sink& metrics = no_metrics();
 };
 
 class cluster_service {

@@ -1,6 +1,7 @@
 // Talking to one peer broker: every request gets this broker's identity, the token the peer expects (its own, or
 // the cluster's) and, on the control plane, the controller claim it is made under; then it goes through the
-// transport with the configured PeerTimeout.
+// transport with the configured PeerTimeout. Every answer (or its absence) is counted per peer, route and status in
+// `moonmq_cluster_peer_requests_total` and sets `moonmq_cluster_peer_up`.
 // Thread safety: call() may be used concurrently.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/controller_fence.hpp"
 #include "moonmq/transport/transport.hpp"
 
@@ -23,7 +25,8 @@ struct peer_directory {
 
 class peer_client {
  public:
-  peer_client(transport::transport& t, peer_directory dir) : transport_(t), dir_(std::move(dir)) {}
+  peer_client(transport::transport& t, peer_directory dir, metrics_sink& metrics = no_metrics())
+      : transport_(t), dir_(std::move(dir)), metrics_(metrics) {}
 
   const peer_directory& directory() const noexcept { return dir_; }
 
@@ -31,17 +34,32 @@ class peer_client {
   asio::awaitable<transport::response> call(const std::string& peer, transport::request req,
                                             std::optional<controller_claim> claim = std::nullopt) {
     stamp(peer, req, claim);
-    co_return co_await transport_.send(peer, std::move(req), dir_.timeout);
+    std::string route = req.path;
+    const auto start = std::chrono::steady_clock::now();
+    transport::response r = co_await transport_.send(peer, std::move(req), dir_.timeout);
+    count(peer, route, r.status, start);
+    co_return r;
   }
 
   /// call() on the calling thread, when the transport can (see transport::send_now).
   std::optional<transport::response> call_now(const std::string& peer, transport::request req,
                                               std::optional<controller_claim> claim = std::nullopt) {
     stamp(peer, req, claim);
-    return transport_.send_now(peer, req, dir_.timeout);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = transport_.send_now(peer, req, dir_.timeout);
+    if (r) count(peer, req.path, r->status, start);
+    return r;
   }
 
  private:
+  void count(const std::string& peer, const std::string& route, int code,
+             std::chrono::steady_clock::time_point start) const {
+    metrics_.add(metrics::peer_requests, {{"peer", peer}, {"route", route}, {"code", std::to_string(code)}}, 1);
+    metrics_.set(metrics::peer_up, {{"peer", peer}}, code != 0 ? 1 : 0);
+    metrics_.observe(metrics::peer_request_duration, {{"peer", peer}},
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+
   /// This broker's identity, the token `peer` expects and, on the control plane, the claim.
   void stamp(const std::string& peer, transport::request& req, const std::optional<controller_claim>& claim) const {
     auto own = dir_.peer_tokens.find(peer);
@@ -56,6 +74,7 @@ class peer_client {
 
   transport::transport& transport_;
   peer_directory dir_;
+  metrics_sink& metrics_;
 };
 
 }  // namespace moonmq::cluster

@@ -24,6 +24,7 @@
 // is refused. progress() may be called from any thread.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/thread_pool.hpp>
 #include <cstdint>
@@ -35,23 +36,10 @@
 #include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/move_progress.hpp"
 #include "moonmq/cluster/peer.hpp"
 
 namespace moonmq::cluster {
-
-/// What one move is doing or did.
-struct move_progress {
-  topic_partition partition;
-  std::string dest;
-  std::string step;  ///< ensure, check, reserve, copy, cutover, drain, offsets, confirm, done, failed
-  std::uint64_t bytes_copied = 0;
-  std::uint64_t bytes_total = 0;  ///< the partition's size when the copy began (grows with the tail)
-  bool finished = false;
-  bool succeeded = false;
-  std::string error;
-  double started_at = 0;  ///< seconds since the epoch
-  double finished_at = 0;
-};
 
 struct reassigner_options {
   std::uint32_t batch_bytes = 256 * 1024;
@@ -65,6 +53,12 @@ class reassigner {
 
   /// Moves `tp` to `dest`; with `claim`, control-plane requests are fenced by it.
   asio::awaitable<status> move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim = {});
+
+  /// Starts a move on `ex` and returns at once with its id (see progress()); refuses, without starting anything, an
+  /// internal topic, a partition this broker does not serve and one already moving. If the move fails with its
+  /// journal entry left behind, the entry is resolved in the background (recover(), every 5 s).
+  result<std::uint64_t> start(const asio::any_io_executor& ex, topic_partition tp, broker_id dest,
+                              std::optional<controller_claim> claim = {});
 
   /// Executes one planned action on this broker: a MOVE, or the local half of a SWAP (its first partition goes to
   /// the destination; the counterpart's data lives on the other broker, which this one cannot push).

@@ -37,6 +37,11 @@ class traffic {
     auto it = counters_.find(tp);
     return it == counters_.end() ? traffic_counters{} : it->second;
   }
+  /// Forgets every counter, as a restart of the broker does.
+  void reset() {
+    std::lock_guard lock(mu_);
+    counters_.clear();
+  }
   /// Every partition counted so far, sorted.
   std::map<topic_partition, traffic_counters> all() const {
     std::lock_guard lock(mu_);

@@ -89,6 +89,9 @@ class snapshot {
       if (topic_of_[p] == it->second) flags_[p] |= flag_pinned;
   }
 
+  /// Partition `p` counts but is not planned (the balance loop pins partitions that are moving or backing off).
+  void pin(partition_index p) { flags_[p] |= flag_pinned; }
+
   /// Broker `id` never receives (configuration's ExcludedBrokers). Unknown ids are ignored.
   void exclude_broker(std::string_view id) {
     if (auto b = find_broker(id); b != no_index) brokers_[b].can_receive = false;

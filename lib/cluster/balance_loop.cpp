@@ -1,0 +1,534 @@
+#include "moonmq/cluster/balance_loop.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/document.h>
+
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "json/writer.hpp"
+#include "moonmq/autobalancer/model/cluster_model.hpp"
+#include "moonmq/cluster/cluster_metrics.hpp"
+#include "moonmq/cluster/counter_rate.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/core/gather.hpp"
+#include "wire_json.hpp"
+
+namespace moonmq::cluster {
+
+using autobalancer::action_type;
+using autobalancer::described_action;
+using autobalancer::resource;
+using transport::request;
+using transport::response;
+
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double steady_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+std::string describe_text(const described_action& a) {
+  std::string s = fmt::format("{} {}-{} {}->{}", autobalancer::action_type_name(a.type), a.topic, a.partition, a.src,
+                              a.dest);
+  if (a.type == action_type::swap) s += fmt::format(" with {}-{}", a.swap_topic, a.swap_partition);
+  return s;
+}
+
+/// One partition move a plan asks for (a SWAP asks for two).
+struct wanted_move {
+  topic_partition partition;
+  std::string src;
+  std::string dest;
+  const char* type;
+};
+
+std::vector<wanted_move> moves_of(const described_action& a) {
+  const char* type = autobalancer::action_type_name(a.type);
+  std::vector<wanted_move> out{{{a.topic, a.partition}, a.src, a.dest, type}};
+  if (a.type == action_type::swap) out.push_back({{a.swap_topic, a.swap_partition}, a.dest, a.src, type});
+  return out;
+}
+
+constexpr int max_unanswered_passes = 10;
+constexpr int max_backoff_intervals = 10;
+
+}  // namespace
+
+struct balance_loop::impl {
+  impl(balance_loop_options o, cluster_state s, peer_client& p, reassigner& r, autobalancer::anomaly_detector d)
+      : opt(std::move(o)), st(s), peers(p), mover(r), detector(std::move(d)), model(opt.config) {
+    if (!opt.clock) opt.clock = steady_now;
+  }
+
+  struct tracked {
+    followed_move move;
+    int unanswered = 0;  // passes in which the source did not answer about it
+  };
+  struct backoff {
+    double until = 0;
+    int failures = 0;
+  };
+
+  balance_loop_options opt;
+  cluster_state st;
+  peer_client& peers;
+  reassigner& mover;
+  autobalancer::anomaly_detector detector;
+  autobalancer::cluster_model model;
+  counter_rate<std::pair<std::string, topic_partition>> produced_rate, consumed_rate;
+  std::map<topic_partition, std::string> known;  // partitions in the model -> their owner
+  std::map<topic_partition, backoff> backoffs;
+  std::vector<tracked> inflight;
+  std::optional<controller_claim> claim;
+  bool superseded = false;
+  std::string superseded_reason;
+  std::uint64_t passes = 0;
+
+  std::atomic<bool> stopping{false};
+  std::optional<asio::any_io_executor> executor;
+  asio::steady_timer* sleeping = nullptr;
+
+  mutable std::mutex mu;
+  balance_status last;
+
+  double interval() const { return static_cast<double>(opt.config.interval_seconds); }
+  const std::string& self() const { return opt.self.value(); }
+
+  request claim_announcement() const {
+    request r;
+    r.method = "POST";
+    r.path = "/cluster/controller/claim";
+    r.content_type = "application/json";
+    r.body = json::object([&](json::writer& w) {
+      w.Key("epoch");
+      w.Uint64(claim->claim_epoch.value());
+      json::put(w, "controller", claim->controller.value());
+    });
+    return r;
+  }
+
+  void supersede(const std::string& why) {
+    if (superseded) return;
+    superseded = true;
+    superseded_reason = why;
+    st.log.error("balance_loop", "superseded, this broker stops acting as controller until it restarts: " + why);
+    st.metrics.set(metrics::ab_is_controller, 0);
+  }
+
+  /// Step 1: claim once, announce every pass.
+  asio::awaitable<moonmq::status> assert_controllership() {
+    if (!claim) {
+      auto e = st.fence.claim();
+      if (!e) co_return e.err();
+      claim = controller_claim{*e, opt.self};
+      st.log.info("balance_loop", fmt::format("claimed controller epoch {}", e->value()));
+      st.metrics.set(metrics::ab_controller_epoch, static_cast<double>(e->value()));
+    }
+    if (st.fence.superseded()) {
+      auto h = st.fence.highest();
+      supersede(fmt::format("{} claimed epoch {} (ours is {})", h.controller.value(), h.claim_epoch.value(),
+                            claim->claim_epoch.value()));
+      co_return moonmq::status{};
+    }
+    std::vector<asio::awaitable<response>> calls;
+    for (const auto& p : opt.peers) calls.push_back(peers.call(p, claim_announcement()));
+    auto answers = co_await gather(std::move(calls));
+    for (std::size_t i = 0; i < answers.size(); ++i)
+      if (answers[i].status == 409)
+        supersede(opt.peers[i] + " has seen a newer controller claim: " + answers[i].body);
+    co_return moonmq::status{};
+  }
+
+  /// Step 2: the model from every broker's load report.
+  asio::awaitable<std::set<std::string>> feed() {
+    std::vector<asio::awaitable<response>> calls;
+    for (const auto& p : opt.peers) {
+      request r;
+      r.method = "GET";
+      r.path = "/cluster/loads";
+      calls.push_back(peers.call(p, std::move(r)));
+    }
+    auto answers = co_await gather(std::move(calls));
+    const double now = opt.clock();
+
+    std::set<std::string> inactive;
+    std::map<topic_partition, std::pair<std::string, partition_load>> reported;
+    auto offer = [&](const std::string& broker, const partition_load& l) {
+      auto [it, fresh] = reported.try_emplace(l.partition, broker, l);
+      // Two brokers with a log of the same name (a topic created on both): the larger one is the partition.
+      if (!fresh && l.size_bytes > it->second.second.size_bytes) it->second = {broker, l};
+    };
+    model.set_broker(self(), true);
+    for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self)) offer(self(), l);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      auto loads = answers[i].ok() ? wire::read_loads(answers[i].body) : std::nullopt;
+      model.set_broker(opt.peers[i], loads.has_value());
+      if (!loads) {
+        inactive.insert(opt.peers[i]);
+        continue;
+      }
+      for (const auto& l : *loads) offer(opt.peers[i], l);
+    }
+
+    for (const auto& [tp, entry] : reported) {
+      const auto& [owner, l] = entry;
+      auto k = known.find(tp);
+      if (k != known.end() && k->second != owner) {  // moved: the old owner's counters mean nothing now
+        produced_rate.forget({k->second, tp});
+        consumed_rate.forget({k->second, tp});
+      }
+      known[tp] = owner;
+      model.set_owner(tp, owner);
+      model.set_disk(tp, l.size_bytes);
+      if (auto r = produced_rate.update({owner, tp}, l.produced_bytes, now)) model.record_nw_in(tp, *r);
+      if (auto r = consumed_rate.update({owner, tp}, l.consumed_bytes, now)) model.record_nw_out(tp, *r);
+    }
+    // Gone from every report although its owner answered (and not in the middle of a move): it no longer exists.
+    for (auto it = known.begin(); it != known.end();) {
+      const bool keep = reported.count(it->first) || inactive.count(it->second) || moving(it->first);
+      if (keep) {
+        ++it;
+        continue;
+      }
+      model.remove_partition(it->first);
+      produced_rate.forget({it->second, it->first});
+      consumed_rate.forget({it->second, it->first});
+      it = known.erase(it);
+    }
+    co_return inactive;
+  }
+
+  bool moving(const topic_partition& tp) const {
+    return std::any_of(inflight.begin(), inflight.end(),
+                       [&](const tracked& t) { return t.move.progress.partition == tp; });
+  }
+
+  void fail_later(const topic_partition& tp, const char* type, const std::string& why) {
+    backoff& b = backoffs[tp];
+    ++b.failures;
+    const double intervals = std::min<double>(std::pow(2.0, b.failures - 1), max_backoff_intervals);
+    b.until = opt.clock() + intervals * interval();
+    st.metrics.add(metrics::ab_actions, {{"type", type}, {"result", "failed"}}, 1);
+    st.log.warn("balance_loop", fmt::format("move of {} failed ({}); retried no sooner than {:.0f} s from now",
+                                            name_of(tp), why, intervals * interval()));
+  }
+
+  /// Step 3: the moves of earlier passes, followed to their end.
+  asio::awaitable<void> follow() {
+    if (inflight.empty()) co_return;
+    std::vector<std::string> sources;
+    for (const auto& t : inflight)
+      if (t.move.src != self() && std::find(sources.begin(), sources.end(), t.move.src) == sources.end())
+        sources.push_back(t.move.src);
+    std::vector<asio::awaitable<response>> calls;
+    for (const auto& s : sources) {
+      request r;
+      r.method = "GET";
+      r.path = "/cluster/moves";
+      calls.push_back(peers.call(s, std::move(r)));
+    }
+    auto answers = co_await gather(std::move(calls));
+    std::map<std::string, std::vector<move_progress>> reports;
+    reports[self()] = mover.progress();
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      if (auto list = answers[i].ok() ? wire::read_moves(answers[i].body) : std::nullopt) reports[sources[i]] = *list;
+
+    std::vector<tracked> still;
+    for (auto& t : inflight) {
+      followed_move& m = t.move;
+      const topic_partition tp = m.progress.partition;
+      auto rep = reports.find(m.src);
+      if (rep == reports.end()) {
+        if (++t.unanswered < max_unanswered_passes) {
+          still.push_back(std::move(t));
+        } else {
+          fail_later(tp, m.action_type.c_str(),
+                     fmt::format("{} did not answer about it for {} passes", m.src, max_unanswered_passes));
+        }
+        continue;
+      }
+      auto found = std::find_if(rep->second.begin(), rep->second.end(),
+                                [&](const move_progress& p) { return p.id == m.progress.id; });
+      if (found == rep->second.end()) {
+        fail_later(tp, m.action_type.c_str(), m.src + " no longer knows the move (it restarted?)");
+        continue;
+      }
+      m.progress = *found;
+      t.unanswered = 0;
+      if (!found->finished) {
+        still.push_back(std::move(t));
+        continue;
+      }
+      if (found->succeeded) {
+        backoffs.erase(tp);
+        st.metrics.add(metrics::ab_actions, {{"type", m.action_type}, {"result", "succeeded"}}, 1);
+        st.log.info("balance_loop", fmt::format("moved {} {}->{} ({} bytes)", name_of(tp), m.src, m.progress.dest,
+                                                found->bytes_copied));
+      } else {
+        fail_later(tp, m.action_type.c_str(), found->error);
+      }
+    }
+    inflight = std::move(still);
+  }
+
+  /// Starts one move on its source; returns its id.
+  asio::awaitable<result<std::uint64_t>> start(const wanted_move& w) {
+    if (w.src == self()) {
+      auto ex = co_await asio::this_coro::executor;
+      auto id = mover.start(ex, w.partition, broker_id(w.dest), claim);
+      co_return id;
+    }
+    request r;
+    r.method = "POST";
+    r.path = "/cluster/reassign";
+    r.content_type = "application/json";
+    r.body = json::object([&](json::writer& jw) {
+      json::put(jw, "topic", w.partition.topic);
+      jw.Key("partition");
+      jw.Int(w.partition.partition);
+      json::put(jw, "dest", w.dest);
+    });
+    response resp = co_await peers.call(w.src, std::move(r), claim);
+    if (resp.status == 409) {
+      supersede(w.src + " refused a move with 409: " + resp.body);
+      result<std::uint64_t> refused = error{errc::conflict, "superseded"};
+      co_return refused;
+    }
+    rapidjson::Document d;
+    d.Parse(resp.body.c_str(), resp.body.size());
+    if (resp.status != 202 || d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsUint64()) {
+      result<std::uint64_t> refused = error{errc::unavailable, fmt::format("{} answered {} {}", w.src,
+                                                                           resp.status ? std::to_string(resp.status)
+                                                                                       : std::string("nothing"),
+                                                                           resp.body)};
+      co_return refused;
+    }
+    result<std::uint64_t> id = d["id"].GetUint64();
+    co_return id;
+  }
+
+  /// Step 5.
+  asio::awaitable<void> execute(const std::vector<described_action>& plan) {
+    std::map<std::string, std::uint32_t> busy;
+    for (const auto& t : inflight) {
+      ++busy[t.move.src];
+      ++busy[t.move.progress.dest];
+    }
+    const std::uint32_t limit = opt.config.max_moves_per_broker;
+    for (const auto& a : plan) {
+      for (const auto& w : moves_of(a)) {
+        if (superseded) co_return;
+        if (busy[w.src] >= limit || busy[w.dest] >= limit) {
+          st.metrics.add(metrics::ab_actions, {{"type", w.type}, {"result", "deferred"}}, 1);
+          continue;
+        }
+        auto id = co_await start(w);
+        if (!id) {
+          if (!superseded) fail_later(w.partition, w.type, id.message());
+          continue;
+        }
+        ++busy[w.src];
+        ++busy[w.dest];
+        move_progress p;
+        p.id = *id;
+        p.partition = w.partition;
+        p.dest = w.dest;
+        p.step = "starting";
+        inflight.push_back({followed_move{w.src, p, w.type}, 0});
+        st.metrics.add(metrics::ab_actions, {{"type", w.type}, {"result", "started"}}, 1);
+        st.log.info("balance_loop", fmt::format("started {} of {} {}->{}", w.type, name_of(w.partition), w.src, w.dest));
+      }
+    }
+  }
+
+  /// Per-broker figures for the status and the metrics.
+  std::vector<broker_view> views_of(const autobalancer::snapshot& snap) {
+    std::vector<broker_view> out;
+    for (autobalancer::broker_index b = 0; b < snap.broker_count(); ++b) {
+      broker_view v{snap.broker_id(b), snap.active(b), {}, snap.broker_partition_count(b)};
+      for (std::size_t r = 0; r < autobalancer::resource_count; ++r)
+        v.load.v[r] = snap.broker_load(b, static_cast<resource>(r));
+      out.push_back(std::move(v));
+    }
+    std::sort(out.begin(), out.end(), [](const broker_view& x, const broker_view& y) { return x.id < y.id; });
+    return out;
+  }
+
+  void report_loads(const std::vector<broker_view>& views) {
+    st.metrics.clear(metrics::ab_broker_load);
+    std::size_t active = 0;
+    std::array<double, autobalancer::resource_count + 1> sum{}, max{};
+    for (const auto& v : views) {
+      std::array<double, autobalancer::resource_count + 1> f{v.load.v[0], v.load.v[1], v.load.v[2],
+                                                             static_cast<double>(v.partitions)};
+      for (std::size_t r = 0; r < f.size(); ++r)
+        st.metrics.set(metrics::ab_broker_load, {{"broker", v.id}, {"resource", resource_label(r)}}, f[r]);
+      if (!v.active) continue;
+      ++active;
+      for (std::size_t r = 0; r < f.size(); ++r) {
+        sum[r] += f[r];
+        max[r] = std::max(max[r], f[r]);
+      }
+    }
+    st.metrics.set(metrics::ab_brokers, {{"state", "active"}}, static_cast<double>(active));
+    st.metrics.set(metrics::ab_brokers, {{"state", "inactive"}}, static_cast<double>(views.size() - active));
+    for (std::size_t r = 0; r < sum.size(); ++r) {
+      const double mean = active ? sum[r] / static_cast<double>(active) : 0;
+      st.metrics.set(metrics::ab_imbalance, {{"resource", resource_label(r)}}, mean > 0 ? max[r] / mean : 1.0);
+    }
+  }
+
+  static std::string resource_label(std::size_t r) {
+    return r < autobalancer::resource_count ? autobalancer::resource_name(static_cast<resource>(r)) : "partitions";
+  }
+
+  asio::awaitable<balance_status> pass() {
+    const double started = steady_now();
+    ++passes;
+    std::string outcome = "ok", failure;
+    double detect_seconds = 0;
+    bool satisfied = false;
+    std::vector<described_action> described;
+    std::vector<broker_view> views;
+
+    if (!superseded) {
+      if (auto s = co_await assert_controllership(); !s) {
+        outcome = "error";
+        failure = "cannot claim a controller epoch: " + s.message();
+        st.log.error("balance_loop", failure);
+      }
+    }
+    if (superseded) outcome = "superseded";
+    if (outcome == "ok") {
+      std::set<std::string> inactive = co_await feed();
+      co_await follow();
+      autobalancer::snapshot snap = model.freeze();
+      const double now = opt.clock();
+      for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
+        topic_partition tp{snap.topic(p), snap.partition_number(p)};
+        auto b = backoffs.find(tp);
+        if (moving(tp) || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
+      }
+      const double d0 = steady_now();
+      autobalancer::plan plan = detector.detect(snap);
+      satisfied = detector.satisfied(snap);
+      detect_seconds = steady_now() - d0;
+      st.metrics.observe(metrics::ab_detect_duration, detect_seconds);
+      for (const auto& a : plan.actions) described.push_back(autobalancer::describe(snap, a));
+      views = views_of(snap);
+      report_loads(views);
+      st.metrics.set(metrics::ab_plan_actions, static_cast<double>(described.size()));
+      std::string line = fmt::format("pass {}: {} partitions on {} brokers ({} unreachable), plan of {} actions{}, "
+                                     "{} moves in progress{}",
+                                     passes, snap.partition_count(), snap.broker_count(), inactive.size(),
+                                     described.size(), opt.config.dry_run ? " (dry run)" : "", inflight.size(),
+                                     satisfied ? ", all goals met" : "");
+      st.log.info("balance_loop", line);
+      if (opt.config.dry_run) {
+        for (const auto& a : described) {
+          st.log.info("balance_loop", "dry run, would execute " + describe_text(a));
+          st.metrics.add(metrics::ab_actions, {{"type", autobalancer::action_type_name(a.type)}, {"result", "dry_run"}},
+                         1);
+        }
+      } else {
+        co_await execute(described);
+        if (superseded) outcome = "superseded";
+      }
+    }
+
+    st.metrics.add(metrics::ab_passes, {{"result", outcome}}, 1);
+    st.metrics.set(metrics::ab_is_controller, outcome == "ok" && !superseded ? 1 : 0);
+    const double ended = unix_now();
+    st.metrics.set(metrics::ab_last_pass, ended);
+
+    std::lock_guard lock(mu);
+    last.enabled = true;
+    last.dry_run = opt.config.dry_run;
+    last.claim = claim;
+    last.superseded = superseded;
+    last.superseded_reason = superseded_reason;
+    last.passes = passes;
+    last.last_result = outcome;
+    last.last_error = failure;
+    last.last_pass_unix_seconds = ended;
+    last.last_pass_duration_seconds = steady_now() - started;
+    if (outcome == "ok") {
+      last.last_detect_seconds = detect_seconds;
+      last.satisfied = satisfied;
+      last.last_plan = std::move(described);
+      last.brokers = std::move(views);
+    }
+    last.moves.clear();
+    for (const auto& t : inflight) last.moves.push_back(t.move);
+    co_return last;
+  }
+};
+
+balance_loop::balance_loop() = default;
+balance_loop::~balance_loop() = default;
+
+result<std::unique_ptr<balance_loop>> balance_loop::create(balance_loop_options options, cluster_state state,
+                                                           peer_client& peers, reassigner& moves) {
+  auto detector = autobalancer::anomaly_detector::create(options.config, options.registry);
+  if (!detector) return error{detector.code(), "Server.Autobalance." + detector.message()};
+  std::unique_ptr<balance_loop> loop(new balance_loop());
+  loop->impl_ = std::make_unique<impl>(std::move(options), state, peers, moves, std::move(*detector));
+  state.metrics.set(metrics::ab_enabled, 1);
+  state.metrics.set(metrics::ab_dry_run, loop->impl_->opt.config.dry_run ? 1 : 0);
+  state.metrics.set(metrics::ab_is_controller, 0);
+  state.metrics.set(metrics::ab_controller_epoch, 0);
+  {
+    std::lock_guard lock(loop->impl_->mu);
+    loop->impl_->last.enabled = true;
+    loop->impl_->last.dry_run = loop->impl_->opt.config.dry_run;
+  }
+  return loop;
+}
+
+asio::awaitable<balance_status> balance_loop::run_pass() { return impl_->pass(); }
+
+asio::awaitable<void> balance_loop::run() {
+  auto ex = co_await asio::this_coro::executor;
+  impl_->executor = ex;
+  while (!impl_->stopping) {
+    (void)co_await impl_->pass();
+    if (impl_->stopping) break;
+    asio::steady_timer sleep(ex, std::chrono::seconds(impl_->opt.config.interval_seconds));
+    impl_->sleeping = &sleep;
+    asio::error_code ignored;
+    co_await sleep.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    impl_->sleeping = nullptr;
+  }
+}
+
+void balance_loop::stop() {
+  impl_->stopping = true;
+  if (impl_->executor)
+    asio::post(*impl_->executor, [i = impl_.get()] {
+      if (i->sleeping) i->sleeping->cancel();
+    });
+}
+
+balance_status balance_loop::status() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last;
+}
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,126 @@
+// JSON of the cluster routes that more than one party writes or reads: move progress (GET /cluster/moves,
+// GET /v1/reassignments, read back by the balance loop) and load reports (GET /cluster/loads, read back by the balance
+// loop). Internal to lib/ and daemon/.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json/writer.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/cluster/move_progress.hpp"
+
+namespace moonmq::cluster::wire {
+
+inline void write_move(json::writer& w, const move_progress& p) {
+  w.StartObject();
+  w.Key("id");
+  w.Uint64(p.id);
+  json::put(w, "topic", p.partition.topic);
+  w.Key("partition");
+  w.Int(p.partition.partition);
+  json::put(w, "dest", p.dest);
+  json::put(w, "step", p.step);
+  w.Key("bytes_copied");
+  w.Uint64(p.bytes_copied);
+  w.Key("bytes_total");
+  w.Uint64(p.bytes_total);
+  w.Key("finished");
+  w.Bool(p.finished);
+  w.Key("succeeded");
+  w.Bool(p.succeeded);
+  json::put(w, "error", p.error);
+  w.Key("started_at");
+  w.Double(p.started_at);
+  w.Key("finished_at");
+  w.Double(p.finished_at);
+  w.EndObject();
+}
+
+/// `{"<key>": [moves]}`.
+inline std::string moves_document(const char* key, const std::vector<move_progress>& list) {
+  return json::object([&](json::writer& w) {
+    w.Key(key);
+    w.StartArray();
+    for (const auto& p : list) write_move(w, p);
+    w.EndArray();
+  });
+}
+
+/// The moves of a `{"moves": [...]}` answer; nullopt when it is not one.
+inline std::optional<std::vector<move_progress>> read_moves(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray()) return std::nullopt;
+  std::vector<move_progress> out;
+  for (const auto& m : d["moves"].GetArray()) {
+    if (!m.IsObject() || !m.HasMember("id") || !m["id"].IsUint64() || !m.HasMember("topic") || !m["topic"].IsString() ||
+        !m.HasMember("partition") || !m["partition"].IsInt())
+      return std::nullopt;
+    move_progress p;
+    p.id = m["id"].GetUint64();
+    p.partition = {m["topic"].GetString(), m["partition"].GetInt()};
+    auto str = [&](const char* k) { return m.HasMember(k) && m[k].IsString() ? std::string(m[k].GetString()) : ""; };
+    auto u64 = [&](const char* k) { return m.HasMember(k) && m[k].IsUint64() ? m[k].GetUint64() : 0; };
+    auto flag = [&](const char* k) { return m.HasMember(k) && m[k].IsBool() && m[k].GetBool(); };
+    p.dest = str("dest");
+    p.step = str("step");
+    p.error = str("error");
+    p.bytes_copied = u64("bytes_copied");
+    p.bytes_total = u64("bytes_total");
+    p.finished = flag("finished");
+    p.succeeded = flag("succeeded");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// GET /cluster/loads: `{"broker": ID, "partitions": [{topic, partition, size_bytes, produced_bytes,
+/// consumed_bytes}]}`.
+inline std::string loads_document(const std::string& broker, const std::vector<partition_load>& list) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "broker", broker);
+    w.Key("partitions");
+    w.StartArray();
+    for (const auto& l : list) {
+      w.StartObject();
+      json::put(w, "topic", l.partition.topic);
+      w.Key("partition");
+      w.Int(l.partition.partition);
+      w.Key("size_bytes");
+      w.Uint64(l.size_bytes);
+      w.Key("produced_bytes");
+      w.Uint64(l.produced_bytes);
+      w.Key("consumed_bytes");
+      w.Uint64(l.consumed_bytes);
+      w.EndObject();
+    }
+    w.EndArray();
+  });
+}
+
+/// The partitions of a load report; nullopt when the body is not one (a malformed report counts as no answer).
+inline std::optional<std::vector<partition_load>> read_loads(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("partitions") || !d["partitions"].IsArray())
+    return std::nullopt;
+  std::vector<partition_load> out;
+  for (const auto& e : d["partitions"].GetArray()) {
+    if (!e.IsObject()) return std::nullopt;
+    for (const char* k : {"size_bytes", "produced_bytes", "consumed_bytes"})
+      if (!e.HasMember(k) || !e[k].IsUint64()) return std::nullopt;
+    if (!e.HasMember("topic") || !e["topic"].IsString() || !e.HasMember("partition") || !e["partition"].IsInt())
+      return std::nullopt;
+    out.push_back({{e["topic"].GetString(), e["partition"].GetInt()},
+                   e["size_bytes"].GetUint64(),
+                   e["produced_bytes"].GetUint64(),
+                   e["consumed_bytes"].GetUint64()});
+  }
+  return out;
+}
+
+}  // namespace moonmq::cluster::wire
