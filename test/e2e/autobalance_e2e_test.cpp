@@ -1,0 +1,198 @@
+// Multi-process tests of the autobalancer: real moonmqd brokers that balance themselves while clients produce.
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+rapidjson::Document get_json(const moonmqd_process& b, const std::string& path) {
+  auto c = b.api();
+  auto r = c.Get(path.c_str());
+  rapidjson::Document d;
+  if (!r || r->status != 200) return d;
+  d.Parse(r->body.c_str(), r->body.size());
+  return d;
+}
+
+/// Autobalance on with a one-second interval, low network thresholds so that test traffic counts.
+std::string autobalance(bool enabled, bool dry_run = false) {
+  return std::string("\"Autobalance\":{\"Enabled\":") + (enabled ? "true" : "false") +
+         ",\"IntervalSeconds\":1,\"DryRun\":" + (dry_run ? "true" : "false") +
+         ",\"Goals\":[{\"Name\":\"NW_IN\",\"DetectThreshold\":1024},{\"Name\":\"NW_OUT\",\"DetectThreshold\":1024},"
+         "{\"Name\":\"DISK\"},{\"Name\":\"PARTITION_COUNT\"}]}";
+}
+
+struct three_brokers {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()};
+  moonmqd_process b2{"b2", dir.path()};
+  moonmqd_process b3{"b3", dir.path()};
+  three_brokers(bool b1_balances, bool b2_balances) {
+    std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+    b1.configure(all, "", autobalance(b1_balances));
+    b2.configure(all, "", autobalance(b2_balances));
+    b3.configure(all, "", autobalance(false));
+    b1.start();
+    b2.start();
+    b3.start();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("e2e: three brokers with the load on one converge into band and lose no acknowledged record",
+          "[e2e][autobalance]") {
+  three_brokers c(true, false);
+  const int partitions = 6;
+  {
+    auto cl = c.b1.api();
+    auto r = cl.Post("/v1/topics", "{\"name\":\"orders\",\"partitions\":" + std::to_string(partitions) + "}",
+                     "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::map<int, std::vector<std::pair<std::uint64_t, std::string>>> acked;
+  std::atomic<int> failures{0};
+  std::thread producer([&] {
+    auto cl = c.b1.api();
+    for (int i = 0; !stop; ++i) {
+      const int p = i % partitions;
+      std::string v = "r" + std::to_string(i) + std::string(200 + 100 * p, 'v');
+      auto r = cl.Post("/v1/topics/orders/records",
+                       "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"" + v + "\"}]}",
+                       "application/json");
+      if (r && r->status == 200) {
+        rapidjson::Document d;
+        d.Parse(r->body.c_str(), r->body.size());
+        std::lock_guard lock(mu);
+        acked[p].emplace_back(d["offsets"][0].GetUint64(), v);
+      } else {
+        ++failures;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  struct stop_producer {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~stop_producer() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } guard{stop, producer};
+
+  bool converged = false;
+  rapidjson::Document status;
+  for (int i = 0; i < 240 && !converged; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    status = get_json(c.b1, "/v1/autobalancer");
+    if (!status.IsObject()) continue;
+    converged = status["passes"].GetUint64() >= 3 && status["satisfied"].GetBool() &&
+                status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty();
+  }
+  stop = true;
+  producer.join();
+  REQUIRE(converged);
+  CHECK(failures == 0);
+  CHECK(status["enabled"].GetBool());
+  CHECK_FALSE(status["controller"]["superseded"].GetBool());
+  CHECK(std::string(status["controller"]["id"].GetString()) == "b1");
+  std::map<std::string, int> owned;
+  for (const auto& b : status["brokers"].GetArray()) {
+    CHECK(b["active"].GetBool());
+    owned[b["id"].GetString()] = b["partitions"].GetInt();
+  }
+  CHECK(owned["b2"] >= 1);
+  CHECK(owned["b3"] >= 1);
+
+  // Every acknowledged record is on the partition's owner at the offset it was acknowledged with.
+  std::map<std::string, const moonmqd_process*> by_id{{"b1", &c.b1}, {"b2", &c.b2}, {"b3", &c.b3}};
+  for (int p = 0; p < partitions; ++p) {
+    auto cl = c.b1.api();
+    std::string path = "/v1/topics/orders/partitions/" + std::to_string(p) + "/records?offset=0&max_bytes=16777216";
+    auto r = cl.Get(path.c_str());
+    REQUIRE(r);
+    const moonmqd_process* owner = &c.b1;
+    if (r->status == 421) {
+      rapidjson::Document d;
+      d.Parse(r->body.c_str(), r->body.size());
+      owner = by_id.at(d["owner"].GetString());
+      auto oc = owner->api();
+      r = oc.Get(path.c_str());
+      REQUIRE(r);
+    }
+    REQUIRE(r->status == 200);
+    rapidjson::Document d;
+    d.Parse(r->body.c_str(), r->body.size());
+    std::map<std::uint64_t, std::string> present;
+    for (const auto& rec : d["records"].GetArray()) present[rec["offset"].GetUint64()] = rec["value"].GetString();
+    INFO("partition " << p << " on " << owner->id);
+    for (const auto& [offset, value] : acked[p]) {
+      auto it = present.find(offset);
+      REQUIRE(it != present.end());
+      CHECK(it->second == value);
+    }
+  }
+
+  // The exposition passes promtool's checks and carries the loop's figures.
+  auto cl = c.b1.api();
+  auto m = cl.Get("/metrics");
+  REQUIRE(m);
+  REQUIRE(m->status == 200);
+  for (const char* name :
+       {"moonmq_autobalancer_enabled 1", "moonmq_autobalancer_is_controller 1", "moonmq_autobalancer_passes_total",
+        "moonmq_autobalancer_detect_duration_seconds_bucket", "moonmq_autobalancer_broker_load{broker=\"b2\"",
+        "moonmq_autobalancer_imbalance_ratio", "moonmq_cluster_moves_total{result=\"succeeded\"}",
+        "moonmq_cluster_move_bytes_total", "moonmq_cluster_forwarded_records_total", "moonmq_cluster_peer_up",
+        "moonmq_cluster_peer_requests_total", "moonmq_build_info{version="})
+    CHECK(m->body.find(name) != std::string::npos);
+  INFO("promtool at '" << MOONMQ_PROMTOOL << "' (scripts/install-deps.sh installs the prometheus package)");
+  REQUIRE(std::string(MOONMQ_PROMTOOL) != "");
+  auto checked = run_process({MOONMQ_PROMTOOL, "check", "metrics"}, m->body);
+  INFO(checked.out << checked.err);
+  CHECK(checked.exit_code == 0);
+}
+
+TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting", "[e2e][autobalance][fence]") {
+  three_brokers c(true, true);
+  auto superseded = [](const rapidjson::Document& d) {
+    return d.IsObject() && d["controller"]["superseded"].GetBool();
+  };
+  rapidjson::Document s1, s2;
+  bool settled = false;
+  for (int i = 0; i < 60 && !settled; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    s1 = get_json(c.b1, "/v1/autobalancer");
+    s2 = get_json(c.b2, "/v1/autobalancer");
+    settled = superseded(s1) != superseded(s2);
+  }
+  REQUIRE(settled);
+  // It stays that way: the survivor keeps passing, the other never acts again.
+  const bool b1_survives = !superseded(s1);
+  const moonmqd_process& survivor = b1_survives ? c.b1 : c.b2;
+  const moonmqd_process& loser = b1_survives ? c.b2 : c.b1;
+  const auto survivor_passes = get_json(survivor, "/v1/autobalancer")["passes"].GetUint64();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  auto sv = get_json(survivor, "/v1/autobalancer");
+  auto ls = get_json(loser, "/v1/autobalancer");
+  CHECK(sv["passes"].GetUint64() > survivor_passes);
+  CHECK(std::string(sv["last_pass"]["result"].GetString()) == "ok");
+  CHECK_FALSE(sv["controller"]["superseded"].GetBool());
+  CHECK(ls["controller"]["superseded"].GetBool());
+  CHECK(std::string(ls["last_pass"]["result"].GetString()) == "superseded");
+  auto lc = loser.api();
+  auto m = lc.Get("/metrics");
+  REQUIRE(m);
+  CHECK(m->body.find("moonmq_autobalancer_is_controller 0") != std::string::npos);
+  CHECK(m->body.find("moonmq_autobalancer_passes_total{result=\"superseded\"}") != std::string::npos);
+}
