@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench sanitize clean
+.PHONY: all deps configure build test demo demo-plan bench sanitize clean
 
 all: build
 
@@ -22,8 +22,12 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# Three moonmqd on loopback balance themselves under traffic (scripts/demo.py), then stop.
 demo: build
-	@echo "== moonmq-plan on a skewed four-broker cluster (examples/snapshots/skewed-cluster.json) =="
+	python3 scripts/demo.py $(BUILD)/moonmqd
+
+# The offline planner on a skewed four-broker snapshot.
+demo-plan: build
 	$(BUILD)/moonmq-plan examples/snapshots/skewed-cluster.json --converge --text
 
 bench: build

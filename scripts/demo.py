@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""The live demo behind `make demo`: three moonmqd brokers on loopback balance themselves.
+
+All partitions and all traffic start on b1. Producers and consumers keep running while b1's autobalancer (a pass
+every 2 s, not a dry run) moves partitions to b2 and b3. Each pass prints every broker's load as the model sees it,
+the plan, and the moves in progress. When the cluster is in band the demo checks that every acknowledged record is
+on its partition's owner, stops the brokers with SIGTERM and removes their data. Standard library only.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+TOPICS = {"orders": 6, "clicks": 3}
+PASS_INTERVAL = 2
+DEADLINE_SECONDS = 150
+
+
+def free_port(taken):
+    """A port below the kernel's ephemeral range that nothing listens on."""
+    for port in range(21000 + os.getpid() % 5000, 32000):
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise RuntimeError("no free port")
+
+
+def call(port, method, path, body=None, timeout=10):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+class Cluster:
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.dir = tempfile.mkdtemp(prefix="moonmq-demo-")
+        taken = set()
+        self.ids = ["b1", "b2", "b3"]
+        self.api = {b: free_port(taken) for b in self.ids}
+        self.cluster = {b: free_port(taken) for b in self.ids}
+        self.procs = {}
+
+    def config(self, broker):
+        peers = [{"Id": p, "Address": f"127.0.0.1:{self.cluster[p]}"} for p in self.ids if p != broker]
+        server = {"Host": "127.0.0.1", "Port": self.api[broker], "DataDir": os.path.join(self.dir, broker),
+                  "Cluster": {"BrokerId": broker, "Port": self.cluster[broker], "Token": "demo-secret",
+                              "Peers": peers}}
+        if broker == "b1":
+            server["Autobalance"] = {
+                "Enabled": True, "IntervalSeconds": PASS_INTERVAL, "DryRun": False, "MaxMovesPerBroker": 2,
+                "Goals": [{"Name": "NW_IN", "DetectThreshold": 4096}, {"Name": "NW_OUT", "DetectThreshold": 4096},
+                          {"Name": "DISK"}, {"Name": "PARTITION_COUNT"}]}
+        return {"Server": server}
+
+    def start(self):
+        for b in self.ids:
+            path = os.path.join(self.dir, b + ".json")
+            with open(path, "w") as f:
+                json.dump(self.config(b), f)
+            log = open(os.path.join(self.dir, b + ".log"), "w")
+            self.procs[b] = subprocess.Popen([self.daemon, "--config", path], stdout=log, stderr=log)
+        for b in self.ids:
+            for _ in range(200):
+                try:
+                    if call(self.api[b], "GET", "/v1/health", timeout=1)[0] == 200:
+                        break
+                except OSError:
+                    pass
+                if self.procs[b].poll() is not None:
+                    raise RuntimeError(f"{b} exited: " + open(os.path.join(self.dir, b + ".log")).read())
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"{b} did not become healthy")
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        codes = {}
+        for b, p in self.procs.items():
+            try:
+                codes[b] = p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes[b] = p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return codes
+
+
+class Traffic:
+    """Producers through b1 (forwarded to owners) and consumers that follow each partition to its owner."""
+
+    def __init__(self, cluster):
+        self.c = cluster
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.acked = {}  # (topic, partition) -> [(offset, value)]
+        self.errors = 0
+        self.consumed = 0
+        self.threads = [threading.Thread(target=self.produce, daemon=True),
+                        threading.Thread(target=self.consume, daemon=True)]
+
+    def produce(self):
+        n = 0
+        parts = [(t, p) for t, count in TOPICS.items() for p in range(count)]
+        while not self.stop.is_set():
+            for t, p in parts:
+                # Uneven on purpose: partition p of orders carries (p+1) times the bytes of partition 0.
+                value = f"{t}-{p}-{n}-" + "x" * (300 * (p + 1) if t == "orders" else 200)
+                try:
+                    code, body = call(self.c.api["b1"], "POST", f"/v1/topics/{t}/records",
+                                      {"partition": p, "records": [{"value": value}]})
+                except OSError:
+                    code, body = 0, None
+                with self.lock:
+                    if code == 200:
+                        self.acked.setdefault((t, p), []).append((body["offsets"][0], value))
+                    else:
+                        self.errors += 1
+                n += 1
+            time.sleep(0.02)
+
+    def owner_port(self, topic, partition):
+        code, body = call(self.c.api["b1"], "GET", f"/v1/topics/{topic}/partitions/{partition}/records?max_bytes=1")
+        if code == 421:
+            return self.c.api[body["owner"]]
+        return self.c.api["b1"]
+
+    def consume(self):
+        positions = {}
+        while not self.stop.is_set():
+            for t, count in TOPICS.items():
+                for p in range(count):
+                    try:
+                        port = self.owner_port(t, p)
+                        offset = positions.get((t, p), 0)
+                        code, body = call(port, "GET", f"/v1/topics/{t}/partitions/{p}/records?offset={offset}")
+                        if code == 200:
+                            positions[(t, p)] = body["next_offset"]
+                            self.consumed += len(body["records"])
+                            call(port, "POST", "/v1/groups/demo/offsets",
+                                 {"topic": t, "partition": p, "offset": body["next_offset"]})
+                    except (OSError, KeyError):
+                        pass
+            time.sleep(0.2)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=15)
+
+    def verify(self):
+        """Every acknowledged record is on its partition's owner at its offset."""
+        lost = 0
+        for (t, p), records in self.acked.items():
+            port = self.owner_port(t, p)
+            present, offset = {}, 0
+            while True:
+                code, body = call(port, "GET", f"/v1/topics/{t}/partitions/{p}/records?offset={offset}&max_bytes=4194304")
+                for r in body["records"]:
+                    present[r["offset"]] = r["value"]
+                if body["next_offset"] in (offset, body["end_offset"]):
+                    break
+                offset = body["next_offset"]
+            lost += sum(1 for o, v in records if present.get(o) != v)
+        return sum(len(r) for r in self.acked.values()), lost
+
+
+def human(n, unit):
+    for suffix in ("", "Ki", "Mi", "Gi"):
+        if abs(n) < 1024:
+            return f"{n:7.1f} {suffix}{unit}"
+        n /= 1024
+    return f"{n:7.1f} Ti{unit}"
+
+
+def show(status):
+    print(f"\n-- pass {status['passes']} ({status['last_pass']['result']}, detect "
+          f"{status['last_pass']['detect_seconds'] * 1000:.2f} ms){'  in band' if status['satisfied'] else ''}")
+    print(f"   {'broker':<7}{'nw_in':>14}{'nw_out':>14}{'disk':>13}{'partitions':>12}")
+    for b in status["brokers"]:
+        print(f"   {b['id']:<7}{human(b['nw_in'], 'B/s'):>14}{human(b['nw_out'], 'B/s'):>14}"
+              f"{human(b['disk'], 'B'):>13}{b['partitions']:>12}{'' if b['active'] else '  (unreachable)'}")
+    plan = ", ".join(f"{a['type']} {a['topic']}-{a['partition']} {a['src']}->{a['dest']}" for a in status["plan"])
+    print(f"   plan: {plan or 'nothing to do'}")
+    for m in status["moves"]:
+        mv = m["move"]
+        print(f"   moving {mv['topic']}-{mv['partition']} {m['src']}->{mv['dest']}: {mv['step']} "
+              f"{mv['bytes_copied']}/{mv['bytes_total']} bytes")
+
+
+def main():
+    daemon = sys.argv[1] if len(sys.argv) > 1 else "build/moonmqd"
+    c = Cluster(daemon)
+    traffic = None
+    ok = False
+    started = time.time()
+    try:
+        c.start()
+        print(f"three brokers up (client ports {c.api['b1']}, {c.api['b2']}, {c.api['b3']}); data in {c.dir}")
+        for t, n in TOPICS.items():
+            call(c.api["b1"], "POST", "/v1/topics", {"name": t, "partitions": n})
+        print("topics " + ", ".join(f"{t} ({n} partitions)" for t, n in TOPICS.items()) +
+              " created on b1; producers and consumers running; b1's autobalancer passes every "
+              f"{PASS_INTERVAL} s")
+        traffic = Traffic(c)
+        traffic.start()
+        seen = 0
+        while time.time() - started < DEADLINE_SECONDS:
+            time.sleep(0.5)
+            code, status = call(c.api["b1"], "GET", "/v1/autobalancer")
+            if code != 200 or status["passes"] == seen:
+                continue
+            seen = status["passes"]
+            show(status)
+            spread = all(b["partitions"] > 0 for b in status["brokers"]) and len(status["brokers"]) == 3
+            if seen >= 3 and status["satisfied"] and spread and not status["moves"] and not status["plan"]:
+                ok = True
+                break
+        traffic.finish()
+        total, lost = traffic.verify()
+        print(f"\n{'in band' if ok else 'NOT in band'} after {time.time() - started:.0f} s; "
+              f"{total} records acknowledged, {lost} lost, {traffic.errors} produce errors, "
+              f"{traffic.consumed} consumed")
+        ok = ok and lost == 0
+    finally:
+        if traffic:
+            traffic.stop.set()
+        codes = c.stop()
+        print("brokers stopped: " + ", ".join(f"{b} exit {code}" for b, code in codes.items()))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
