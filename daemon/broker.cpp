@@ -150,6 +150,11 @@ class running_broker final : public broker {
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);
     metrics_.set(cluster::metrics::moves_in_progress, 0);
+    // Counters exist from the start at zero, so that rate() sees their first increase.
+    for (const char* r : {"succeeded", "failed"}) metrics_.add(cluster::metrics::moves, {{"result", r}}, 0);
+    metrics_.add(cluster::metrics::move_bytes, 0);
+    metrics_.add(cluster::metrics::forwarded_records, 0);
+    metrics_.add(cluster::metrics::fence_rejections, 0);
     if (cfg_.autobalance.enabled) {
       cluster::balance_loop_options bo;
       bo.self = self_;
@@ -534,21 +539,16 @@ class running_broker final : public broker {
   }
 
   void reassign(const httplib::Request& req, httplib::Response& res) {
-    rapidjson::Document d;
-    if (!parse_body(req, res, d)) return;
-    json::object_reader r(d, "");
-    std::string topic, dest;
-    std::int64_t partition = -1;
-    r.get("topic", topic, true);
-    r.get("partition", partition, true);
-    r.get("dest", dest, true);
-    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-    bool known = false;
-    if (cfg_.cluster)
-      for (const auto& p : cfg_.cluster->peers) known = known || p.id == dest;
-    if (r.ok() && !known) r.fail("dest", "'" + dest + "' is not a configured peer");
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    auto m = cluster::wire::read_move_request(req.body, [this](const std::string& dest) {
+      if (cfg_.cluster)
+        for (const auto& p : cfg_.cluster->peers)
+          if (p.id == dest) return true;
+      return false;
+    });
+    if (!m) return reply_error(res, m.err());
+    const topic_partition& tp = m->partition;
+    const std::string& topic = tp.topic;
+    const std::string& dest = m->dest;
     if (is_internal_topic(topic)) return reply_error(res, 400, "invalid_argument", "internal topics never move");
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
     auto id = reassigner_->start(io_.get_executor(), tp, broker_id(dest));

@@ -299,12 +299,7 @@ struct balance_loop::impl {
     r.method = "POST";
     r.path = "/cluster/reassign";
     r.content_type = "application/json";
-    r.body = json::object([&](json::writer& jw) {
-      json::put(jw, "topic", w.partition.topic);
-      jw.Key("partition");
-      jw.Int(w.partition.partition);
-      json::put(jw, "dest", w.dest);
-    });
+    r.body = wire::move_request_body({w.partition, w.dest});
     response resp = co_await peers.call(w.src, std::move(r), claim);
     if (resp.status == 409) {
       supersede(w.src + " refused a move with 409: " + resp.body);
@@ -527,8 +522,19 @@ void balance_loop::stop() {
 }
 
 balance_status balance_loop::status() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->last;
+  balance_status s;
+  {
+    std::lock_guard lock(impl_->mu);
+    s = impl_->last;
+  }
+  // Moves this broker runs itself are reported as they are now; those on peers as of the last pass.
+  auto here = impl_->mover.progress();
+  for (auto& m : s.moves) {
+    if (m.src != impl_->self()) continue;
+    for (const auto& p : here)
+      if (p.id == m.progress.id) m.progress = p;
+  }
+  return s;
 }
 
 }  // namespace moonmq::cluster

@@ -329,18 +329,9 @@ struct cluster_service::impl {
   /// move it. 202 with the move's id once started; the move's own control-plane requests carry the same claim.
   response reassign(const request& req, const std::optional<controller_claim>& claim) {
     if (!opt.moves.start) return error_response(501, "not_implemented", "this broker does not run moves");
-    rapidjson::Document d;
-    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
-    json::object_reader r(d, "");
-    std::string topic, dest;
-    std::int64_t partition = -1;
-    r.get("topic", topic, true);
-    r.get("partition", partition, true);
-    r.get("dest", dest, true);
-    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-    if (r.ok() && dest.empty()) r.fail("dest", "must not be empty");
-    if (auto s = r.finish(); !s) return from_error(s.err());
-    auto id = opt.moves.start({topic, static_cast<std::int32_t>(partition)}, broker_id(dest), claim);
+    auto m = wire::read_move_request(req.body);
+    if (!m) return from_error(m.err());
+    auto id = opt.moves.start(m->partition, broker_id(m->dest), claim);
     if (!id) return from_error(id.err());
     return {202, json::object([&](json_writer& w) {
               w.Key("id");

@@ -5,15 +5,51 @@
 
 #include <rapidjson/document.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "json/object_reader.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/move_progress.hpp"
 
 namespace moonmq::cluster::wire {
+
+/// A request to move a partition: `{"topic","partition","dest"}` (POST /cluster/reassign, POST /v1/reassignments).
+struct move_request {
+  topic_partition partition;
+  std::string dest;
+};
+
+inline std::string move_request_body(const move_request& m) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "topic", m.partition.topic);
+    w.Key("partition");
+    w.Int(m.partition.partition);
+    json::put(w, "dest", m.dest);
+  });
+}
+
+/// Reads a move request from `body`; errors name the field. `known_dest`, when given, refuses destinations it does not
+/// know.
+inline result<move_request> read_move_request(const std::string& body,
+                                              const std::function<bool(const std::string&)>& known_dest = {}) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
+  json::object_reader r(d, "");
+  std::string topic, dest;
+  std::int64_t partition = -1;
+  r.get("topic", topic, true);
+  r.get("partition", partition, true);
+  r.get("dest", dest, true);
+  if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+  if (r.ok() && dest.empty()) r.fail("dest", "must not be empty");
+  if (r.ok() && known_dest && !known_dest(dest)) r.fail("dest", "'" + dest + "' is not a configured peer");
+  if (auto s = r.finish(); !s) return s.err();
+  return move_request{{topic, static_cast<std::int32_t>(partition)}, dest};
+}
 
 inline void write_move(json::writer& w, const move_progress& p) {
   w.StartObject();

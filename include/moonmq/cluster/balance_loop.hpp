@@ -101,6 +101,7 @@ class balance_loop {
   /// Ends run() after the pass in progress.
   void stop();
 
+  /// What the last pass saw; the moves this broker runs itself are reported as they are now.
   balance_status status() const;
 
  private:
