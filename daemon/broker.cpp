@@ -25,6 +25,9 @@
 #include "moonmq/cluster/file_controller_fence.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/raft_ownership_table.hpp"
+#include "moonmq/raft/file_storage.hpp"
+#include "moonmq/raft/service.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/core/metrics_registry.hpp"
@@ -105,15 +108,16 @@ class running_broker final : public broker {
         cluster::open_local_ownership_table(self_, storage::make_file_state_file(dir + "/cluster-assignments.json"));
     if (!table) return table.err();
     ownership_ = std::move(*table);
-    auto fence =
-        cluster::open_file_controller_fence(self_, storage::make_file_state_file(dir + "/controller-epoch.json"));
-    if (!fence) return fence.err();
-    fence_ = std::move(*fence);
+    if (!clustered || !cfg_.cluster->raft.enabled) {
+      auto fence =
+          cluster::open_file_controller_fence(self_, storage::make_file_state_file(dir + "/controller-epoch.json"));
+      if (!fence) return fence.err();
+      fence_ = std::move(*fence);
+    }
     auto journal = cluster::open_move_journal(storage::make_file_state_file(dir + "/cluster-moves.json"));
     if (!journal) return journal.err();
     journal_ = std::move(*journal);
 
-    cluster::cluster_state st = state();
     std::map<std::string, std::string> peer_tokens;
     transport::http_transport_options topt;
     std::optional<transport::tls_options> tls;
@@ -133,6 +137,9 @@ class running_broker final : public broker {
         std::chrono::milliseconds(static_cast<long>((clustered ? cfg_.cluster->peer_timeout_seconds : 5.0) * 1000));
     peers_ = std::make_unique<cluster::peer_client>(
         *transport_, cluster::peer_directory{self_, token, peer_tokens, timeout}, metrics_);
+    if (clustered && cfg_.cluster->raft.enabled)
+      if (auto s = open_raft(); !s) return s;
+    cluster::cluster_state st = state();
     cluster::move_control moves;
     moves.start = [this](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
       return reassigner_->start(io_.get_executor(), std::move(tp), std::move(dest), claim);
@@ -140,7 +147,10 @@ class running_broker final : public broker {
     moves.progress = [this] { return reassigner_->progress(); };
     service_ = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{self_, token, peer_tokens,
-                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20), std::move(moves)},
+                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20), std::move(moves),
+                                         raft_ ? std::function<transport::response(const transport::request&)>(
+                                                     [this](const transport::request& r) { return raft_->handle(r); })
+                                               : nullptr},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
@@ -166,6 +176,7 @@ class running_broker final : public broker {
     }
 
     io_thread_ = std::thread([this] { io_.run(); });
+    if (raft_) raft_->start();
 
     if (clustered && cfg_.cluster->port) {
       transport::http_listener_options lo;
@@ -207,6 +218,7 @@ class running_broker final : public broker {
     if (api_thread_.joinable()) api_thread_.join();
     if (cluster_listener_) cluster_listener_->stop();
     if (balancer_) balancer_->stop();
+    if (raft_) raft_->stop();
     work_.reset();
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
@@ -216,6 +228,33 @@ class running_broker final : public broker {
   }
 
  private:
+  /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as
+  /// the controller fence.
+  status open_raft() {
+    const auto& rc = cfg_.cluster->raft;
+    auto disk = raft::open_file_storage(cfg_.data_dir, *log_);
+    if (!disk) return disk.err();
+    raft_disk_ = std::move(*disk);
+    auto table = std::make_unique<cluster::raft_ownership_table>(self_, std::move(ownership_));
+    raft_table_ = table.get();
+    ownership_ = std::move(table);
+    raft::service_options ro;
+    ro.self = self_.value();
+    for (const auto& p : cfg_.cluster->peers) ro.peers.push_back(p.id);
+    ro.heartbeat = std::chrono::milliseconds(rc.heartbeat_ms);
+    ro.tick = std::chrono::milliseconds(std::max<std::uint32_t>(5, rc.heartbeat_ms / 10));
+    ro.election_min = std::chrono::milliseconds(rc.election_timeout_min_ms);
+    ro.election_max = std::chrono::milliseconds(rc.election_timeout_max_ms);
+    ro.max_log_entries = rc.max_log_entries;
+    ro.propose_timeout = std::chrono::milliseconds(static_cast<long>(cfg_.cluster->peer_timeout_seconds * 1000));
+    auto svc = raft::service::open(ro, *raft_disk_, *raft_table_, *peers_, io_, blocking_, *log_, metrics_);
+    if (!svc) return error{svc.code(), "Raft: " + svc.message()};
+    raft_ = std::move(*svc);
+    raft_table_->attach(*raft_);
+    fence_ = std::make_unique<cluster::raft_fence>(self_, *raft_);
+    return {};
+  }
+
   cluster::cluster_state state() {
     return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *log_, metrics_};
   }
@@ -364,7 +403,15 @@ class running_broker final : public broker {
       records.push_back(std::move(rec));
     }
     auto count = store_->partition_count(topic);
-    if (!count) return reply_error(res, count.err());
+    if (!count) {
+      // Not a topic here, but a partition the ownership table places on a peer (with Raft, every broker knows every
+      // move): route it there.
+      auto owner = chosen && partition >= 0 && partition <= INT32_MAX
+                       ? ownership_->owner({topic, static_cast<std::int32_t>(partition)})
+                       : std::nullopt;
+      if (!owner || *owner == self_) return reply_error(res, count.err());
+      count = static_cast<std::int32_t>(partition) + 1;
+    }
     if (chosen && (partition < 0 || partition >= *count))
       return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
     if (!chosen)
@@ -524,6 +571,26 @@ class running_broker final : public broker {
             w.Uint64(h.claim_epoch.value());
             put(w, "id", h.controller.value());
             w.EndObject();
+            w.Key("raft");
+            w.StartObject();
+            w.Key("enabled");
+            w.Bool(raft_ != nullptr);
+            if (raft_) {
+              auto rs = raft_->status();
+              put(w, "role", raft::role_name(rs.current_role));
+              w.Key("term");
+              w.Uint64(rs.term);
+              put(w, "leader", rs.leader);
+              w.Key("commit_index");
+              w.Uint64(rs.commit);
+              w.Key("applied_index");
+              w.Uint64(rs.applied);
+              w.Key("last_index");
+              w.Uint64(rs.last_index);
+              w.Key("snapshot_index");
+              w.Uint64(rs.snapshot_index);
+            }
+            w.EndObject();
             w.Key("ownership");
             w.StartArray();
             for (const auto& e : ownership_->entries()) {
@@ -681,6 +748,9 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::router> router_;
   std::unique_ptr<cluster::reassigner> reassigner_;
   std::unique_ptr<cluster::balance_loop> balancer_;
+  std::unique_ptr<raft::storage> raft_disk_;
+  cluster::raft_ownership_table* raft_table_ = nullptr;
+  std::unique_ptr<raft::service> raft_;
   std::unique_ptr<transport::http_listener> cluster_listener_;
   std::unique_ptr<httplib::Server> api_;
   std::thread io_thread_, api_thread_;

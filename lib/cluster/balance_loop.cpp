@@ -98,6 +98,7 @@ struct balance_loop::impl {
   std::vector<tracked> inflight;
   std::optional<controller_claim> claim;
   bool superseded = false;
+  bool standby = false;  // with Raft: not the leader, so nothing to do this pass
   std::string superseded_reason;
   std::uint64_t passes = 0;
 
@@ -128,12 +129,31 @@ struct balance_loop::impl {
     if (superseded) return;
     superseded = true;
     superseded_reason = why;
-    st.log.error("balance_loop", "superseded, this broker stops acting as controller until it restarts: " + why);
+    if (st.fence.by_consensus())
+      st.log.warn("balance_loop", "a newer Raft term was seen; this pass stops: " + why);
+    else
+      st.log.error("balance_loop", "superseded, this broker stops acting as controller until it restarts: " + why);
     st.metrics.set(metrics::ab_is_controller, 0);
   }
 
-  /// Step 1: claim once, announce every pass.
+  /// Step 1: claim once, announce every pass. With Raft the claim is the leader's term, asked for every pass, and
+  /// nothing is announced: the leader's heartbeats carry the term to every broker.
   asio::awaitable<moonmq::status> assert_controllership() {
+    if (st.fence.by_consensus()) {
+      superseded = false;
+      auto e = st.fence.claim();
+      standby = !e;
+      if (standby) {
+        claim.reset();
+        co_return moonmq::status{};
+      }
+      if (!claim || claim->claim_epoch != *e) {
+        claim = controller_claim{*e, opt.self};
+        st.log.info("balance_loop", fmt::format("acting as controller: Raft leader of term {}", e->value()));
+        st.metrics.set(metrics::ab_controller_epoch, static_cast<double>(e->value()));
+      }
+      co_return moonmq::status{};
+    }
     if (!claim) {
       auto e = st.fence.claim();
       if (!e) co_return e.err();
@@ -411,6 +431,7 @@ struct balance_loop::impl {
       }
     }
     if (superseded) outcome = "superseded";
+    if (outcome == "ok" && standby) outcome = "standby";
     if (outcome == "ok") {
       std::set<std::string> inactive = co_await feed();
       co_await follow();

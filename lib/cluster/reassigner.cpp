@@ -193,7 +193,7 @@ struct reassigner::impl {
   /// Flips ownership under the partition's gate (exclusive: waits for appends in flight, stops new ones).
   status flip(const topic_partition& tp, const broker_id& to) {
     std::unique_lock gate(st.gates.gate(tp));
-    return st.ownership.set_owner(tp, to);
+    return st.ownership.transfer(tp, to);
   }
 
   asio::awaitable<status> run(move_progress& p, topic_partition tp, broker_id dest,

@@ -44,7 +44,7 @@ TEST_CASE("service: a peer's own token overrides the cluster token", "[service][
   cluster::traffic counters;
   cluster::partition_gates gates;
   null_logger log;
-  cluster::cluster_service svc({broker_id("b1"), "cluster-secret", {{"b2", "b2-secret"}}, 1 << 20, {}},
+  cluster::cluster_service svc({broker_id("b1"), "cluster-secret", {{"b2", "b2-secret"}}, 1 << 20, {}, {}},
                                {store, offsets, **table, **fence, counters, gates, log});
   auto r = make("GET", "/cluster/loads");
   r.headers[transport::header_from] = "b2";

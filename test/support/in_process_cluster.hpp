@@ -165,7 +165,7 @@ class in_process_cluster {
 
   void wire(in_process_broker& b) {
     b.service = std::make_unique<cluster::cluster_service>(
-        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20, move_control_of(b)}, b.state());
+        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20, move_control_of(b), {}}, b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(

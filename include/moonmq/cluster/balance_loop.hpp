@@ -6,6 +6,8 @@
 //                      request it makes carries it. A 409 from any broker, or a newer claim this broker has itself
 //                      seen, means another loop claimed later: this one stops acting for good (until the process
 //                      restarts) and says so in the log, status() and the metrics. Of two loops, exactly one acts.
+//                      With Raft (a fence `by_consensus()`), the claim is the leader's term, taken afresh each pass:
+//                      a broker that is not the leader passes in "standby" and does nothing.
 //   2. feed            The model gets this broker's partitions and every peer's GET /cluster/loads, asked
 //                      concurrently. A peer that does not answer is inactive for the pass: it neither gives nor
 //                      receives. Cumulative produce/consume counters are differenced into NW_IN/NW_OUT byte rates
@@ -74,7 +76,7 @@ struct balance_status {
   bool superseded = false;
   std::string superseded_reason;
   std::uint64_t passes = 0;
-  std::string last_result;           ///< ok, superseded, error (empty before the first pass)
+  std::string last_result;  ///< ok, superseded, standby (Raft: not the leader), error (empty before the first pass)
   std::string last_error;
   double last_pass_unix_seconds = 0;  ///< when the last pass ended
   double last_pass_duration_seconds = 0;

@@ -26,7 +26,7 @@ inline constexpr metric_family ab_controller_epoch{"moonmq_autobalancer_controll
                                                    "The controller epoch this broker claimed (0 before its first pass)",
                                                    metric_kind::gauge};
 inline constexpr metric_family ab_passes{"moonmq_autobalancer_passes_total",
-                                         "Balance passes by result {result: ok, superseded, error}",
+                                         "Balance passes by result {result: ok, superseded, standby, error}",
                                          metric_kind::counter};
 inline constexpr metric_family ab_last_pass{"moonmq_autobalancer_last_pass_timestamp_seconds",
                                             "Unix time at which the last pass ended", metric_kind::gauge};

@@ -7,8 +7,9 @@
 // Every request must carry the sender's X-Cluster-Token (compared in constant time; a peer's own
 // token overrides the cluster's); a wrong or missing token is 401 and nothing is done. Control-plane routes carrying
 // X-Controller-Epoch / X-Controller-Id are checked against the fence: 409 for a superseded controller. Malformed
-// bodies are 400 with a JSON error naming the field, oversized ones 413; nothing is half-applied. Group,
-// transaction and Raft routes answer 501 until they exist.
+// bodies are 400 with a JSON error naming the field, oversized ones 413; nothing is half-applied. Raft routes go to
+// the Raft service when there is one (never fenced: they establish the fence). Group and transaction routes answer
+// 501 until they exist.
 // Thread safety: handle() may be called concurrently.
 #pragma once
 
@@ -44,6 +45,8 @@ struct cluster_service_options {
   std::map<std::string, std::string> peer_tokens;  ///< peer id -> its own token
   std::size_t max_body_bytes = 64u << 20;
   move_control moves;
+  /// The /cluster/raft/* routes (with Raft on): exempt from the epoch fence, behind the same token. Empty: 501.
+  std::function<transport::response(const transport::request&)> raft;
 };
 
 struct cluster_state {

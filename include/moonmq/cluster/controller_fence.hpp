@@ -52,6 +52,10 @@ class controller_fence {
   /// This broker's own current claim, if it made one since it started.
   virtual std::optional<controller_claim> own_claim() const = 0;
 
+  /// True when claims come from consensus (the Raft-backed fence): claim() then succeeds only on the elected
+  /// leader, and losing leadership is not permanent. False for the file fence, whose superseded claimant stops for good.
+  virtual bool by_consensus() const noexcept { return false; }
+
   /// True when this broker claimed and a newer claim has been seen since: it must stop acting.
   bool superseded() const {
     auto mine = own_claim();

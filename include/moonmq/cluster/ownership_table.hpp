@@ -35,6 +35,11 @@ class ownership_table {
 
   /// Every entry, sorted by partition.
   virtual std::vector<ownership_entry> entries() const = 0;
+
+  /// The cluster-wide ownership change of a move's cutover (and of its rollback): `tp` is now `to`'s. The local
+  /// table records it like set_owner; the Raft-backed one replicates it and returns once it is committed and
+  /// applied here, so every broker learns the new owner from the log.
+  virtual status transfer(const topic_partition& tp, const broker_id& to) { return set_owner(tp, to); }
 };
 
 /// The broker that serves `tp` as seen by broker `self`: the recorded owner, or `self` when there is no entry.
