@@ -71,17 +71,32 @@ class raft_sim {
     return tick(0, 0, false);
   }
 
-  /// The leader every up node follows, if there is one.
+  /// The leader every up node follows, if a majority is up and there is one.
   std::optional<std::string> agreed_leader() const {
     std::optional<std::string> leader;
+    std::size_t up = 0;
     for (const auto& [id, h] : hosts_) {
-      if (!h.up) return std::nullopt;
+      if (!h.up) continue;
+      ++up;
       if (h.node->is_leader()) leader = id;
     }
-    if (!leader) return std::nullopt;
+    if (!leader || up < hosts_.size() / 2 + 1) return std::nullopt;
     for (const auto& [id, h] : hosts_)
-      if (h.node->leader() != *leader || h.node->term() != hosts_.at(*leader).node->term()) return std::nullopt;
+      if (h.up && (h.node->leader() != *leader || h.node->term() != hosts_.at(*leader).node->term()))
+        return std::nullopt;
     return leader;
+  }
+
+  /// One tick on a lossless network without starting nodes that are down (for failover measurements).
+  std::optional<std::string> quiet_tick() {
+    cut_.clear();
+    return tick(0, 0, false);
+  }
+
+  /// Crashes a node now; it stays down until a calm_tick() or chaos_tick() restarts it.
+  void crash_now(const std::string& id) {
+    crash(id);
+    hosts_[id].restart_at = UINT64_MAX;
   }
 
   std::uint64_t now() const { return tick_; }

@@ -178,16 +178,18 @@ class node {
   // ---- outputs ---------------------------------------------------------------------------------------------------
 
   bool has_ready() const {
-    return !out_.messages.empty() || out_.snap || out_.apply_snapshot || pending_apply_snapshot_ ||
-           !(hard_ == persisted_hard_) || log_.last_index() != persisted_last_ || truncated_from_ ||
-           hard_.commit > applied_;
+    return !out_.messages.empty() || out_.snap || out_.apply_snapshot || pending_apply_snapshot_ || vote_changed() ||
+           log_.last_index() != persisted_last_ || truncated_from_ || hard_.commit > applied_;
   }
 
   /// The batch to persist, send and apply. Taking it is acknowledging it: the host must carry it out.
   ready take_ready() {
     ready r = std::move(out_);
     out_ = {};
-    if (!(hard_ == persisted_hard_)) {
+    // Term and vote must be durable before anything that depends on them goes out. The commit index rides along
+    // when they are written, but never forces a write of its own: it is volatile in Raft (a restarted node learns it
+    // again from the leader), and writing it on every commit would put two more fsyncs in every commit's path.
+    if (vote_changed()) {
       r.hard = hard_;
       persisted_hard_ = hard_;
     }
@@ -234,6 +236,10 @@ class node {
 
   bool is_member(const std::string& id) const {
     return std::find(cfg_.peers.begin(), cfg_.peers.end(), id) != cfg_.peers.end();
+  }
+
+  bool vote_changed() const {
+    return hard_.term != persisted_hard_.term || hard_.voted_for != persisted_hard_.voted_for;
   }
 
   /// A leader was heard from within the minimum election timeout.
@@ -321,7 +327,14 @@ class node {
 
   void handle_pre_vote(const message& m) {
     // Granted when the candidate could win: its term is ahead, its log is up to date, and no leader is alive here.
-    const bool grant = m.term > hard_.term && !in_lease() && log_.up_to_date(m.last_index, m.last_term);
+    // A node that is itself asking for pre-votes grants only a strictly better log, or an equal one from a greater
+    // id: of two nodes that time out together exactly one goes on to a real election, instead of both splitting the
+    // vote and waiting out another timeout. (Pre-votes change no durable state, so this only shapes liveness.)
+    bool grant = m.term > hard_.term && !in_lease() && log_.up_to_date(m.last_index, m.last_term);
+    if (grant && role_ == role::pre_candidate) {
+      const bool equal = m.last_term == log_.last_term() && m.last_index == log_.last_index();
+      grant = !equal || m.from > cfg_.id;
+    }
     message r = reply_to(m, message_type::pre_vote_reply, grant);
     r.term = grant ? m.term : hard_.term;
     send(std::move(r));

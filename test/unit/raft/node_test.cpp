@@ -41,7 +41,7 @@ struct trio {
     for (auto& [id, n] : nodes)
       while (n->has_ready()) {
         ready r = n->take_ready();
-        disks[id].save(r);
+        REQUIRE(disks[id].save(r));
         for (auto& m : r.messages) inbox.push_back(m);
         for (auto& e : r.committed) applied[id].push_back(e);
       }
@@ -325,7 +325,7 @@ TEST_CASE("raft 7: a follower behind the leader's snapshot is caught up by Insta
   t["a"].compact(applied, "table-at-" + std::to_string(applied));
   ready r = t["a"].take_ready();
   REQUIRE(r.snap);
-  t.disks["a"].save(r);
+  REQUIRE(t.disks["a"].save(r));
   CHECK(t.disks["a"].durable().snap->index == applied);
   CHECK(t["a"].log().snapshot_index() == applied);
   // c's next append would need entries that are gone: it gets the snapshot.
@@ -347,7 +347,7 @@ TEST_CASE("raft storage twin: a crash loses what was written and not synced", "[
   ready r;
   r.hard = hard_state{3, "b", 1};
   r.entries = {{3, 1, entry_kind::controller, "b"}};
-  disk.save(r);
+  REQUIRE(disk.save(r));
   ready later;
   later.hard = hard_state{4, "c", 1};
   later.entries = {{4, 2, entry_kind::controller, "c"}};
