@@ -147,6 +147,10 @@ struct service::impl {
 
   void enqueue(message m) {
     auto& q = outbox[m.to];
+    // A newer append to a peer covers every queued one: the leader builds each from what the peer has acknowledged,
+    // so it carries the same entries and more, and a later commit index. Only the newest needs to travel.
+    if (m.type == message_type::append || m.type == message_type::snapshot)
+      std::erase_if(q, [&](const message& old) { return old.type == m.type; });
     q.push_back(std::move(m));
     while (q.size() > max_queued_per_peer) q.pop_front();
     const std::string peer = q.back().to;

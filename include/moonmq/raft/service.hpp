@@ -4,7 +4,8 @@
 // messages arriving on POST /cluster/raft/{vote,append,snapshot} are posted to it, and one pump at a time carries out
 // each ready batch in order: save it (fsync, on the blocking pool), then send its messages, then apply its committed
 // entries to the state machine. Outgoing messages go through one queue per peer with its own sender, so an
-// unreachable peer delays nobody else; a queue that backs up drops its oldest messages (Raft retries by itself).
+// unreachable peer delays nobody else; a queued append is replaced by a newer one to the same peer, and a queue that
+// still backs up drops its oldest messages (Raft retries by itself).
 // Proposals are made on the leader or forwarded to it (POST /cluster/raft/propose) and complete once the entry is
 // applied on this broker, so the caller sees its own change.
 // Thread safety: handle(), status() and propose_blocking() may be called from any thread (propose_blocking never
