@@ -120,6 +120,7 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   }
 
   // kill -9 the leader: the other two elect a new one, its balance loop takes over, and they still agree.
+  const auto old_term = get_json(*by_id.at(leader), "/v1/cluster")["raft"]["term"].GetUint64();
   by_id.at(leader)->kill9();
   std::vector<moonmqd_process*> rest;
   for (auto* b : all)
@@ -142,6 +143,18 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   for (auto* b : rest) {
     INFO(b->id);
     CHECK(owner_seen_by(*b) == "b2");
+  }
+  // The old leader's claim is refused by every broker that has heard the newer term.
+  for (auto* b : rest) {
+    httplib::Client c("127.0.0.1", b->cluster_port);
+    httplib::Headers h{{"X-Cluster-Token", "e2e-secret"},
+                       {"X-Cluster-From", leader},
+                       {"X-Controller-Epoch", std::to_string(old_term)},
+                       {"X-Controller-Id", leader}};
+    auto r = c.Post("/cluster/ensure", h, R"({"topic":"fenced","partitions":1})", "application/json");
+    REQUIRE(r);
+    INFO(b->id << ": " << r->body);
+    CHECK(r->status == 409);
   }
   auto m = by_id.at(next)->api().Get("/metrics");
   REQUIRE(m);

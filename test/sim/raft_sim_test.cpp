@@ -1,5 +1,6 @@
-// Randomized, deterministic simulations of Raft clusters (see raft_sim.hpp). CI runs 2,000 seeds; the soak is
-//   MOONMQ_RAFT_SEEDS=100000 build/test/moonmq_tests "[raft-sim]"
+// Randomized, deterministic simulations of Raft clusters (see raft_sim.hpp). CI runs 2,000 seeds; the soak is (the
+// variable does not start with MOONMQ_: moonmqd, started by other tests, reads those as configuration keys)
+//   RAFT_SIM_SEEDS=100000 build/test/moonmq_tests "[raft-sim]"
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -12,7 +13,7 @@ using namespace moonmq::test;
 namespace {
 
 std::uint64_t seed_count() {
-  if (const char* s = std::getenv("MOONMQ_RAFT_SEEDS")) return std::strtoull(s, nullptr, 10);
+  if (const char* s = std::getenv("RAFT_SIM_SEEDS")) return std::strtoull(s, nullptr, 10);
   return 2000;
 }
 
