@@ -420,10 +420,14 @@ class running_broker final : public broker {
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     auto local = router_->try_local(tp, records);
     result<cluster::produce_result> done = error{errc::internal, "not produced"};
-    if (auto* here = std::get_if<result<cluster::produce_result>>(&local))
+    if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) {
       done = std::move(*here);
-    else
-      done = on_reactor(router_->forward(tp, std::move(records), std::get<broker_id>(local)));
+    } else {
+      // On this listener thread, straight to the owner: no hop to the reactor and back for every forwarded produce.
+      const broker_id owner = std::get<broker_id>(local);
+      auto now = router_->forward_blocking(tp, records, owner);
+      done = now ? std::move(*now) : on_reactor(router_->forward(tp, std::move(records), owner));
+    }
     if (!done) return reply_error(res, done.err());
     reply(res, 200, json_object([&](json_writer& w) {
             w.Key("partition");
