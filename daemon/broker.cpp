@@ -223,6 +223,7 @@ class running_broker final : public broker {
     io_.stop();
     if (io_thread_.joinable()) io_thread_.join();
     blocking_.join();
+    raft_pool_.join();
     if (store_)
       for (const auto& tp : store_->list_partitions()) (void)store_->sync(tp);
   }
@@ -247,7 +248,9 @@ class running_broker final : public broker {
     ro.election_max = std::chrono::milliseconds(rc.election_timeout_max_ms);
     ro.max_log_entries = rc.max_log_entries;
     ro.propose_timeout = std::chrono::milliseconds(static_cast<long>(cfg_.cluster->peer_timeout_seconds * 1000));
-    auto svc = raft::service::open(ro, *raft_disk_, *raft_table_, *peers_, io_, blocking_, *log_, metrics_);
+    // Raft's fsyncs get a thread of their own: a move's cutover waits on a blocking-pool thread for its entry to
+    // commit, and the commit must never queue behind such waits.
+    auto svc = raft::service::open(ro, *raft_disk_, *raft_table_, *peers_, io_, raft_pool_, *log_, metrics_);
     if (!svc) return error{svc.code(), "Raft: " + svc.message()};
     raft_ = std::move(*svc);
     raft_table_->attach(*raft_);
@@ -746,6 +749,7 @@ class running_broker final : public broker {
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};
+  asio::thread_pool raft_pool_{1};
   std::unique_ptr<transport::transport> transport_;
   std::unique_ptr<cluster::peer_client> peers_;
   std::unique_ptr<cluster::cluster_service> service_;
