@@ -522,7 +522,10 @@ asio::awaitable<balance_status> balance_loop::run_pass() { return impl_->pass();
 
 asio::awaitable<void> balance_loop::run() {
   auto ex = co_await asio::this_coro::executor;
-  impl_->executor = ex;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->executor = ex;
+  }
   while (!impl_->stopping) {
     (void)co_await impl_->pass();
     if (impl_->stopping) break;
@@ -536,6 +539,7 @@ asio::awaitable<void> balance_loop::run() {
 
 void balance_loop::stop() {
   impl_->stopping = true;
+  std::lock_guard lock(impl_->mu);
   if (impl_->executor)
     asio::post(*impl_->executor, [i = impl_.get()] {
       if (i->sleeping) i->sleeping->cancel();
