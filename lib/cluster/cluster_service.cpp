@@ -158,13 +158,19 @@ struct cluster_service::impl {
     // produces for) empty namesakes of partitions that live on the peer. A move of one of them clears its entry at
     // confirm.
     auto from = req.headers.find(transport::header_from);
-    if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value())
+    if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value()) {
+      // One write for all of them. A partition that already holds data was written by a client racing this call;
+      // it stays this broker's.
+      std::vector<ownership_entry> peers_partitions;
       for (std::int32_t p = before; p < *n; ++p) {
         topic_partition tp{topic, p};
-        std::unique_lock gate(st.gates.gate(tp));
         if (st.ownership.owner(tp)) continue;
-        if (auto s = st.ownership.set_owner(tp, broker_id(from->second)); !s) return from_error(s.err());
+        auto end = st.store.end_offset(tp);
+        if (end && *end > 0) continue;
+        peers_partitions.push_back({tp, broker_id(from->second)});
       }
+      if (auto s = st.ownership.set_owners(peers_partitions); !s) return from_error(s.err());
+    }
     return json_ok([&](json_writer& w) {
       put(w, "topic", topic);
       w.Key("partitions");

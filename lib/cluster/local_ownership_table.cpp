@@ -51,14 +51,19 @@ class local_ownership_table final : public ownership_table {
     return it->second;
   }
 
-  status set_owner(const topic_partition& tp, const broker_id& owner) override {
-    if (owner.value().empty()) return {errc::invalid_argument, "owner broker id must not be empty"};
+  status set_owner(const topic_partition& tp, const broker_id& owner) override { return set_owners({{tp, owner}}); }
+
+  status set_owners(const std::vector<ownership_entry>& changes) override {
+    for (const auto& c : changes)
+      if (c.owner.value().empty()) return {errc::invalid_argument, "owner broker id must not be empty"};
     std::unique_lock lock(mu_);
     auto next = map_;
-    if (owner == self_)
-      next.erase(tp);
-    else
-      next[tp] = owner;
+    for (const auto& c : changes) {
+      if (c.owner == self_)
+        next.erase(c.partition);
+      else
+        next[c.partition] = c.owner;
+    }
     if (next == map_) return {};
     if (auto s = file_->replace(render(next)); !s) return s;
     map_ = std::move(next);

@@ -36,6 +36,14 @@ class ownership_table {
   /// Every entry, sorted by partition.
   virtual std::vector<ownership_entry> entries() const = 0;
 
+  /// Several set_owner() at once, durably in one write where the table can (the file table rewrites itself once,
+  /// not once per partition). On error nothing changed.
+  virtual status set_owners(const std::vector<ownership_entry>& changes) {
+    for (const auto& c : changes)
+      if (auto s = set_owner(c.partition, c.owner); !s) return s;
+    return {};
+  }
+
   /// The cluster-wide ownership change of a move's cutover (and of its rollback): `tp` is now `to`'s. The local
   /// table records it like set_owner; the Raft-backed one replicates it and returns once it is committed and
   /// applied here, so every broker learns the new owner from the log.

@@ -32,6 +32,7 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
 
   std::optional<broker_id> owner(const topic_partition& tp) const override;
   status set_owner(const topic_partition& tp, const broker_id& owner) override;
+  status set_owners(const std::vector<ownership_entry>& changes) override { return local_->set_owners(changes); }
   status transfer(const topic_partition& tp, const broker_id& to) override;
   std::vector<ownership_entry> entries() const override;
 

@@ -75,3 +75,21 @@ TEST_CASE("ownership: a corrupt or unreadable table stops start-up, never resets
   CHECK(t.code() == errc::corrupt);
   CHECK_THAT(t.message(), Catch::Contains(path));
 }
+
+TEST_CASE("ownership: several changes at once are all persisted, or none", "[ownership]") {
+  test::temp_dir dir;
+  {
+    auto t = open_at(dir.path());
+    REQUIRE(t->set_owner({"orders", 3}, broker_id("b3")));
+    REQUIRE(t->set_owners({{{"orders", 0}, broker_id("b2")},
+                           {{"orders", 1}, broker_id("b2")},
+                           {{"orders", 3}, broker_id("b1")}}));  // b1 is this broker: clears the entry
+    CHECK_FALSE(t->set_owners({{{"orders", 2}, broker_id("b2")}, {{"orders", 4}, broker_id("")}}));
+  }
+  auto t = open_at(dir.path());
+  CHECK(t->owner({"orders", 0}) == broker_id("b2"));
+  CHECK(t->owner({"orders", 1}) == broker_id("b2"));
+  CHECK_FALSE(t->owner({"orders", 2}));  // the refused batch changed nothing
+  CHECK_FALSE(t->owner({"orders", 3}));
+  CHECK(t->entries().size() == 2);
+}
