@@ -264,7 +264,11 @@ struct reassigner::impl {
     set_step(p, "cutover");
     if (auto s = co_await offload(pool, [&] { return journal.add({tp, dest}); }); !s) co_return s;
     if (auto s = co_await offload(pool, [&] { return flip(tp, dest); }); !s) {
-      (void)co_await offload(pool, [&] { return journal.remove(tp); });
+      // A failed flip may still take effect: a replicated table's entry can commit after the wait for it gave up.
+      // Flip back explicitly (after it in the log); only once that is known to hold may the journal entry go.
+      // Otherwise the entry stays and recovery resolves the move by asking dest, as after a crash.
+      if (co_await offload(pool, [&] { return flip(tp, self); }))
+        (void)co_await offload(pool, [&] { return journal.remove(tp); });
       co_return s;
     }
 

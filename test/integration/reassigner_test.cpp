@@ -287,3 +287,41 @@ TEST_CASE("a not_owner answer names the owner as JSON even when its id needs esc
   CHECK(resp.status == 421);
   CHECK(resp.body == R"({"error":"not_owner","owner":"b\"2"})");
 }
+
+namespace {
+/// A table whose cutover write reports failure although it took effect (a replicated entry that commits after the
+/// wait for it gave up).
+struct late_commit_table final : cluster::ownership_table {
+  std::unique_ptr<cluster::ownership_table> inner;
+  broker_id self;
+  int transfers = 0;
+  late_commit_table(std::unique_ptr<cluster::ownership_table> t, broker_id s) : inner(std::move(t)), self(std::move(s)) {}
+  std::optional<broker_id> owner(const topic_partition& tp) const override { return inner->owner(tp); }
+  status set_owner(const topic_partition& tp, const broker_id& o) override { return inner->set_owner(tp, o); }
+  std::vector<cluster::ownership_entry> entries() const override { return inner->entries(); }
+  status transfer(const topic_partition& tp, const broker_id& to) override {
+    ++transfers;
+    auto s = inner->set_owner(tp, to);
+    if (to != self) return {errc::unavailable, "entry did not commit in time"};  // ... but it did
+    return s;
+  }
+};
+}  // namespace
+
+TEST_CASE("a cutover whose outcome is unknown is flipped back, and the partition stays whole at the source",
+          "[reassigner][crash]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 50);
+  auto* table = new late_commit_table(std::move(c[1].ownership), broker_id("b1"));
+  c.replace_ownership(1, std::unique_ptr<cluster::ownership_table>(table));
+  const std::string before = log_bytes(c[1].store, orders0);
+  CHECK_FALSE(c.move(1, orders0, 2));
+  CHECK(table->transfers == 2);  // the cutover, then the explicit flip back
+  CHECK(c[1].serves(orders0));   // without the flip back, the late entry would leave it served by nobody
+  CHECK_FALSE(c[2].serves(orders0));
+  CHECK(c[1].journal->pending().empty());
+  auto r = c.produce(1, orders0, {rec("after")});
+  REQUIRE(r);
+  CHECK(r->broker == broker_id("b1"));
+  CHECK(log_bytes(c[1].store, orders0).starts_with(before));
+}

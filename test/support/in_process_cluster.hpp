@@ -112,6 +112,18 @@ class in_process_cluster {
     }
   }
 
+  /// Puts `table` in front of broker `i` (wrapping or replacing its ownership table) and rewires it.
+  void replace_ownership(int i, std::unique_ptr<cluster::ownership_table> table) {
+    auto& b = (*this)[i];
+    net.detach(b.id);
+    b.balancer.reset();
+    b.reassigner.reset();
+    b.router.reset();
+    b.service.reset();
+    b.ownership = std::move(table);
+    wire(b);
+  }
+
   /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds.
   void restart(int i) {
     auto& b = (*this)[i];
