@@ -170,7 +170,7 @@ class running_broker final : public broker {
       bo.self = self_;
       for (const auto& p : cfg_.cluster->peers) bo.peers.push_back(p.id);
       bo.config = cfg_.autobalance;
-      auto loop = cluster::balance_loop::create(std::move(bo), st, *peers_, *reassigner_);
+      auto loop = cluster::balance_loop::create(std::move(bo), st, *peers_, *reassigner_, blocking_);
       if (!loop) return loop.err();
       balancer_ = std::move(*loop);
     }

@@ -22,6 +22,7 @@
 #include "moonmq/cluster/counter_rate.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/gather.hpp"
+#include "moonmq/core/offload.hpp"
 #include "wire_json.hpp"
 
 namespace moonmq::cluster {
@@ -72,8 +73,9 @@ constexpr int max_backoff_intervals = 10;
 }  // namespace
 
 struct balance_loop::impl {
-  impl(balance_loop_options o, cluster_state s, peer_client& p, reassigner& r, autobalancer::anomaly_detector d)
-      : opt(std::move(o)), st(s), peers(p), mover(r), detector(std::move(d)), model(opt.config) {
+  impl(balance_loop_options o, cluster_state s, peer_client& p, reassigner& r, asio::thread_pool& b,
+       autobalancer::anomaly_detector d)
+      : opt(std::move(o)), st(s), peers(p), mover(r), pool(b), detector(std::move(d)), model(opt.config) {
     if (!opt.clock) opt.clock = steady_now;
   }
 
@@ -90,6 +92,7 @@ struct balance_loop::impl {
   cluster_state st;
   peer_client& peers;
   reassigner& mover;
+  asio::thread_pool& pool;
   autobalancer::anomaly_detector detector;
   autobalancer::cluster_model model;
   counter_rate<std::pair<std::string, topic_partition>> produced_rate, consumed_rate;
@@ -141,7 +144,7 @@ struct balance_loop::impl {
   asio::awaitable<moonmq::status> assert_controllership() {
     if (st.fence.by_consensus()) {
       superseded = false;
-      auto e = st.fence.claim();
+      auto e = co_await offload(pool, [this] { return st.fence.claim(); });
       standby = !e;
       if (standby) {
         claim.reset();
@@ -155,7 +158,7 @@ struct balance_loop::impl {
       co_return moonmq::status{};
     }
     if (!claim) {
-      auto e = st.fence.claim();
+      auto e = co_await offload(pool, [this] { return st.fence.claim(); });  // a durable write
       if (!e) co_return e.err();
       claim = controller_claim{*e, opt.self};
       st.log.info("balance_loop", fmt::format("claimed controller epoch {}", e->value()));
@@ -435,20 +438,26 @@ struct balance_loop::impl {
     if (outcome == "ok") {
       std::set<std::string> inactive = co_await feed();
       co_await follow();
-      autobalancer::snapshot snap = model.freeze();
+      // Freezing and planning are CPU work that grows with the cluster (over a second at a million partitions):
+      // they run on the blocking pool. Only this coroutine touches the model, and it waits here.
+      autobalancer::snapshot snap;
       const double now = opt.clock();
-      for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
-        topic_partition tp{snap.topic(p), snap.partition_number(p)};
-        auto b = backoffs.find(tp);
-        if (moving(tp) || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
-      }
-      const double d0 = steady_now();
-      autobalancer::plan plan = detector.detect(snap);
-      satisfied = detector.satisfied(snap);
-      detect_seconds = steady_now() - d0;
+      co_await offload(pool, [&] {
+        snap = model.freeze();
+        for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
+          topic_partition tp{snap.topic(p), snap.partition_number(p)};
+          auto b = backoffs.find(tp);
+          if (moving(tp) || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
+        }
+        const double d0 = steady_now();
+        autobalancer::plan plan = detector.detect(snap);
+        satisfied = detector.satisfied(snap);
+        detect_seconds = steady_now() - d0;
+        for (const auto& a : plan.actions) described.push_back(autobalancer::describe(snap, a));
+        views = views_of(snap);
+        return true;
+      });
       st.metrics.observe(metrics::ab_detect_duration, detect_seconds);
-      for (const auto& a : plan.actions) described.push_back(autobalancer::describe(snap, a));
-      views = views_of(snap);
       report_loads(views);
       st.metrics.set(metrics::ab_plan_actions, static_cast<double>(described.size()));
       std::string line = fmt::format("pass {}: {} partitions on {} brokers ({} unreachable), plan of {} actions{}, "
@@ -501,11 +510,12 @@ balance_loop::balance_loop() = default;
 balance_loop::~balance_loop() = default;
 
 result<std::unique_ptr<balance_loop>> balance_loop::create(balance_loop_options options, cluster_state state,
-                                                           peer_client& peers, reassigner& moves) {
+                                                           peer_client& peers, reassigner& moves,
+                                                           asio::thread_pool& blocking) {
   auto detector = autobalancer::anomaly_detector::create(options.config, options.registry);
   if (!detector) return error{detector.code(), "Server.Autobalance." + detector.message()};
   std::unique_ptr<balance_loop> loop(new balance_loop());
-  loop->impl_ = std::make_unique<impl>(std::move(options), state, peers, moves, std::move(*detector));
+  loop->impl_ = std::make_unique<impl>(std::move(options), state, peers, moves, blocking, std::move(*detector));
   state.metrics.set(metrics::ab_enabled, 1);
   state.metrics.set(metrics::ab_dry_run, loop->impl_->opt.config.dry_run ? 1 : 0);
   state.metrics.set(metrics::ab_is_controller, 0);

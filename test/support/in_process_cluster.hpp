@@ -91,7 +91,7 @@ class in_process_cluster {
       if (other->id != b.id) o.peers.push_back(other->id);
     o.config = std::move(config);
     o.clock = std::move(clock);
-    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner));
+    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, pool));
   }
 
   /// One balance pass on broker `i`.

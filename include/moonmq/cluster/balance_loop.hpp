@@ -32,6 +32,7 @@
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
+#include <asio/thread_pool.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -89,9 +90,11 @@ struct balance_status {
 
 class balance_loop {
  public:
-  /// Builds the detector from `options.config.goals`; errors name the goal entry.
+  /// Builds the detector from `options.config.goals`; errors name the goal entry. Freezing, planning and the fence's
+  /// durable claim run on `blocking`, never on the reactor.
   static result<std::unique_ptr<balance_loop>> create(balance_loop_options options, cluster_state state,
-                                                      peer_client& peers, reassigner& moves);
+                                                      peer_client& peers, reassigner& moves,
+                                                      asio::thread_pool& blocking);
   ~balance_loop();
 
   /// One pass (see above). Returns what it saw.
