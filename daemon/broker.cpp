@@ -140,14 +140,10 @@ class running_broker final : public broker {
     if (clustered && cfg_.cluster->raft.enabled)
       if (auto s = open_raft(); !s) return s;
     cluster::cluster_state st = state();
-    cluster::move_control moves;
-    moves.start = [this](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
-      return reassigner_->start(io_.get_executor(), std::move(tp), std::move(dest), claim);
-    };
-    moves.progress = [this] { return reassigner_->progress(); };
     service_ = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{self_, token, peer_tokens,
-                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20), std::move(moves),
+                                         clustered ? cfg_.cluster->max_body_bytes : (64u << 20),
+                                         cluster::move_control_of(reassigner_, io_.get_executor()),
                                          raft_ ? std::function<transport::response(const transport::request&)>(
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr},

@@ -295,7 +295,7 @@ class raft_sim {
     for (auto& [id, h] : hosts_) {
       if (!h.up) continue;
       const auto& log = h.node->log();
-      for (auto i = std::max(log.first_index(), committed_floor(h)); i <= h.node->commit_index(); ++i) {
+      for (auto i = log.first_index(); i <= h.node->commit_index(); ++i) {
         auto [it, fresh] = committed_.try_emplace(i, std::make_pair(log.at(i).term, h.node->term()));
         if (!fresh && it->second.first != log.at(i).term)
           return fail("Commitment", id + " committed a different entry at index " + std::to_string(i));
@@ -314,8 +314,6 @@ class raft_sim {
     }
     return std::nullopt;
   }
-
-  static raft::index_t committed_floor(const host& h) { return h.node->log().first_index(); }
 
   sim_options opt_;
   std::uint64_t seed_;

@@ -166,18 +166,11 @@ class in_process_cluster {
     brokers_.push_back(std::move(b));
   }
 
-  cluster::move_control move_control_of(in_process_broker& b) {
-    cluster::move_control c;
-    c.start = [this, &b](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
-      return b.reassigner->start(io.get_executor(), std::move(tp), std::move(dest), claim);
-    };
-    c.progress = [&b] { return b.reassigner->progress(); };
-    return c;
-  }
-
   void wire(in_process_broker& b) {
     b.service = std::make_unique<cluster::cluster_service>(
-        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20, move_control_of(b), {}}, b.state());
+        cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20,
+                                         cluster::move_control_of(b.reassigner, io.get_executor()), {}},
+        b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(

@@ -76,4 +76,15 @@ class reassigner {
   std::unique_ptr<impl> impl_;
 };
 
+/// How a cluster_service reaches the reassigner in `slot` for POST /cluster/reassign and GET /cluster/moves: moves start
+/// on `ex`. The slot is read at each call, so the service may be built before the reassigner is.
+inline move_control move_control_of(const std::unique_ptr<reassigner>& slot, asio::any_io_executor ex) {
+  move_control c;
+  c.start = [&slot, ex](topic_partition tp, broker_id dest, std::optional<controller_claim> claim) {
+    return slot->start(ex, std::move(tp), std::move(dest), claim);
+  };
+  c.progress = [&slot] { return slot->progress(); };
+  return c;
+}
+
 }  // namespace moonmq::cluster
