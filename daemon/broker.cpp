@@ -546,10 +546,7 @@ class running_broker final : public broker {
     std::vector<std::pair<std::string, bool>> reach;
     if (cfg_.cluster)
       for (const auto& p : cfg_.cluster->peers) {
-        transport::request probe;
-        probe.method = "GET";
-        probe.path = "/cluster/loads";
-        auto r = on_reactor(peers_->call(p.id, probe));
+        auto r = on_reactor(peers_->call(p.id, transport::get_request("/cluster/loads")));
         reach.emplace_back(p.id, r.ok());
       }
     auto h = fence_->highest();

@@ -116,10 +116,8 @@ struct balance_loop::impl {
   const std::string& self() const { return opt.self.value(); }
 
   request claim_announcement() const {
-    request r;
-    r.method = "POST";
+    request r;  // POST, JSON: the defaults
     r.path = "/cluster/controller/claim";
-    r.content_type = "application/json";
     r.body = json::object([&](json::writer& w) {
       w.Key("epoch");
       w.Uint64(claim->claim_epoch.value());
@@ -182,12 +180,7 @@ struct balance_loop::impl {
   /// Step 2: the model from every broker's load report.
   asio::awaitable<std::set<std::string>> feed() {
     std::vector<asio::awaitable<response>> calls;
-    for (const auto& p : opt.peers) {
-      request r;
-      r.method = "GET";
-      r.path = "/cluster/loads";
-      calls.push_back(peers.call(p, std::move(r)));
-    }
+    for (const auto& p : opt.peers) calls.push_back(peers.call(p, transport::get_request("/cluster/loads")));
     auto answers = co_await gather(std::move(calls));
     const double now = opt.clock();
 
@@ -261,12 +254,7 @@ struct balance_loop::impl {
       if (t.move.src != self() && std::find(sources.begin(), sources.end(), t.move.src) == sources.end())
         sources.push_back(t.move.src);
     std::vector<asio::awaitable<response>> calls;
-    for (const auto& s : sources) {
-      request r;
-      r.method = "GET";
-      r.path = "/cluster/moves";
-      calls.push_back(peers.call(s, std::move(r)));
-    }
+    for (const auto& s : sources) calls.push_back(peers.call(s, transport::get_request("/cluster/moves")));
     auto answers = co_await gather(std::move(calls));
     std::map<std::string, std::vector<move_progress>> reports;
     reports[self()] = mover.progress();
@@ -318,10 +306,8 @@ struct balance_loop::impl {
       auto id = mover.start(ex, w.partition, broker_id(w.dest), claim);
       co_return id;
     }
-    request r;
-    r.method = "POST";
+    request r;  // POST, JSON: the defaults
     r.path = "/cluster/reassign";
-    r.content_type = "application/json";
     r.body = wire::move_request_body({w.partition, w.dest});
     response resp = co_await peers.call(w.src, std::move(r), claim);
     if (resp.status == 409) {

@@ -164,10 +164,8 @@ struct service::impl {
     while (!stopped && !outbox[peer].empty()) {
       message m = std::move(outbox[peer].front());
       outbox[peer].pop_front();
-      request req;
-      req.method = "POST";
+      request req;  // POST, JSON: the defaults
       req.path = wire::route_of(m.type);
-      req.content_type = "application/json";
       req.body = wire::encode(m);
       (void)co_await peers.call(peer, std::move(req));
     }
@@ -230,10 +228,8 @@ struct service::impl {
       result<index_t> none = error{errc::unavailable, "no Raft leader is known yet; retry"};
       co_return none;
     }
-    request req;
-    req.method = "POST";
+    request req;  // POST, JSON: the defaults
     req.path = "/cluster/raft/propose";
-    req.content_type = "application/json";
     req.body = json::object([&](json::writer& w) {
       w.Key("kind");
       w.Uint(static_cast<unsigned>(kind));

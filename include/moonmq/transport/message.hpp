@@ -26,6 +26,14 @@ struct request {
   std::string content_type = "application/json";
 };
 
+/// A GET of `path` (a request is otherwise a POST with a JSON body).
+inline request get_request(std::string path) {
+  request r;
+  r.method = "GET";
+  r.path = std::move(path);
+  return r;
+}
+
 struct response {
   int status = 0;  ///< HTTP status; 0 = no answer (unreachable, timed out, dropped)
   std::string body;
