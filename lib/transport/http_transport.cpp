@@ -2,11 +2,16 @@
 
 #include <httplib.h>
 
+#include "transport/http1.hpp"
 #include "transport/http_server_setup.hpp"
+#include "transport/plain_http_listener.hpp"
+#include "transport/tcp_stream.hpp"
 
 #include <asio/co_spawn.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -23,7 +28,16 @@ std::string with_query(const std::string& path, const std::map<std::string, std:
   return httplib::append_query_params(path, p);
 }
 
-/// One peer: a few reusable connections and the threads that use them.
+/// The most a peer's answer may hold (a fetch of migration frames is a few MiB at most).
+constexpr std::size_t max_answer_bytes = 256u << 20;
+constexpr std::size_t max_answer_head_bytes = 64u << 10;
+/// An idle plain connection is not reused after this long: the peer's listener closes it after 30 s idle
+/// (plain_listener_limits), and reusing one it is closing at that moment would fail the request.
+constexpr auto max_idle = std::chrono::seconds(20);
+
+/// One peer: a few reusable connections and the threads that use them. Plain connections speak the project's own
+/// HTTP/1.1 framing (http1.hpp: one system call to send a request, usually one to receive the answer); TLS ones go
+/// through cpp-httplib.
 class peer_channel {
  public:
   peer_channel(http_peer peer, const std::optional<tls_options>& tls, std::size_t connections)
@@ -33,9 +47,69 @@ class peer_channel {
 
   asio::thread_pool& threads() { return threads_; }
 
-  /// Blocking: runs on one of this peer's threads.
+  /// Blocking: runs on one of this peer's threads, or on a caller that may block.
   response call(const request& req, std::chrono::milliseconds timeout) {
-    auto client = checkout();
+    return tls_ ? call_tls(req, timeout) : call_plain(req, timeout);
+  }
+
+ private:
+  struct idle_connection {
+    tcp_stream stream;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  response call_plain(const request& req, std::chrono::milliseconds timeout) {
+    tcp_stream s = checkout_plain();
+    if (!s.is_open()) {
+      auto c = tcp_stream::connect(peer_.host, peer_.port, timeout);
+      if (!c) return no_answer(peer_.id, c.message());
+      s = std::move(*c);
+    }
+    s.set_timeout(timeout);
+    const std::string host = peer_.host + ":" + std::to_string(peer_.port);
+    if (!s.write_all(http1::request_head_text(req, host, req.body.size()), req.body))
+      return no_answer(peer_.id, "could not send the request: " + std::string(std::strerror(errno)));
+    message_reader reader(s);
+    std::string head;
+    const auto got = reader.read_head(max_answer_head_bytes, head);
+    if (got != message_reader::outcome::ok)
+      return no_answer(peer_.id, got == message_reader::outcome::too_large
+                                     ? "answered with an oversized head"
+                                     : "no answer within " + std::to_string(timeout.count()) +
+                                           " ms, or the connection closed");
+    auto h = http1::parse_response_head(head);
+    if (!h) return no_answer(peer_.id, "malformed answer: " + h.message());
+    response out;
+    out.status = h->status;
+    out.content_type = h->content_type;
+    if (h->content_length && *h->content_length > max_answer_bytes)
+      return no_answer(peer_.id, "answer of " + std::to_string(*h->content_length) + " bytes is too large");
+    const bool whole = h->content_length ? reader.read_body(*h->content_length, out.body)
+                                         : reader.read_until_close(max_answer_bytes, out.body);
+    if (!whole) return no_answer(peer_.id, "the answer's body was cut short");
+    if (h->keep_alive && !reader.buffered()) checkin_plain(std::move(s));
+    return out;
+  }
+
+  /// An idle connection the peer still holds open, or a closed stream when there is none.
+  tcp_stream checkout_plain() {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu_);
+    while (!idle_plain_.empty()) {
+      idle_connection c = std::move(idle_plain_.back());
+      idle_plain_.pop_back();
+      if (now - c.since < max_idle && c.stream.idle_and_open()) return std::move(c.stream);
+    }
+    return {};
+  }
+
+  void checkin_plain(tcp_stream s) {
+    std::lock_guard lock(mu_);
+    idle_plain_.push_back({std::move(s), std::chrono::steady_clock::now()});
+  }
+
+  response call_tls(const request& req, std::chrono::milliseconds timeout) {
+    auto client = checkout_tls();
     client->set_connection_timeout(timeout);
     client->set_read_timeout(timeout);
     client->set_write_timeout(timeout);
@@ -54,30 +128,25 @@ class peer_channel {
     out.status = res->status;
     out.body = std::move(res->body);
     out.content_type = res->get_header_value("Content-Type");
-    checkin(std::move(client));
+    checkin_tls(std::move(client));
     return out;
   }
 
- private:
-  std::unique_ptr<httplib::Client> checkout() {
+  std::unique_ptr<httplib::Client> checkout_tls() {
     {
       std::lock_guard lock(mu_);
-      if (!idle_.empty()) {
-        auto c = std::move(idle_.back());
-        idle_.pop_back();
+      if (!idle_tls_.empty()) {
+        auto c = std::move(idle_tls_.back());
+        idle_tls_.pop_back();
         return c;
       }
     }
-    std::unique_ptr<httplib::Client> c;
-    if (tls_) {
-      const std::string scheme_host = "https://" + peer_.host + ":" + std::to_string(peer_.port);
-      c = tls_->cert_file.empty() ? std::make_unique<httplib::Client>(scheme_host)
-                                  : std::make_unique<httplib::Client>(scheme_host, tls_->cert_file, tls_->key_file);
-      if (!tls_->ca_file.empty()) c->set_ca_cert_path(tls_->ca_file.c_str());
-      c->enable_server_certificate_verification(tls_->verify_peer);
-    } else {
-      c = std::make_unique<httplib::Client>(peer_.host, peer_.port);
-    }
+    const std::string scheme_host = "https://" + peer_.host + ":" + std::to_string(peer_.port);
+    auto c = tls_->cert_file.empty()
+                 ? std::make_unique<httplib::Client>(scheme_host)
+                 : std::make_unique<httplib::Client>(scheme_host, tls_->cert_file, tls_->key_file);
+    if (!tls_->ca_file.empty()) c->set_ca_cert_path(tls_->ca_file.c_str());
+    c->enable_server_certificate_verification(tls_->verify_peer);
     c->set_keep_alive(true);
     c->set_tcp_nodelay(true);
     // No Accept-Encoding: the peer would otherwise compress every small JSON answer (brotli/gzip), which costs more
@@ -86,16 +155,17 @@ class peer_channel {
     return c;
   }
 
-  void checkin(std::unique_ptr<httplib::Client> c) {
+  void checkin_tls(std::unique_ptr<httplib::Client> c) {
     std::lock_guard lock(mu_);
-    idle_.push_back(std::move(c));
+    idle_tls_.push_back(std::move(c));
   }
 
   http_peer peer_;
   std::optional<tls_options> tls_;
   asio::thread_pool threads_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_;
+  std::vector<idle_connection> idle_plain_;
+  std::vector<std::unique_ptr<httplib::Client>> idle_tls_;
 };
 
 class http_transport final : public transport {
@@ -159,29 +229,18 @@ std::unique_ptr<transport> make_http_transport(const http_transport_options& opt
 
 result<std::unique_ptr<http_listener>> start_http_listener(const http_listener_options& o,
                                                            http_listener::handler handler) {
-  std::unique_ptr<httplib::Server> server;
-  if (o.tls) {
-    for (const auto* f : {&o.tls->cert_file, &o.tls->key_file})
-      if (f->empty() || !std::ifstream(*f)) return error{errc::invalid_argument, "cannot read TLS file '" + *f + "'"};
-    const char* client_ca = o.tls->verify_peer && !o.tls->ca_file.empty() ? o.tls->ca_file.c_str() : nullptr;
-    auto ssl = std::make_unique<httplib::SSLServer>(o.tls->cert_file.c_str(), o.tls->key_file.c_str(), client_ca);
-    if (!ssl->is_valid())
-      return error{errc::invalid_argument, "TLS certificate " + o.tls->cert_file + " or key " + o.tls->key_file +
-                                               (client_ca ? " or CA " + o.tls->ca_file : std::string()) +
-                                               " could not be loaded"};
-    server = std::move(ssl);
-  } else {
-    server = std::make_unique<httplib::Server>();
-  }
+  if (!o.tls) return start_plain_http_listener(o, std::move(handler));
+  for (const auto* f : {&o.tls->cert_file, &o.tls->key_file})
+    if (f->empty() || !std::ifstream(*f)) return error{errc::invalid_argument, "cannot read TLS file '" + *f + "'"};
+  const char* client_ca = o.tls->verify_peer && !o.tls->ca_file.empty() ? o.tls->ca_file.c_str() : nullptr;
+  auto server = std::make_unique<httplib::SSLServer>(o.tls->cert_file.c_str(), o.tls->key_file.c_str(), client_ca);
+  if (!server->is_valid())
+    return error{errc::invalid_argument, "TLS certificate " + o.tls->cert_file + " or key " + o.tls->key_file +
+                                             (client_ca ? " or CA " + o.tls->ca_file : std::string()) +
+                                             " could not be loaded"};
   setup_http_server(*server);
   server->set_payload_max_length(o.max_body_bytes);
   auto serve = [handler, prefix = o.path_prefix](const httplib::Request& in, httplib::Response& out) {
-    if (!in.path.starts_with(prefix)) {
-      auto e = error_response(404, "not_found", in.path + " is not served here");
-      out.status = e.status;
-      out.set_content(e.body, "application/json");
-      return;
-    }
     request req;
     req.method = in.method;
     req.path = in.path;
@@ -190,7 +249,7 @@ result<std::unique_ptr<http_listener>> start_http_listener(const http_listener_o
       if (in.has_header(h)) req.headers[h] = in.get_header_value(h);
     req.body = in.body;
     req.content_type = in.get_header_value("Content-Type");
-    response r = handler(req);
+    response r = serve_request(prefix, handler, req);
     out.status = r.status;
     out.set_content(std::move(r.body), r.content_type.empty() ? "application/json" : r.content_type.c_str());
   };

@@ -1,0 +1,208 @@
+#include "transport/plain_http_listener.hpp"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "transport/http1.hpp"
+#include "transport/tcp_stream.hpp"
+
+namespace moonmq::transport {
+
+namespace {
+
+constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
+/// After refusing a body with 413, how much of it to read and discard so that the client sees the answer rather
+/// than a reset (closing a socket with unread bytes resets it).
+constexpr std::size_t refused_body_drain = 16u << 20;
+
+class plain_listener final : public http_listener {
+ public:
+  plain_listener(int fd, std::uint16_t port, http_listener_options options, handler h, plain_listener_limits limits)
+      : fd_(fd), port_(port), options_(std::move(options)), handler_(std::move(h)), limits_(limits) {
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+  ~plain_listener() override { stop(); }
+
+  std::uint16_t port() const override { return port_; }
+
+  void stop() override {
+    std::lock_guard once(stop_mu_);
+    if (stopped_) return;
+    stopping_ = true;
+    ::shutdown(fd_, SHUT_RDWR);  // wakes accept()
+    if (acceptor_.joinable()) acceptor_.join();
+    ::close(fd_);
+    // The acceptor is gone, so the list no longer grows: wake every connection and wait for it.
+    for (auto& c : connections_) c->stream.shutdown_both();
+    for (auto& c : connections_)
+      if (c->thread.joinable()) c->thread.join();
+    connections_.clear();
+    stopped_ = true;
+  }
+
+ private:
+  struct connection {
+    tcp_stream stream;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  void accept_loop() {
+    while (!stopping_) {
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (stopping_) return;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of descriptors: let some close
+        continue;
+      }
+      reap();
+      auto c = std::make_unique<connection>();
+      c->stream = tcp_stream(fd);
+      if (connections_.size() >= limits_.max_connections) {
+        c->stream.set_timeout(std::chrono::milliseconds(1000));
+        answer(c->stream, error_response(503, "unavailable", "too many connections"), true);
+        continue;
+      }
+      connection* raw = c.get();
+      connections_.push_back(std::move(c));
+      raw->thread = std::thread([this, raw] {
+        serve(raw->stream);
+        raw->stream.shutdown_both();  // the peer sees the end now; the descriptor goes when reaped
+        raw->done = true;
+      });
+    }
+  }
+
+  /// Joins connections that ended (on the acceptor thread, the only one that changes the list before stop()).
+  void reap() {
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  static bool answer(tcp_stream& s, const response& r, bool close) {
+    const std::string type = r.content_type.empty() ? "application/json" : r.content_type;
+    return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close), r.body);
+  }
+
+  void serve(tcp_stream& s) {
+    s.set_timeout(limits_.idle_timeout);
+    message_reader reader(s);
+    std::string head;
+    while (!stopping_) {
+      const auto got = reader.read_head(limits_.max_head_bytes, head);
+      if (got == message_reader::outcome::too_large) {
+        answer(s, error_response(431, "too_large", "request head exceeds " + std::to_string(limits_.max_head_bytes) +
+                                                       " bytes"),
+               true);
+        return;
+      }
+      if (got != message_reader::outcome::ok) return;
+      auto parsed = http1::parse_request_head(head);
+      if (auto* refused = std::get_if<http1::refusal>(&parsed)) {
+        answer(s, error_response(refused->status, "invalid_request", refused->message), true);
+        return;
+      }
+      auto& h = std::get<http1::request_head>(parsed);
+      if (h.content_length > options_.max_body_bytes) {
+        answer(s,
+               error_response(413, "too_large",
+                              "request body of " + std::to_string(h.content_length) + " bytes exceeds the limit of " +
+                                  std::to_string(options_.max_body_bytes)),
+               true);
+        ::shutdown(s.fd(), SHUT_WR);
+        reader.drain(std::min(h.content_length, refused_body_drain));
+        return;
+      }
+      if (h.expect_continue && h.content_length > 0 && !s.write_all(continue_line)) return;
+      request req;
+      req.method = std::move(h.method);
+      req.path = std::move(h.path);
+      req.params = std::move(h.params);
+      for (const char* name : {header_token, header_epoch, header_controller, header_from})
+        if (const auto* v = h.headers.find(name)) req.headers[name] = *v;
+      const auto* type = h.headers.find("Content-Type");
+      req.content_type = type ? *type : std::string();
+      if (!reader.read_body(h.content_length, req.body)) return;
+      response r;
+      try {
+        r = serve_request(options_.path_prefix, handler_, req);
+      } catch (const std::exception& e) {
+        r = error_response(500, "internal", e.what());
+      }
+      const bool close = !h.keep_alive || stopping_;
+      if (!answer(s, r, close) || close) return;
+    }
+  }
+
+  int fd_;
+  std::uint16_t port_;
+  http_listener_options options_;
+  handler handler_;
+  plain_listener_limits limits_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+  std::list<std::unique_ptr<connection>> connections_;  // touched by the acceptor, then by stop() after joining it
+  std::thread acceptor_;
+};
+
+}  // namespace
+
+response serve_request(const std::string& prefix, const http_listener::handler& handler, const request& req) {
+  if (!req.path.starts_with(prefix)) return error_response(404, "not_found", req.path + " is not served here");
+  return handler(req);
+}
+
+result<std::unique_ptr<http_listener>> start_plain_http_listener(const http_listener_options& options,
+                                                                 http_listener::handler handler,
+                                                                 plain_listener_limits limits) {
+  const std::string where = options.host + ":" + std::to_string(options.port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(options.host.c_str(), std::to_string(options.port).c_str(), &hints, &found); rc != 0)
+    return error{errc::unavailable, "cannot listen on " + where + ": " + ::gai_strerror(rc)};
+  std::string why = "no address";
+  int fd = -1;
+  for (auto* a = found; a && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    // SO_REUSEADDR for fast restarts; never SO_REUSEPORT, which would let a second broker share the port.
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) return error{errc::unavailable, "cannot listen on " + where + " (" + why + ")"};
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  const auto port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                      : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return std::unique_ptr<http_listener>(
+      std::make_unique<plain_listener>(fd, port, options, std::move(handler), limits));
+}
+
+}  // namespace moonmq::transport

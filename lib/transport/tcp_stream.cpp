@@ -1,0 +1,209 @@
+#include "transport/tcp_stream.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "transport/http1.hpp"
+
+namespace moonmq::transport {
+
+namespace {
+
+void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/// Connects `fd` within `timeout`: a non-blocking connect, a poll, then back to blocking mode.
+bool connect_within(int fd, const sockaddr* addr, socklen_t len, std::chrono::milliseconds timeout, int& err) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  if (::connect(fd, addr, len) != 0) {
+    if (errno != EINPROGRESS) {
+      err = errno;
+      return false;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int n;
+    do n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+      err = n == 0 ? ETIMEDOUT : errno;
+      return false;
+    }
+    socklen_t elen = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+    if (err != 0) return false;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return true;
+}
+
+}  // namespace
+
+tcp_stream::tcp_stream(int fd) : fd_(fd) { set_nodelay(fd_); }
+
+tcp_stream::~tcp_stream() { close(); }
+
+tcp_stream::tcp_stream(tcp_stream&& other) noexcept : fd_(other.fd_), timeout_(other.timeout_) { other.fd_ = -1; }
+
+tcp_stream& tcp_stream::operator=(tcp_stream&& other) noexcept {
+  if (this != &other) {
+    close();
+    fd_ = other.fd_;
+    timeout_ = other.timeout_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+result<tcp_stream> tcp_stream::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string where = host + ":" + std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    return error{errc::unavailable, "cannot resolve " + where + ": " + ::gai_strerror(rc)};
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
+  int err = 0;
+  for (auto* a = found; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    if (connect_within(fd, a->ai_addr, a->ai_addrlen, timeout, err)) return tcp_stream(fd);
+    ::close(fd);
+  }
+  return error{errc::unavailable, "cannot connect to " + where + ": " + std::strerror(err)};
+}
+
+void tcp_stream::set_timeout(std::chrono::milliseconds timeout) {
+  if (timeout == timeout_ || fd_ < 0) return;
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  timeout_ = timeout;
+}
+
+bool tcp_stream::write_all(std::string_view head, std::string_view body) {
+  iovec iov[2] = {{const_cast<char*>(head.data()), head.size()}, {const_cast<char*>(body.data()), body.size()}};
+  iovec* next = iov;
+  int left = body.empty() ? 1 : 2;
+  while (left > 0) {
+    msghdr m{};
+    m.msg_iov = next;
+    m.msg_iovlen = static_cast<std::size_t>(left);
+    const ssize_t n = ::sendmsg(fd_, &m, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    auto sent = static_cast<std::size_t>(n);
+    while (left > 0 && sent >= next->iov_len) {
+      sent -= next->iov_len;
+      ++next;
+      --left;
+    }
+    if (left > 0) {
+      next->iov_base = static_cast<char*>(next->iov_base) + sent;
+      next->iov_len -= sent;
+    }
+  }
+  return true;
+}
+
+long tcp_stream::read_some(char* data, std::size_t size) {
+  for (;;) {
+    const ssize_t n = ::recv(fd_, data, size, 0);
+    if (n < 0 && errno == EINTR) continue;
+    return static_cast<long>(n);
+  }
+}
+
+bool tcp_stream::idle_and_open() const {
+  char c;
+  const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void tcp_stream::shutdown_both() {
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+}
+
+void tcp_stream::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+message_reader::outcome message_reader::read_head(std::size_t limit, std::string& head) {
+  std::size_t scanned = 0;
+  for (;;) {
+    // Rescan a few bytes before the new ones: the blank line may straddle two receives.
+    auto end = http1::head_end(std::string_view(pending_).substr(scanned >= 3 ? scanned - 3 : 0));
+    if (end != std::string_view::npos) {
+      end += scanned >= 3 ? scanned - 3 : 0;
+      head.assign(pending_, 0, end);
+      pending_.erase(0, end);
+      return outcome::ok;
+    }
+    if (pending_.size() >= limit) return outcome::too_large;
+    scanned = pending_.size();
+    char chunk[16384];
+    const long n = stream_.read_some(chunk, sizeof chunk);
+    if (n == 0) return pending_.empty() ? outcome::closed : outcome::failed;
+    if (n < 0) return pending_.empty() && (errno == EAGAIN || errno == EWOULDBLOCK) ? outcome::closed : outcome::failed;
+    pending_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+bool message_reader::read_body(std::size_t length, std::string& body) {
+  const std::size_t have = std::min(length, pending_.size());
+  body.assign(pending_, 0, have);
+  pending_.erase(0, have);
+  if (have == length) return true;
+  body.resize(length);
+  for (std::size_t at = have; at < length;) {
+    const long n = stream_.read_some(body.data() + at, length - at);
+    if (n <= 0) return false;
+    at += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool message_reader::read_until_close(std::size_t limit, std::string& body) {
+  body = std::move(pending_);
+  pending_.clear();
+  char chunk[65536];
+  for (;;) {
+    const long n = stream_.read_some(chunk, sizeof chunk);
+    if (n == 0) return true;
+    if (n < 0 || body.size() + static_cast<std::size_t>(n) > limit) return false;
+    body.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+void message_reader::drain(std::size_t limit) {
+  pending_.clear();
+  char chunk[65536];
+  for (std::size_t gone = 0; gone < limit;) {
+    const long n = stream_.read_some(chunk, sizeof chunk);
+    if (n <= 0) return;
+    gone += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace moonmq::transport
