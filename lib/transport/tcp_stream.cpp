@@ -156,6 +156,7 @@ message_reader::outcome message_reader::read_head(std::size_t limit, std::string
     auto end = http1::head_end(std::string_view(pending_).substr(scanned >= 3 ? scanned - 3 : 0));
     if (end != std::string_view::npos) {
       end += scanned >= 3 ? scanned - 3 : 0;
+      if (end > limit) return outcome::too_large;
       head.assign(pending_, 0, end);
       pending_.erase(0, end);
       return outcome::ok;

@@ -1,0 +1,250 @@
+// The plain cluster listener and the peer client on real loopback sockets: bodies, keep-alive, pipelining, the
+// limits and refusals, stale pooled connections, dead peers, and stopping with connections open.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "moonmq/transport/http_transport.hpp"
+#include "transport/http1.hpp"
+#include "transport/plain_http_listener.hpp"
+#include "transport/tcp_stream.hpp"
+
+using namespace moonmq;
+using namespace moonmq::transport;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Answers with what it was sent: method, path, params, the cluster headers and the body's size and first bytes.
+response echo(const request& r) {
+  std::string out = r.method + " " + r.path;
+  for (const auto& [k, v] : r.params) out += " " + k + "=" + v;
+  for (const auto& [k, v] : r.headers) out += " [" + k + ":" + v + "]";
+  out += " type=" + r.content_type + " body=" + std::to_string(r.body.size()) + ":" + r.body.substr(0, 16);
+  return {200, out, "text/plain"};
+}
+
+struct served {
+  std::unique_ptr<http_listener> listener;
+  std::unique_ptr<transport::transport> client;
+  std::atomic<int> calls{0};
+
+  explicit served(http_listener_options o = {}, plain_listener_limits limits = {}) {
+    auto l = start_plain_http_listener(
+        o,
+        [this](const request& r) {
+          ++calls;
+          if (r.path == "/cluster/slow") std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          return echo(r);
+        },
+        limits);
+    REQUIRE(l);
+    listener = std::move(*l);
+    client = make_http_transport({{{"p", "127.0.0.1", listener->port()}}, std::nullopt, 2});
+  }
+
+  response call(const request& r, std::chrono::milliseconds timeout = 2000ms) {
+    auto out = client->send_now("p", r, timeout);
+    REQUIRE(out);
+    return *out;
+  }
+
+  /// Sends raw bytes on a new connection and returns everything the listener sends back until it closes.
+  std::string raw(const std::string& bytes) {
+    auto s = tcp_stream::connect("127.0.0.1", listener->port(), 2000ms);
+    REQUIRE(s);
+    s->set_timeout(5000ms);
+    REQUIRE(s->write_all(bytes));
+    message_reader reader(*s);
+    std::string all;
+    reader.read_until_close(1u << 20, all);
+    return all;
+  }
+};
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("plain http: a request reaches the handler whole and its answer comes back", "[http][plain]") {
+  served s;
+  request r;
+  r.path = "/cluster/append";
+  r.params = {{"topic", "a b&c=d/é"}, {"partition", "2"}};
+  r.headers = {{header_token, "tok"}, {header_epoch, "5"}};
+  r.content_type = "application/octet-stream";
+  r.body = std::string(3u << 20, 'x');
+  r.body.replace(0, 5, "START");
+  auto a = s.call(r);
+  CHECK(a.status == 200);
+  CHECK(a.content_type == "text/plain");
+  CHECK(a.body == "POST /cluster/append partition=2 topic=a b&c=d/é [X-Cluster-Token:tok] [X-Controller-Epoch:5] "
+                  "type=application/octet-stream body=3145728:STARTxxxxxxxxxxx");
+  auto g = s.call(get_request("/cluster/loads"));
+  CHECK(g.body == "GET /cluster/loads type= body=0:");
+  CHECK(s.call(get_request("/v1/topics")).status == 404);  // outside the prefix
+  CHECK(s.calls == 2);
+}
+
+TEST_CASE("plain http: pooled keep-alive connections survive a restarted listener", "[http][plain]") {
+  served s;
+  for (int i = 0; i < 20; ++i) CHECK(s.call(get_request("/cluster/loads")).status == 200);
+  // The pooled connection now points at a listener that is gone; a new one takes the same port.
+  const auto port = s.listener->port();
+  s.listener->stop();
+  s.listener.reset();
+  CHECK(s.call(get_request("/cluster/loads"), 500ms).status == 0);  // nobody listening: no answer, quickly
+  http_listener_options o;
+  o.port = port;
+  auto again = start_plain_http_listener(o, echo);
+  REQUIRE(again);
+  auto r = s.call(get_request("/cluster/loads"));
+  CHECK(r.status == 200);
+  CHECK(r.body.starts_with("GET /cluster/loads"));
+}
+
+TEST_CASE("plain http: pipelined requests are answered in order on one connection", "[http][plain]") {
+  served s;
+  const auto out = s.raw(
+      "POST /cluster/a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+      "GET /cluster/b?x=1 HTTP/1.1\r\n\r\n"
+      "GET /cluster/c HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const auto a = out.find("POST /cluster/a"), b = out.find("GET /cluster/b x=1"), c = out.find("GET /cluster/c");
+  CHECK(count(out, "HTTP/1.1 200 OK") == 3);
+  CHECK(a < b);
+  CHECK(b < c);
+  CHECK(c != std::string::npos);
+  CHECK(out.find("Connection: close") != std::string::npos);
+}
+
+TEST_CASE("plain http: a request arriving a byte at a time is read whole", "[http][plain]") {
+  served s;
+  auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(c);
+  const std::string req = "POST /cluster/x?k=v HTTP/1.1\r\nX-Cluster-From: b9\r\nContent-Length: 4\r\n\r\nbody";
+  for (char ch : req) {
+    REQUIRE(c->write_all(std::string_view(&ch, 1)));
+    std::this_thread::sleep_for(100us);
+  }
+  c->set_timeout(2000ms);
+  message_reader reader(*c);
+  std::string head, body;
+  REQUIRE(reader.read_head(1 << 16, head) == message_reader::outcome::ok);
+  auto parsed = http1::parse_response_head(head);
+  REQUIRE(parsed);
+  CHECK(parsed->status == 200);
+  REQUIRE(parsed->content_length);
+  REQUIRE(reader.read_body(*parsed->content_length, body));
+  CHECK(body.starts_with("POST /cluster/x k=v [X-Cluster-From:b9] type= body=4:body"));
+}
+
+TEST_CASE("plain http: limits and refusals answer with a status and nothing reaches the handler", "[http][plain]") {
+  http_listener_options o;
+  o.max_body_bytes = 1u << 20;
+  plain_listener_limits limits;
+  limits.max_head_bytes = 4096;
+  served s(o, limits);
+  SECTION("a body over the limit is 413, and the client reads the answer rather than a reset") {
+    request r;
+    r.path = "/cluster/append";
+    r.body = std::string((1u << 20) + 1, 'x');
+    auto a = s.call(r);
+    CHECK(a.status == 413);
+    CHECK(a.body.find("exceeds the limit of 1048576") != std::string::npos);
+    CHECK(s.call(get_request("/cluster/loads")).status == 200);  // the pool dropped that connection
+  }
+  SECTION("a head over the limit is 431") {
+    auto out = s.raw("GET /cluster/x HTTP/1.1\r\nX-Big: " + std::string(8000, 'b') + "\r\n\r\n");
+    CHECK(out.starts_with("HTTP/1.1 431 "));
+  }
+  SECTION("a chunked body is 411, a malformed head 400, and the connection closes") {
+    CHECK(s.raw("POST /cluster/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+              .starts_with("HTTP/1.1 411 "));
+    auto bad = s.raw("GARBAGE\r\n\r\n");
+    CHECK(bad.starts_with("HTTP/1.1 400 "));
+    CHECK(bad.find("\"error\":\"invalid_request\"") != std::string::npos);
+  }
+  SECTION("a half-sent request is dropped when its sender goes away") {
+    {
+      auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+      REQUIRE(c);
+      REQUIRE(c->write_all("POST /cluster/x HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part"));
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(s.calls <= 1);  // only the follow-up GET of the first section
+}
+
+TEST_CASE("plain http: Expect 100-continue gets the interim answer before the body is sent", "[http][plain]") {
+  served s;
+  auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(c);
+  c->set_timeout(2000ms);
+  REQUIRE(c->write_all("POST /cluster/x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  message_reader reader(*c);
+  std::string head;
+  REQUIRE(reader.read_head(1 << 16, head) == message_reader::outcome::ok);
+  CHECK(head == "HTTP/1.1 100 Continue\r\n\r\n");
+  REQUIRE(c->write_all("hello"));
+  REQUIRE(reader.read_head(1 << 16, head) == message_reader::outcome::ok);
+  CHECK(head.starts_with("HTTP/1.1 200 OK"));
+}
+
+TEST_CASE("plain http: connections over the limit get 503", "[http][plain]") {
+  plain_listener_limits limits;
+  limits.max_connections = 1;
+  served s({}, limits);
+  auto first = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(first);
+  std::this_thread::sleep_for(50ms);  // the listener has taken it
+  CHECK(s.raw("GET /cluster/x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 503 "));
+}
+
+TEST_CASE("plain http: a peer that does not answer, or is not there, is status 0 after the deadline", "[http][plain]") {
+  // A socket that accepts connections (the kernel does, from its backlog) and never reads or answers.
+  int mute = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(mute, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(mute, 8) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(mute, reinterpret_cast<sockaddr*>(&a), &len);
+  const auto port = ntohs(a.sin_port);
+  auto client = make_http_transport({{{"mute", "127.0.0.1", port}, {"gone", "127.0.0.1", 1}}, std::nullopt, 1});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = client->send_now("mute", get_request("/cluster/loads"), 300ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(r);
+  CHECK(r->status == 0);
+  CHECK(r->body.find("no answer within 300 ms") != std::string::npos);
+  CHECK(took >= 290ms);
+  CHECK(took < 2s);
+  auto refused = client->send_now("gone", get_request("/cluster/loads"), 300ms);
+  REQUIRE(refused);
+  CHECK(refused->status == 0);
+  CHECK(refused->body.find("cannot connect to 127.0.0.1:1") != std::string::npos);
+  ::close(mute);
+}
+
+TEST_CASE("plain http: stop returns with idle and busy connections open", "[http][plain]") {
+  served s;
+  CHECK(s.call(get_request("/cluster/loads")).status == 200);  // an idle pooled connection stays open
+  std::thread busy([&] { s.call(get_request("/cluster/slow")); });
+  std::this_thread::sleep_for(50ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  s.listener->stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+  busy.join();
+  s.listener->stop();  // twice is fine
+}
