@@ -1,4 +1,5 @@
-// The transport and the listener over HTTP(S), with cpp-httplib (compiled in lib/ only).
+// The transport and the listener over HTTP(S). Plain connections use the project's own HTTP/1.1 framing, TLS ones
+// cpp-httplib (both compiled in lib/ only; docs/cluster.md, "HTTP details that matter").
 //
 // Client side: per peer, a few keep-alive connections with TCP_NODELAY (without it, Nagle's algorithm meets delayed
 // ACKs and every request pays ~40 ms) and a small thread pool of its own that runs the blocking calls, so a peer

@@ -2,7 +2,7 @@
 //
 // `send` never throws for expected failures: a peer that cannot be reached, refuses the connection or does not answer
 // before the deadline yields a response with status 0 and a message in its body. Implementations: HTTP over
-// cpp-httplib (lib/, http_transport.hpp) and the in-memory loopback with fault injection (loopback_transport.hpp).
+// HTTP (lib/, http_transport.hpp) and the in-memory loopback with fault injection (loopback_transport.hpp).
 // The awaiting coroutine resumes on its own executor.
 // Thread safety: send may be called concurrently.
 #pragma once
