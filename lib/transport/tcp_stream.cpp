@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -90,6 +91,7 @@ result<tcp_stream> tcp_stream::connect(const std::string& host, std::uint16_t po
 }
 
 void tcp_stream::set_timeout(std::chrono::milliseconds timeout) {
+  timeout = std::max(timeout, std::chrono::milliseconds(1));  // a zero timeval would mean "block forever"
   if (timeout == timeout_ || fd_ < 0) return;
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
