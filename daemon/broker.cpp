@@ -38,7 +38,7 @@
 #include "moonmq/storage/file_state_file.hpp"
 #include "moonmq/transport/http_transport.hpp"
 #include "storage/posix_file.hpp"
-#include "transport/http_server_setup.hpp"
+#include "api_server_setup.hpp"
 
 namespace moonmq::daemon {
 
@@ -131,7 +131,9 @@ class running_broker final : public broker {
                                      cfg_.cluster->tls->ca_file, cfg_.cluster->tls->verify_peer};
       topt.tls = tls;
     }
-    transport_ = transport::make_http_transport(topt);
+    auto made = transport::make_http_transport(topt);
+    if (!made) return error{made.code(), "cluster TLS: " + made.message()};
+    transport_ = std::move(*made);
     const std::string token = clustered ? cfg_.cluster->token : std::string();
     const auto timeout =
         std::chrono::milliseconds(static_cast<long>((clustered ? cfg_.cluster->peer_timeout_seconds : 5.0) * 1000));

@@ -11,10 +11,18 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
+#include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include "transport/http1.hpp"
+#include "transport/tls_context.hpp"
 
 namespace moonmq::transport {
 
@@ -50,22 +58,105 @@ bool connect_within(int fd, const sockaddr* addr, socklen_t len, std::chrono::mi
   return true;
 }
 
+// OpenSSL's own socket BIO writes with write(), which raises SIGPIPE when the peer has gone and kills a process
+// that did not ignore it; a library must not. This BIO sends with MSG_NOSIGNAL. A timeout (SO_RCVTIMEO/SO_SNDTIMEO)
+// is a plain failure, never "retry".
+int bio_write(BIO* b, const char* data, int size) {
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b)));
+  BIO_clear_retry_flags(b);
+  ssize_t n;
+  do n = ::send(fd, data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return static_cast<int>(n);
+}
+
+int bio_read(BIO* b, char* data, int size) {
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b)));
+  BIO_clear_retry_flags(b);
+  ssize_t n;
+  do n = ::recv(fd, data, static_cast<std::size_t>(size), 0);
+  while (n < 0 && errno == EINTR);
+  return static_cast<int>(n);
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int bio_create(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO_METHOD* socket_bio_method() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "moonmq socket");
+    BIO_meth_set_write(m, bio_write);
+    BIO_meth_set_read(m, bio_read);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    return m;
+  }();
+  return method;
+}
+
+bool is_ip_address(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
 }  // namespace
 
 tcp_stream::tcp_stream(int fd) : fd_(fd) { set_nodelay(fd_); }
 
 tcp_stream::~tcp_stream() { close(); }
 
-tcp_stream::tcp_stream(tcp_stream&& other) noexcept : fd_(other.fd_), timeout_(other.timeout_) { other.fd_ = -1; }
+tcp_stream::tcp_stream(tcp_stream&& other) noexcept
+    : fd_(other.fd_), ssl_(other.ssl_), broken_(other.broken_), timeout_(other.timeout_) {
+  other.fd_ = -1;
+  other.ssl_ = nullptr;
+}
 
 tcp_stream& tcp_stream::operator=(tcp_stream&& other) noexcept {
   if (this != &other) {
     close();
     fd_ = other.fd_;
+    ssl_ = other.ssl_;
+    broken_ = other.broken_;
     timeout_ = other.timeout_;
     other.fd_ = -1;
+    other.ssl_ = nullptr;
   }
   return *this;
+}
+
+status tcp_stream::start_tls_client(const tls_context& context, const std::string& host) {
+  return handshake(context, true, host);
+}
+
+status tcp_stream::start_tls_server(const tls_context& context) { return handshake(context, false, {}); }
+
+status tcp_stream::handshake(const tls_context& context, bool client, const std::string& host) {
+  ERR_clear_error();
+  ssl_ = SSL_new(context.native());
+  if (!ssl_) return error{errc::internal, "cannot start TLS: " + tls_context::last_error()};
+  BIO* bio = BIO_new(socket_bio_method());
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd_)));
+  SSL_set_bio(ssl_, bio, bio);
+  if (client) {
+    if (!is_ip_address(host)) SSL_set_tlsext_host_name(ssl_, host.c_str());
+    if (context.verifies_peer()) {
+      X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
+      if (is_ip_address(host))
+        X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+      else
+        X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
+    }
+  }
+  if ((client ? SSL_connect(ssl_) : SSL_accept(ssl_)) == 1) return {};
+  broken_ = true;
+  std::string why = tls_context::last_error();
+  if (const long v = SSL_get_verify_result(ssl_); v != X509_V_OK)
+    why = std::string("certificate not accepted: ") + X509_verify_cert_error_string(v);
+  return error{errc::unavailable, "TLS handshake failed: " + why};
 }
 
 result<tcp_stream> tcp_stream::connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout) {
@@ -102,6 +193,18 @@ void tcp_stream::set_timeout(std::chrono::milliseconds timeout) {
 }
 
 bool tcp_stream::write_all(std::string_view head, std::string_view body) {
+  if (ssl_) {
+    // A small message goes out as one TLS record; a large body after its head without being copied.
+    auto write = [this](std::string_view part) {
+      std::size_t n = 0;
+      if (part.empty() || SSL_write_ex(ssl_, part.data(), part.size(), &n) == 1) return true;
+      broken_ = true;
+      tls_failure_ = tls_context::last_error();
+      return false;
+    };
+    if (head.size() + body.size() <= 16384) return write(std::string(head).append(body));
+    return write(head) && write(body);
+  }
   iovec iov[2] = {{const_cast<char*>(head.data()), head.size()}, {const_cast<char*>(body.data()), body.size()}};
   iovec* next = iov;
   int left = body.empty() ? 1 : 2;
@@ -129,6 +232,18 @@ bool tcp_stream::write_all(std::string_view head, std::string_view body) {
 }
 
 long tcp_stream::read_some(char* data, std::size_t size) {
+  if (ssl_) {
+    std::size_t n = 0;
+    if (SSL_read_ex(ssl_, data, size, &n) == 1) return static_cast<long>(n);
+    const int saved = errno;
+    const int why = SSL_get_error(ssl_, 0);
+    if (why == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify, or a plain end of stream
+    broken_ = true;
+    if (why == SSL_ERROR_SSL) tls_failure_ = tls_context::last_error();
+    ERR_clear_error();
+    errno = why == SSL_ERROR_SYSCALL ? saved : EPROTO;  // a timeout stays EAGAIN
+    return -1;
+  }
   for (;;) {
     const ssize_t n = ::recv(fd_, data, size, 0);
     if (n < 0 && errno == EINTR) continue;
@@ -137,6 +252,7 @@ long tcp_stream::read_some(char* data, std::size_t size) {
 }
 
 bool tcp_stream::idle_and_open() const {
+  if (ssl_ && (broken_ || SSL_pending(ssl_) > 0)) return false;
   char c;
   const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -147,6 +263,11 @@ void tcp_stream::shutdown_both() {
 }
 
 void tcp_stream::close() {
+  if (ssl_) {
+    if (!broken_) SSL_shutdown(ssl_);  // close_notify; after a failure OpenSSL forbids it
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }

@@ -1,5 +1,6 @@
-// A blocking TCP connection (TCP_NODELAY, no SIGPIPE) with send/receive timeouts, and a reader that frames HTTP/1.1
-// messages on it without copying bodies twice: a body is received straight into the string that holds it.
+// A blocking TCP connection (TCP_NODELAY, no SIGPIPE) with send/receive timeouts, optionally under TLS, and a reader
+// that frames HTTP/1.1 messages on it without copying bodies twice: a body is received straight into the string that
+// holds it.
 // Internal to lib/ (and its tests).
 // Thread safety: one thread uses a stream at a time; shutdown_both() may be called from another to wake it.
 #pragma once
@@ -11,7 +12,11 @@
 
 #include "moonmq/core/result.hpp"
 
+struct ssl_st;
+
 namespace moonmq::transport {
+
+class tls_context;
 
 class tcp_stream {
  public:
@@ -27,6 +32,12 @@ class tcp_stream {
   /// Connects to host:port (a name is resolved) within `timeout`.
   static result<tcp_stream> connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
 
+  /// Runs the TLS handshake as the client, checking the listener's certificate against `host` when the context
+  /// verifies; from then on every byte is under TLS. Call after set_timeout (the handshake obeys it).
+  status start_tls_client(const tls_context& context, const std::string& host);
+  /// Runs the TLS handshake as the server (a client without a trusted certificate fails it under mutual TLS).
+  status start_tls_server(const tls_context& context);
+
   bool is_open() const noexcept { return fd_ >= 0; }
   int fd() const noexcept { return fd_; }
 
@@ -40,10 +51,18 @@ class tcp_stream {
   bool idle_and_open() const;
   /// Wakes a thread blocked on this stream (its call fails); the descriptor stays until close().
   void shutdown_both();
+  /// What OpenSSL said when a TLS read or write failed (e.g. the peer's alert refusing this side's certificate,
+  /// which under TLS 1.3 arrives after the handshake), or empty.
+  const std::string& tls_failure() const noexcept { return tls_failure_; }
   void close();
 
  private:
+  status handshake(const tls_context& context, bool client, const std::string& host);
+
   int fd_ = -1;
+  ssl_st* ssl_ = nullptr;
+  bool broken_ = false;  ///< a TLS call failed: no close_notify, no reuse
+  std::string tls_failure_;
   std::chrono::milliseconds timeout_{-1};
 };
 

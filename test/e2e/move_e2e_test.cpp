@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq::test;
@@ -249,16 +250,7 @@ TEST_CASE("e2e: a bad configuration exits 2 naming the key, and SIGTERM exits 0"
 TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses one without", "[e2e][tls]") {
   temp_dir dir;
   const std::string d = dir.path();
-  const std::string gen =
-      "cd '" + d +
-      "' && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 "
-      "-subj /CN=moonmq-test-ca 2>/dev/null && "
-      "openssl req -newkey rsa:2048 -nodes -keyout node.key -out node.csr -subj /CN=127.0.0.1 2>/dev/null && "
-      "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ext.cnf && "
-      "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out node.crt -days 2 "
-      "-extfile ext.cnf 2>/dev/null && "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout rogue.key -out rogue.crt -days 2 -subj /CN=rogue 2>/dev/null";
-  REQUIRE(std::system(gen.c_str()) == 0);
+  make_certificates(d);
   const std::string tls = "\"Tls\": {\"CertFile\": \"" + d + "/node.crt\", \"KeyFile\": \"" + d +
                           "/node.key\", \"CaFile\": \"" + d + "/ca.crt\", \"Verify\": \"required\"}";
   moonmqd_process b1("b1", d), b2("b2", d);

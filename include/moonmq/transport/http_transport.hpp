@@ -1,11 +1,11 @@
-// The transport and the listener over HTTP(S). Plain connections use the project's own HTTP/1.1 framing, TLS ones
-// cpp-httplib (both compiled in lib/ only; docs/cluster.md, "HTTP details that matter").
+// The transport and the listener over HTTP(S), with the project's own HTTP/1.1 framing and OpenSSL (compiled in lib/
+// only; docs/cluster.md, "HTTP details that matter").
 //
 // Client side: per peer, a few keep-alive connections with TCP_NODELAY (without it, Nagle's algorithm meets delayed
 // ACKs and every request pays ~40 ms) and a small thread pool of its own that runs the blocking calls, so a peer
 // that does not answer ties up only its own threads: it never delays requests to the others. Each request has the
 // deadline it is sent with. With TLS, every connection is HTTPS; `verify` checks the peer's certificate against the
-// CA (and presents this broker's certificate, for mutual TLS).
+// CA and the address dialled (and presents this broker's certificate, for mutual TLS).
 //
 // Server side: the cluster listener serves every /cluster/* route through a cluster_service, HTTPS when TLS is
 // configured (with a client CA, a client without a trusted certificate is refused during the handshake), with a
@@ -44,7 +44,8 @@ struct http_transport_options {
   std::size_t connections_per_peer = 4;
 };
 
-std::unique_ptr<transport> make_http_transport(const http_transport_options& options);
+/// The transport to `options.peers`; an error names a TLS file that cannot be read or used.
+result<std::unique_ptr<transport>> make_http_transport(const http_transport_options& options);
 
 /// Serves requests through `handler` until stop() or destruction.
 class http_listener {

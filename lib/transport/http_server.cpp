@@ -1,4 +1,4 @@
-#include "transport/plain_http_listener.hpp"
+#include "transport/http_server.hpp"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,6 +14,7 @@
 
 #include "transport/http1.hpp"
 #include "transport/tcp_stream.hpp"
+#include "transport/tls_context.hpp"
 
 namespace moonmq::transport {
 
@@ -24,13 +25,19 @@ constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 /// than a reset (closing a socket with unread bytes resets it).
 constexpr std::size_t refused_body_drain = 16u << 20;
 
-class plain_listener final : public http_listener {
+class http_server final : public http_listener {
  public:
-  plain_listener(int fd, std::uint16_t port, http_listener_options options, handler h, plain_listener_limits limits)
-      : fd_(fd), port_(port), options_(std::move(options)), handler_(std::move(h)), limits_(limits) {
+  http_server(int fd, std::uint16_t port, http_listener_options options, handler h, http_server_limits limits,
+              std::shared_ptr<tls_context> tls)
+      : fd_(fd),
+        port_(port),
+        options_(std::move(options)),
+        handler_(std::move(h)),
+        limits_(limits),
+        tls_(std::move(tls)) {
     acceptor_ = std::thread([this] { accept_loop(); });
   }
-  ~plain_listener() override { stop(); }
+  ~http_server() override { stop(); }
 
   std::uint16_t port() const override { return port_; }
 
@@ -69,8 +76,9 @@ class plain_listener final : public http_listener {
       auto c = std::make_unique<connection>();
       c->stream = tcp_stream(fd);
       if (connections_.size() >= limits_.max_connections) {
+        // Without TLS the client learns why; with it, a handshake here would let one client stall the acceptor.
         c->stream.set_timeout(std::chrono::milliseconds(1000));
-        answer(c->stream, error_response(503, "unavailable", "too many connections"), true);
+        if (!tls_) answer(c->stream, error_response(503, "unavailable", "too many connections"), true);
         continue;
       }
       connection* raw = c.get();
@@ -102,6 +110,7 @@ class plain_listener final : public http_listener {
 
   void serve(tcp_stream& s) {
     s.set_timeout(limits_.idle_timeout);
+    if (tls_ && !s.start_tls_server(*tls_)) return;  // e.g. no trusted client certificate under mutual TLS
     message_reader reader(s);
     std::string head;
     while (!stopping_) {
@@ -154,7 +163,8 @@ class plain_listener final : public http_listener {
   std::uint16_t port_;
   http_listener_options options_;
   handler handler_;
-  plain_listener_limits limits_;
+  http_server_limits limits_;
+  std::shared_ptr<tls_context> tls_;
   std::atomic<bool> stopping_{false};
   std::mutex stop_mu_;
   bool stopped_ = false;
@@ -169,9 +179,15 @@ response serve_request(const std::string& prefix, const http_listener::handler& 
   return handler(req);
 }
 
-result<std::unique_ptr<http_listener>> start_plain_http_listener(const http_listener_options& options,
+result<std::unique_ptr<http_listener>> start_http_server(const http_listener_options& options,
                                                                  http_listener::handler handler,
-                                                                 plain_listener_limits limits) {
+                                                                 http_server_limits limits) {
+  std::shared_ptr<tls_context> tls;
+  if (options.tls) {
+    auto t = tls_context::create(*options.tls, tls_context::side::server);
+    if (!t) return t.err();
+    tls = std::move(*t);
+  }
   const std::string where = options.host + ":" + std::to_string(options.port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -202,7 +218,7 @@ result<std::unique_ptr<http_listener>> start_plain_http_listener(const http_list
   const auto port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                       : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return std::unique_ptr<http_listener>(
-      std::make_unique<plain_listener>(fd, port, options, std::move(handler), limits));
+      std::make_unique<http_server>(fd, port, options, std::move(handler), limits, std::move(tls)));
 }
 
 }  // namespace moonmq::transport

@@ -1,5 +1,5 @@
-// Settings every HTTP server of the project gets (cluster listener, moonmqd's client API). Internal to lib/ and
-// daemon/, which may include cpp-httplib.
+// Settings for moonmqd's client API server (cpp-httplib; the cluster listener has its own HTTP/1.1 server in
+// lib/transport/http_server).
 #pragma once
 
 #include <httplib.h>
@@ -12,8 +12,8 @@ namespace moonmq::transport {
 /// (fast restarts) is kept.
 inline void setup_http_server(httplib::Server& server) {
   server.set_tcp_nodelay(true);
-  // Keep connections open: cpp-httplib closes one after 5 requests by default, and a new TCP (or TLS) handshake
-  // per five forwarded produces costs more than the request itself.
+  // Keep connections open: cpp-httplib closes one after 5 requests by default, and a new TCP handshake per five
+  // requests costs more than the request itself.
   server.set_keep_alive_max_count(1u << 20);
   server.set_keep_alive_timeout(30);
   server.set_socket_options([](socket_t sock) {

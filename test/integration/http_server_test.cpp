@@ -1,5 +1,6 @@
-// The plain cluster listener and the peer client on real loopback sockets: bodies, keep-alive, pipelining, the
-// limits and refusals, stale pooled connections, dead peers, and stopping with connections open.
+// The cluster listener and the peer client on real loopback sockets: bodies, keep-alive, pipelining, the limits and
+// refusals, stale pooled connections, dead peers, stopping with connections open; and the same under TLS, with the
+// certificate checks of both sides.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -12,11 +13,14 @@
 
 #include "moonmq/transport/http_transport.hpp"
 #include "transport/http1.hpp"
-#include "transport/plain_http_listener.hpp"
+#include "transport/http_server.hpp"
+#include "support/certificates.hpp"
+#include "support/process.hpp"
 #include "transport/tcp_stream.hpp"
 
 using namespace moonmq;
 using namespace moonmq::transport;
+using moonmq::test::certificates;
 using namespace std::chrono_literals;
 
 namespace {
@@ -35,8 +39,9 @@ struct served {
   std::unique_ptr<transport::transport> client;
   std::atomic<int> calls{0};
 
-  explicit served(http_listener_options o = {}, plain_listener_limits limits = {}) {
-    auto l = start_plain_http_listener(
+  explicit served(http_listener_options o = {}, http_server_limits limits = {},
+                  std::optional<tls_options> client_tls = std::nullopt) {
+    auto l = start_http_server(
         o,
         [this](const request& r) {
           ++calls;
@@ -46,7 +51,9 @@ struct served {
         limits);
     REQUIRE(l);
     listener = std::move(*l);
-    client = make_http_transport({{{"p", "127.0.0.1", listener->port()}}, std::nullopt, 2});
+    auto t = make_http_transport({{{"p", "127.0.0.1", listener->port()}}, client_tls, 2});
+    REQUIRE(t);
+    client = std::move(*t);
   }
 
   response call(const request& r, std::chrono::milliseconds timeout = 2000ms) {
@@ -76,7 +83,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("plain http: a request reaches the handler whole and its answer comes back", "[http][plain]") {
+TEST_CASE("cluster http: a request reaches the handler whole and its answer comes back", "[http]") {
   served s;
   request r;
   r.path = "/cluster/append";
@@ -96,7 +103,7 @@ TEST_CASE("plain http: a request reaches the handler whole and its answer comes 
   CHECK(s.calls == 2);
 }
 
-TEST_CASE("plain http: pooled keep-alive connections survive a restarted listener", "[http][plain]") {
+TEST_CASE("cluster http: pooled keep-alive connections survive a restarted listener", "[http]") {
   served s;
   for (int i = 0; i < 20; ++i) CHECK(s.call(get_request("/cluster/loads")).status == 200);
   // The pooled connection now points at a listener that is gone; a new one takes the same port.
@@ -106,14 +113,14 @@ TEST_CASE("plain http: pooled keep-alive connections survive a restarted listene
   CHECK(s.call(get_request("/cluster/loads"), 500ms).status == 0);  // nobody listening: no answer, quickly
   http_listener_options o;
   o.port = port;
-  auto again = start_plain_http_listener(o, echo);
+  auto again = start_http_server(o, echo);
   REQUIRE(again);
   auto r = s.call(get_request("/cluster/loads"));
   CHECK(r.status == 200);
   CHECK(r.body.starts_with("GET /cluster/loads"));
 }
 
-TEST_CASE("plain http: pipelined requests are answered in order on one connection", "[http][plain]") {
+TEST_CASE("cluster http: pipelined requests are answered in order on one connection", "[http]") {
   served s;
   const auto out = s.raw(
       "POST /cluster/a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
@@ -127,7 +134,7 @@ TEST_CASE("plain http: pipelined requests are answered in order on one connectio
   CHECK(out.find("Connection: close") != std::string::npos);
 }
 
-TEST_CASE("plain http: a request arriving a byte at a time is read whole", "[http][plain]") {
+TEST_CASE("cluster http: a request arriving a byte at a time is read whole", "[http]") {
   served s;
   auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
   REQUIRE(c);
@@ -148,10 +155,10 @@ TEST_CASE("plain http: a request arriving a byte at a time is read whole", "[htt
   CHECK(body.starts_with("POST /cluster/x k=v [X-Cluster-From:b9] type= body=4:body"));
 }
 
-TEST_CASE("plain http: limits and refusals answer with a status and nothing reaches the handler", "[http][plain]") {
+TEST_CASE("cluster http: limits and refusals answer with a status and nothing reaches the handler", "[http]") {
   http_listener_options o;
   o.max_body_bytes = 1u << 20;
-  plain_listener_limits limits;
+  http_server_limits limits;
   limits.max_head_bytes = 4096;
   served s(o, limits);
   SECTION("a body over the limit is 413, and the client reads the answer rather than a reset") {
@@ -185,7 +192,7 @@ TEST_CASE("plain http: limits and refusals answer with a status and nothing reac
   CHECK(s.calls <= 1);  // only the follow-up GET of the first section
 }
 
-TEST_CASE("plain http: Expect 100-continue gets the interim answer before the body is sent", "[http][plain]") {
+TEST_CASE("cluster http: Expect 100-continue gets the interim answer before the body is sent", "[http]") {
   served s;
   auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
   REQUIRE(c);
@@ -200,8 +207,8 @@ TEST_CASE("plain http: Expect 100-continue gets the interim answer before the bo
   CHECK(head.starts_with("HTTP/1.1 200 OK"));
 }
 
-TEST_CASE("plain http: connections over the limit get 503", "[http][plain]") {
-  plain_listener_limits limits;
+TEST_CASE("cluster http: connections over the limit get 503", "[http]") {
+  http_server_limits limits;
   limits.max_connections = 1;
   served s({}, limits);
   auto first = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
@@ -210,7 +217,7 @@ TEST_CASE("plain http: connections over the limit get 503", "[http][plain]") {
   CHECK(s.raw("GET /cluster/x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 503 "));
 }
 
-TEST_CASE("plain http: a peer that does not answer, or is not there, is status 0 after the deadline", "[http][plain]") {
+TEST_CASE("cluster http: a peer that does not answer, or is not there, is status 0 after the deadline", "[http]") {
   // A socket that accepts connections (the kernel does, from its backlog) and never reads or answers.
   int mute = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -221,7 +228,9 @@ TEST_CASE("plain http: a peer that does not answer, or is not there, is status 0
   socklen_t len = sizeof a;
   ::getsockname(mute, reinterpret_cast<sockaddr*>(&a), &len);
   const auto port = ntohs(a.sin_port);
-  auto client = make_http_transport({{{"mute", "127.0.0.1", port}, {"gone", "127.0.0.1", 1}}, std::nullopt, 1});
+  auto made = make_http_transport({{{"mute", "127.0.0.1", port}, {"gone", "127.0.0.1", 1}}, std::nullopt, 1});
+  REQUIRE(made);
+  auto& client = *made;
   const auto t0 = std::chrono::steady_clock::now();
   auto r = client->send_now("mute", get_request("/cluster/loads"), 300ms);
   const auto took = std::chrono::steady_clock::now() - t0;
@@ -237,7 +246,7 @@ TEST_CASE("plain http: a peer that does not answer, or is not there, is status 0
   ::close(mute);
 }
 
-TEST_CASE("plain http: stop returns with idle and busy connections open", "[http][plain]") {
+TEST_CASE("cluster http: stop returns with idle and busy connections open", "[http]") {
   served s;
   CHECK(s.call(get_request("/cluster/loads")).status == 200);  // an idle pooled connection stays open
   std::thread busy([&] { s.call(get_request("/cluster/slow")); });
@@ -247,4 +256,91 @@ TEST_CASE("plain http: stop returns with idle and busy connections open", "[http
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);
   busy.join();
   s.listener->stop();  // twice is fine
+}
+
+namespace {
+
+tls_options node_tls(const certificates& c, bool verify) { return {c.node_cert(), c.node_key(), c.ca(), verify}; }
+
+http_listener_options tls_listener(const certificates& c, bool verify) {
+  http_listener_options o;
+  o.tls = node_tls(c, verify);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("cluster http: under mutual TLS a trusted peer's requests go through, on reused connections", "[http][tls]") {
+  moonmq::test::temp_dir dir;
+  const auto certs = moonmq::test::make_certificates(dir.path());
+  served s(tls_listener(certs, true), {}, node_tls(certs, true));
+  request r;
+  r.path = "/cluster/append";
+  r.body = std::string(3u << 20, 'y');
+  auto big = s.call(r);
+  CHECK(big.status == 200);
+  CHECK(big.body.find("body=3145728:yyyy") != std::string::npos);
+  for (int i = 0; i < 50; ++i) REQUIRE(s.call(get_request("/cluster/loads")).status == 200);
+  // A plain-text client gets nothing from a TLS listener, and the listener goes on serving.
+  CHECK(s.raw("GET /cluster/loads HTTP/1.1\r\n\r\n").find("200 OK") == std::string::npos);
+  CHECK(s.call(get_request("/cluster/loads")).status == 200);
+  CHECK(s.calls == 52);
+}
+
+TEST_CASE("cluster http: TLS refuses a client without a trusted certificate and a listener with a wrong one",
+          "[http][tls]") {
+  moonmq::test::temp_dir dir;
+  const auto certs = moonmq::test::make_certificates(dir.path());
+  auto no_answer_with = [](served& s, const std::string& fragment) {
+    auto r = s.call(get_request("/cluster/loads"));
+    CHECK(r.status == 0);
+    CHECK_THAT(r.body, Catch::Contains(fragment));
+  };
+  SECTION("client without a certificate, under mutual TLS") {
+    served s(tls_listener(certs, true), {}, tls_options{"", "", certs.ca(), true});
+    no_answer_with(s, "TLS");  // the handshake fails, or under TLS 1.3 the listener's alert ends the first request
+    CHECK(s.calls == 0);
+  }
+  SECTION("client with a self-signed certificate, under mutual TLS") {
+    served s(tls_listener(certs, true), {}, tls_options{certs.rogue_cert(), certs.rogue_key(), certs.ca(), true});
+    no_answer_with(s, "TLS");
+    CHECK(s.calls == 0);
+  }
+  SECTION("listener whose certificate was issued for another host") {
+    http_listener_options o;
+    o.tls = tls_options{certs.elsewhere_cert(), certs.elsewhere_key(), certs.ca(), true};
+    served s(o, {}, node_tls(certs, true));
+    no_answer_with(s, "certificate not accepted");
+    CHECK(s.calls == 0);
+  }
+  SECTION("listener with a certificate no trusted CA signed") {
+    http_listener_options o;
+    o.tls = tls_options{certs.rogue_cert(), certs.rogue_key(), "", false};
+    served s(o, {}, node_tls(certs, true));
+    no_answer_with(s, "certificate not accepted");
+  }
+  SECTION("without verification both sides only encrypt") {
+    http_listener_options o;
+    o.tls = tls_options{certs.rogue_cert(), certs.rogue_key(), "", false};
+    served s(o, {}, tls_options{"", "", "", false});
+    CHECK(s.call(get_request("/cluster/loads")).status == 200);
+  }
+}
+
+TEST_CASE("cluster http: a TLS file that cannot be used is an error naming it", "[http][tls]") {
+  moonmq::test::temp_dir dir;
+  const auto certs = moonmq::test::make_certificates(dir.path());
+  http_listener_options o;
+  o.tls = tls_options{dir.path() + "/missing.crt", certs.node_key(), certs.ca(), true};
+  auto missing = start_http_listener(o, echo);
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.message(), Catch::Contains("missing.crt"));
+  o.tls = tls_options{certs.node_cert(), certs.rogue_key(), certs.ca(), true};
+  auto mismatched = start_http_listener(o, echo);
+  REQUIRE_FALSE(mismatched);
+  CHECK_THAT(mismatched.message(), Catch::Contains("rogue.key"));
+  auto client = make_http_transport({{}, tls_options{certs.node_cert(), certs.node_key(), dir.path() + "/no-ca.crt",
+                                                     true}, 1});
+  REQUIRE_FALSE(client);
+  CHECK_THAT(client.message(), Catch::Contains("no-ca.crt"));
 }

@@ -1,0 +1,43 @@
+// Test certificates made with the openssl command line in a test's temporary directory: a CA, a node certificate it
+// signed for 127.0.0.1/localhost (server and client use), one it signed for another name, and a self-signed rogue.
+#pragma once
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace moonmq::test {
+
+struct certificates {
+  std::string dir;
+  std::string ca() const { return dir + "/ca.crt"; }
+  std::string node_cert() const { return dir + "/node.crt"; }
+  std::string node_key() const { return dir + "/node.key"; }
+  std::string elsewhere_cert() const { return dir + "/elsewhere.crt"; }  ///< signed by the CA for another host
+  std::string elsewhere_key() const { return dir + "/elsewhere.key"; }
+  std::string rogue_cert() const { return dir + "/rogue.crt"; }  ///< self-signed
+  std::string rogue_key() const { return dir + "/rogue.key"; }
+};
+
+/// Writes the certificates into `dir` (which must exist).
+inline certificates make_certificates(const std::string& dir) {
+  auto signed_for = [&](const std::string& name, const std::string& cn, const std::string& san) {
+    return "openssl req -newkey rsa:2048 -nodes -keyout " + name + ".key -out " + name + ".csr -subj /CN=" + cn +
+           " 2>/dev/null && printf 'subjectAltName=" + san +
+           "\\nextendedKeyUsage=serverAuth,clientAuth\\n' > " + name + ".cnf && openssl x509 -req -in " + name +
+           ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out " + name + ".crt -days 2 -extfile " + name +
+           ".cnf 2>/dev/null";
+  };
+  const std::string gen =
+      "cd '" + dir +
+      "' && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=moonmq-test-ca "
+      "2>/dev/null && " +
+      signed_for("node", "127.0.0.1", "IP:127.0.0.1,DNS:localhost") + " && " +
+      signed_for("elsewhere", "elsewhere.invalid", "DNS:elsewhere.invalid") +
+      " && openssl req -x509 -newkey rsa:2048 -nodes -keyout rogue.key -out rogue.crt -days 2 -subj /CN=rogue "
+      "2>/dev/null";
+  if (std::system(gen.c_str()) != 0) throw std::runtime_error("openssl could not make the test certificates");
+  return {dir};
+}
+
+}  // namespace moonmq::test
