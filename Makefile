@@ -35,6 +35,7 @@ bench: build
 	$(BUILD)/benchmarks/partition_log
 	$(BUILD)/benchmarks/migration
 	$(BUILD)/benchmarks/produce_forward
+	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/raft
 
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too). The Raft simulation runs

@@ -2,7 +2,8 @@
 // forwards to it, side by side in one run (two moonmqd on loopback; one 100-byte record per request, one
 // client connection each, sequential; the two paths alternate in blocks so both see the same machine).
 //
-//   produce_forward [REQUESTS_PER_PATH]     default 5000
+//   produce_forward [REQUESTS_PER_PATH] [--tls]     default 5000; --tls: mutual TLS between the brokers (the
+//                                                    clients' API stays plain HTTP)
 #include <rapidjson/document.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq::test;
@@ -30,11 +32,24 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
-  const int requests = argc > 1 ? std::atoi(argv[1]) : 5000;
+  int requests = 5000;
+  bool tls = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--tls")
+      tls = true;
+    else
+      requests = std::atoi(argv[i]);
+  }
   temp_dir dir;
+  std::string cluster_tls;
+  if (tls) {
+    const auto c = make_certificates(dir.path());
+    cluster_tls = "\"Tls\": {\"CertFile\": \"" + c.node_cert() + "\", \"KeyFile\": \"" + c.node_key() +
+                  "\", \"CaFile\": \"" + c.ca() + "\", \"Verify\": \"required\"}";
+  }
   moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-  b1.configure({&b1, &b2});
-  b2.configure({&b1, &b2});
+  b1.configure({&b1, &b2}, cluster_tls);
+  b2.configure({&b1, &b2}, cluster_tls);
   b1.start();
   b2.start();
   auto c1 = b1.api(), c2 = b2.api();
@@ -76,12 +91,13 @@ int main(int argc, char** argv) {
   }
   for (auto [name, s] : {std::pair{"direct", &direct}, std::pair{"forwarded", &forwarded}})
     std::printf(
-        "{\"bench\":\"produce_forward\",\"path\":\"%s\",\"requests\":%zu,\"record_bytes\":100,\"p50_us\":%.0f,"
+        "{\"bench\":\"produce_forward\",\"tls\":%s,\"path\":\"%s\",\"requests\":%zu,\"record_bytes\":100,\"p50_us\":%."
+        "0f,"
         "\"p99_us\":%.0f,\"records_per_s\":%.0f}\n",
-        name, s->latency_us.size(), percentile(s->latency_us, 0.5), percentile(s->latency_us, 0.99),
-        static_cast<double>(s->latency_us.size()) / s->seconds);
-  std::printf("{\"bench\":\"produce_forward\",\"p50_ratio\":%.2f,\"p99_ratio\":%.2f}\n",
-              percentile(forwarded.latency_us, 0.5) / percentile(direct.latency_us, 0.5),
+        tls ? "true" : "false", name, s->latency_us.size(), percentile(s->latency_us, 0.5),
+        percentile(s->latency_us, 0.99), static_cast<double>(s->latency_us.size()) / s->seconds);
+  std::printf("{\"bench\":\"produce_forward\",\"tls\":%s,\"p50_ratio\":%.2f,\"p99_ratio\":%.2f}\n",
+              tls ? "true" : "false", percentile(forwarded.latency_us, 0.5) / percentile(direct.latency_us, 0.5),
               percentile(forwarded.latency_us, 0.99) / percentile(direct.latency_us, 0.99));
   return 0;
 }

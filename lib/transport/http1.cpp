@@ -10,9 +10,8 @@ namespace {
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return lower(x) == lower(y);
-         });
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
 /// Whether the comma-separated `value` lists `token` (case-insensitively), as in "Connection: keep-alive, Upgrade".
@@ -89,27 +88,27 @@ int hex_digit(char c) {
 }
 
 const char* reason(int status) {
-  switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 421: return "Misdirected Request";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    default: return "Status";
-  }
+  static constexpr std::pair<int, const char*> reasons[] = {{100, "Continue"},
+                                                            {200, "OK"},
+                                                            {201, "Created"},
+                                                            {202, "Accepted"},
+                                                            {204, "No Content"},
+                                                            {400, "Bad Request"},
+                                                            {401, "Unauthorized"},
+                                                            {403, "Forbidden"},
+                                                            {404, "Not Found"},
+                                                            {405, "Method Not Allowed"},
+                                                            {409, "Conflict"},
+                                                            {411, "Length Required"},
+                                                            {413, "Payload Too Large"},
+                                                            {421, "Misdirected Request"},
+                                                            {431, "Request Header Fields Too Large"},
+                                                            {500, "Internal Server Error"},
+                                                            {501, "Not Implemented"},
+                                                            {503, "Service Unavailable"}};
+  for (const auto& [code, text] : reasons)
+    if (code == status) return text;
+  return "Status";
 }
 
 }  // namespace

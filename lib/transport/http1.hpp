@@ -1,8 +1,8 @@
-// HTTP/1.1 framing for the plain (non-TLS) inter-broker connections, client and server side: message heads,
+// HTTP/1.1 framing for the connections between brokers (plain or TLS), client and server side: message heads,
 // Content-Length bodies, percent-encoded query strings. It covers what brokers send each other and what an operator's
 // curl sends a cluster listener; it refuses the rest (chunked request bodies, folded header lines) with a status.
-// cpp-httplib serves the TLS connections and the client API; it costs ~13 system calls per request on the server
-// side and ~6 on the client side, this framing 2 and 2 (docs/performance.md, produce_forward).
+// cpp-httplib, which serves moonmqd's client API, costs ~13 system calls per request on the server side and ~6 on
+// the client side; this framing 1 or 2 on each (docs/cluster.md, "HTTP details that matter").
 // Internal to lib/ (and its tests).
 // Thread safety: plain functions and values.
 #pragma once
@@ -35,7 +35,7 @@ struct request_head {
   std::map<std::string, std::string> params;
   fields headers;
   std::size_t content_length = 0;
-  bool keep_alive = true;       ///< HTTP/1.1 without "Connection: close" (HTTP/1.0 only with "keep-alive")
+  bool keep_alive = true;        ///< HTTP/1.1 without "Connection: close" (HTTP/1.0 only with "keep-alive")
   bool expect_continue = false;  ///< "Expect: 100-continue" (curl sends it before bodies over 1 KiB)
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "transport/http1.hpp"
@@ -82,12 +83,17 @@ class http_server final : public http_listener {
         continue;
       }
       connection* raw = c.get();
+      try {
+        raw->thread = std::thread([this, raw] {
+          serve(raw->stream);
+          raw->stream.shutdown_both();  // the peer sees the end now; the descriptor goes when reaped
+          raw->done = true;
+        });
+      } catch (const std::system_error&) {  // out of threads: refuse this one, keep serving the others
+        if (!tls_) answer(c->stream, error_response(503, "unavailable", "cannot serve another connection"), true);
+        continue;
+      }
       connections_.push_back(std::move(c));
-      raw->thread = std::thread([this, raw] {
-        serve(raw->stream);
-        raw->stream.shutdown_both();  // the peer sees the end now; the descriptor goes when reaped
-        raw->done = true;
-      });
     }
   }
 
@@ -116,8 +122,9 @@ class http_server final : public http_listener {
     while (!stopping_) {
       const auto got = reader.read_head(limits_.max_head_bytes, head);
       if (got == message_reader::outcome::too_large) {
-        answer(s, error_response(431, "too_large", "request head exceeds " + std::to_string(limits_.max_head_bytes) +
-                                                       " bytes"),
+        answer(s,
+               error_response(431, "too_large",
+                              "request head exceeds " + std::to_string(limits_.max_head_bytes) + " bytes"),
                true);
         return;
       }
@@ -180,8 +187,7 @@ response serve_request(const std::string& prefix, const http_listener::handler& 
 }
 
 result<std::unique_ptr<http_listener>> start_http_server(const http_listener_options& options,
-                                                                 http_listener::handler handler,
-                                                                 http_server_limits limits) {
+                                                         http_listener::handler handler, http_server_limits limits) {
   std::shared_ptr<tls_context> tls;
   if (options.tls) {
     auto t = tls_context::create(*options.tls, tls_context::side::server);

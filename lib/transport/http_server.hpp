@@ -24,8 +24,8 @@ struct http_server_limits {
 /// Binds `options.host:options.port` (0: any free port) and serves until stop(); HTTPS when `options.tls` is set (an
 /// error names a TLS file that cannot be used).
 result<std::unique_ptr<http_listener>> start_http_server(const http_listener_options& options,
-                                                                 http_listener::handler handler,
-                                                                 http_server_limits limits = {});
+                                                         http_listener::handler handler,
+                                                         http_server_limits limits = {});
 
 /// What every listener does with a request before its handler: a path outside `prefix` is 404, else the handler.
 response serve_request(const std::string& prefix, const http_listener::handler& handler, const request& req);

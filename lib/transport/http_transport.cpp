@@ -21,7 +21,7 @@ namespace {
 /// The most a peer's answer may hold (a fetch of migration frames is a few MiB at most).
 constexpr std::size_t max_answer_bytes = 256u << 20;
 constexpr std::size_t max_answer_head_bytes = 64u << 10;
-/// An idle plain connection is not reused after this long: the peer's listener closes it after 30 s idle
+/// An idle connection is not reused after this long: the peer's listener closes it after 30 s idle
 /// (http_server_limits), and reusing one it is closing at that moment would fail the request.
 constexpr auto max_idle = std::chrono::seconds(20);
 
@@ -40,15 +40,15 @@ class peer_channel {
   /// Blocking: runs on one of this peer's threads, or on a caller that may block.
   response call(const request& req, std::chrono::milliseconds timeout) {
     tcp_stream s = checkout();
-    if (!s.is_open()) {
+    const bool fresh = !s.is_open();
+    if (fresh) {
       auto c = tcp_stream::connect(peer_.host, peer_.port, timeout);
       if (!c) return no_answer(peer_.id, c.message());
       s = std::move(*c);
-      s.set_timeout(timeout);
-      if (tls_)
-        if (auto t = s.start_tls_client(*tls_, peer_.host); !t) return no_answer(peer_.id, t.message());
     }
     s.set_timeout(timeout);
+    if (fresh && tls_)
+      if (auto t = s.start_tls_client(*tls_, peer_.host); !t) return no_answer(peer_.id, t.message());
     const std::string host = peer_.host + ":" + std::to_string(peer_.port);
     if (!s.write_all(http1::request_head_text(req, host, req.body.size()), req.body))
       return no_answer(peer_.id, "could not send the request: " +
@@ -109,8 +109,7 @@ class http_transport final : public transport {
  public:
   http_transport(const http_transport_options& o, const std::shared_ptr<tls_context>& tls) {
     for (const auto& p : o.peers)
-      channels_.emplace(p.id,
-                        std::make_unique<peer_channel>(p, tls, std::max<std::size_t>(1, o.connections_per_peer)));
+      channels_.emplace(p.id, std::make_unique<peer_channel>(p, tls, std::max<std::size_t>(1, o.connections_per_peer)));
   }
 
   asio::awaitable<response> send(const std::string& peer, request req, std::chrono::milliseconds timeout) override {

@@ -265,6 +265,7 @@ void tcp_stream::shutdown_both() {
 void tcp_stream::close() {
   if (ssl_) {
     if (!broken_) SSL_shutdown(ssl_);  // close_notify; after a failure OpenSSL forbids it
+    ERR_clear_error();                 // a close_notify the peer no longer takes is no news for the next call
     SSL_free(ssl_);
     ssl_ = nullptr;
   }

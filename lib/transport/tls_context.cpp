@@ -48,8 +48,7 @@ result<std::shared_ptr<tls_context>> tls_context::create(const tls_options& o, s
     return error{errc::invalid_argument, "TLS CA " + o.ca_file + " could not be loaded: " + last_error()};
   if (server && o.verify_peer && !o.ca_file.empty()) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-    if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.ca_file.c_str()))
-      SSL_CTX_set_client_CA_list(ctx, names);
+    if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.ca_file.c_str())) SSL_CTX_set_client_CA_list(ctx, names);
   } else if (!server && o.verify_peer) {
     if (o.ca_file.empty()) SSL_CTX_set_default_verify_paths(ctx);  // the system's trusted CAs
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);

@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "moonmq/transport/http_transport.hpp"
-#include "transport/http1.hpp"
-#include "transport/http_server.hpp"
 #include "support/certificates.hpp"
 #include "support/process.hpp"
+#include "transport/http1.hpp"
+#include "transport/http_server.hpp"
 #include "transport/tcp_stream.hpp"
 
 using namespace moonmq;
@@ -95,8 +95,9 @@ TEST_CASE("cluster http: a request reaches the handler whole and its answer come
   auto a = s.call(r);
   CHECK(a.status == 200);
   CHECK(a.content_type == "text/plain");
-  CHECK(a.body == "POST /cluster/append partition=2 topic=a b&c=d/é [X-Cluster-Token:tok] [X-Controller-Epoch:5] "
-                  "type=application/octet-stream body=3145728:STARTxxxxxxxxxxx");
+  CHECK(a.body ==
+        "POST /cluster/append partition=2 topic=a b&c=d/é [X-Cluster-Token:tok] [X-Controller-Epoch:5] "
+        "type=application/octet-stream body=3145728:STARTxxxxxxxxxxx");
   auto g = s.call(get_request("/cluster/loads"));
   CHECK(g.body == "GET /cluster/loads type= body=0:");
   CHECK(s.call(get_request("/v1/topics")).status == 404);  // outside the prefix
@@ -339,8 +340,8 @@ TEST_CASE("cluster http: a TLS file that cannot be used is an error naming it", 
   auto mismatched = start_http_listener(o, echo);
   REQUIRE_FALSE(mismatched);
   CHECK_THAT(mismatched.message(), Catch::Contains("rogue.key"));
-  auto client = make_http_transport({{}, tls_options{certs.node_cert(), certs.node_key(), dir.path() + "/no-ca.crt",
-                                                     true}, 1});
+  auto client =
+      make_http_transport({{}, tls_options{certs.node_cert(), certs.node_key(), dir.path() + "/no-ca.crt", true}, 1});
   REQUIRE_FALSE(client);
   CHECK_THAT(client.message(), Catch::Contains("no-ca.crt"));
 }

@@ -23,10 +23,9 @@ struct certificates {
 inline certificates make_certificates(const std::string& dir) {
   auto signed_for = [&](const std::string& name, const std::string& cn, const std::string& san) {
     return "openssl req -newkey rsa:2048 -nodes -keyout " + name + ".key -out " + name + ".csr -subj /CN=" + cn +
-           " 2>/dev/null && printf 'subjectAltName=" + san +
-           "\\nextendedKeyUsage=serverAuth,clientAuth\\n' > " + name + ".cnf && openssl x509 -req -in " + name +
-           ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out " + name + ".crt -days 2 -extfile " + name +
-           ".cnf 2>/dev/null";
+           " 2>/dev/null && printf 'subjectAltName=" + san + "\\nextendedKeyUsage=serverAuth,clientAuth\\n' > " + name +
+           ".cnf && openssl x509 -req -in " + name + ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out " + name +
+           ".crt -days 2 -extfile " + name + ".cnf 2>/dev/null";
   };
   const std::string gen =
       "cd '" + dir +

@@ -93,8 +93,9 @@ TEST_CASE("http1: a request head written by the client reads back the same", "[h
 }
 
 TEST_CASE("http1: response heads give status, type and how the body ends", "[http1]") {
-  auto r = parse_response_head("HTTP/1.1 421 Misdirected Request\r\nContent-Type: application/json\r\n"
-                               "Content-Length: 40\r\n\r\n");
+  auto r = parse_response_head(
+      "HTTP/1.1 421 Misdirected Request\r\nContent-Type: application/json\r\n"
+      "Content-Length: 40\r\n\r\n");
   REQUIRE(r);
   CHECK(r->status == 421);
   CHECK(r->content_type == "application/json");
@@ -112,16 +113,17 @@ TEST_CASE("http1: response heads give status, type and how the body ends", "[htt
   CHECK_FALSE(parse_response_head("HTTP/1.1 2x0 OK\r\n\r\n"));
   CHECK_FALSE(parse_response_head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"));
   auto head = response_head_text(413, "application/json", 17, true);
-  CHECK(head == "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
-                "Connection: close\r\n\r\n");
+  CHECK(head ==
+        "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
+        "Connection: close\r\n\r\n");
 }
 
 TEST_CASE("http1: percent-encoding round-trips every byte", "[http1]") {
   std::string all;
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
   const auto encoded = percent_encode(all);
-  CHECK(encoded.find_first_not_of(
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~%") == std::string::npos);
+  CHECK(encoded.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~%") ==
+        std::string::npos);
   CHECK(percent_decode(encoded, true) == all);
   CHECK(percent_decode("a+b", true) == "a b");
   CHECK(percent_decode("a+b", false) == "a+b");
