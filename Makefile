@@ -34,6 +34,7 @@ bench: build
 	$(BUILD)/benchmarks/goal_eval
 	$(BUILD)/benchmarks/partition_log
 	$(BUILD)/benchmarks/migration
+	$(BUILD)/benchmarks/migration 1024 --tls
 	$(BUILD)/benchmarks/produce_forward
 	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/raft

@@ -1,7 +1,7 @@
 // migration: moves a partition (1 GiB by default) between two moonmqd on loopback and reports MB/s, next to a plain
 // copy of the same bytes in the same run: file -> loopback TCP -> file, with the same batch size (BatchBytes).
 //
-//   migration [MIB]     default 1024
+//   migration [MIB] [--tls]     default 1024; --tls: mutual TLS between the brokers (the plain copy stays plain)
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <rapidjson/document.h>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "moonmq/storage/record.hpp"
+#include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq;
@@ -91,11 +92,20 @@ double plain_copy(const std::string& path, const std::string& out) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
-  const std::uint64_t mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1024;
+  std::uint64_t mib = 1024;
+  bool tls = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--tls")
+      tls = true;
+    else
+      mib = std::strtoull(argv[i], nullptr, 10);
+  }
   temp_dir dir;
+  std::string cluster = "\"BatchBytes\": " + std::to_string(batch);
+  if (tls) cluster += ", " + mutual_tls_section(make_certificates(dir.path()));
   moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-  b1.configure({&b1, &b2}, "\"BatchBytes\": " + std::to_string(batch));
-  b2.configure({&b1, &b2}, "\"BatchBytes\": " + std::to_string(batch));
+  b1.configure({&b1, &b2}, cluster);
+  b2.configure({&b1, &b2}, cluster);
   const std::uint64_t bytes = write_partition(b1.data_dir, mib << 20);
   const double plain_s = plain_copy(b1.data_dir + "/topics/bench/0.log", dir.path() + "/plain.out");
   std::remove((dir.path() + "/plain.out").c_str());
@@ -129,8 +139,9 @@ int main(int argc, char** argv) {
   }
   const double mb = static_cast<double>(bytes) / 1e6;
   std::printf(
-      "{\"bench\":\"migration\",\"bytes\":%llu,\"batch_bytes\":%zu,\"move_s\":%.3f,\"move_mb_s\":%.1f,"
+      "{\"bench\":\"migration\",\"tls\":%s,\"bytes\":%llu,\"batch_bytes\":%zu,\"move_s\":%.3f,\"move_mb_s\":%.1f,"
       "\"plain_tcp_copy_s\":%.3f,\"plain_tcp_copy_mb_s\":%.1f,\"ratio\":%.3f}\n",
-      static_cast<unsigned long long>(bytes), batch, move_s, mb / move_s, plain_s, mb / plain_s, plain_s / move_s);
+      tls ? "true" : "false", static_cast<unsigned long long>(bytes), batch, move_s, mb / move_s, plain_s, mb / plain_s,
+      plain_s / move_s);
   return 0;
 }

@@ -42,11 +42,7 @@ int main(int argc, char** argv) {
   }
   temp_dir dir;
   std::string cluster_tls;
-  if (tls) {
-    const auto c = make_certificates(dir.path());
-    cluster_tls = "\"Tls\": {\"CertFile\": \"" + c.node_cert() + "\", \"KeyFile\": \"" + c.node_key() +
-                  "\", \"CaFile\": \"" + c.ca() + "\", \"Verify\": \"required\"}";
-  }
+  if (tls) cluster_tls = mutual_tls_section(make_certificates(dir.path()));
   moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
   b1.configure({&b1, &b2}, cluster_tls);
   b2.configure({&b1, &b2}, cluster_tls);

@@ -252,7 +252,7 @@ long tcp_stream::read_some(char* data, std::size_t size) {
 }
 
 bool tcp_stream::idle_and_open() const {
-  if (ssl_ && (broken_ || SSL_pending(ssl_) > 0)) return false;
+  if (ssl_ && (broken_ || SSL_has_pending(ssl_))) return false;  // incl. bytes read ahead
   char c;
   const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);

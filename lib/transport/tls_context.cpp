@@ -33,6 +33,8 @@ result<std::shared_ptr<tls_context>> tls_context::create(const tls_options& o, s
   // Every message has a Content-Length, so a connection cut without close_notify is caught by the framing; OpenSSL 3
   // would otherwise report the end of an idle kept-alive connection as an error.
   SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  // Read whatever has arrived, not a record's 5-byte header and then its body: one recv per message, not two.
+  SSL_CTX_set_read_ahead(ctx, 1);
   // No session tickets: connections are long-lived, and a ticket arriving on an idle client connection would look
   // like unasked-for data and get the connection dropped.
   if (server) SSL_CTX_set_num_tickets(ctx, 0);

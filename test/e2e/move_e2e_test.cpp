@@ -250,9 +250,7 @@ TEST_CASE("e2e: a bad configuration exits 2 naming the key, and SIGTERM exits 0"
 TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses one without", "[e2e][tls]") {
   temp_dir dir;
   const std::string d = dir.path();
-  make_certificates(d);
-  const std::string tls = "\"Tls\": {\"CertFile\": \"" + d + "/node.crt\", \"KeyFile\": \"" + d +
-                          "/node.key\", \"CaFile\": \"" + d + "/ca.crt\", \"Verify\": \"required\"}";
+  const std::string tls = mutual_tls_section(make_certificates(d));
   moonmqd_process b1("b1", d), b2("b2", d);
   b1.configure({&b1, &b2}, tls);
   b2.configure({&b1, &b2}, tls);

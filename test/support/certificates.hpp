@@ -39,4 +39,10 @@ inline certificates make_certificates(const std::string& dir) {
   return {dir};
 }
 
+/// The `Server.Cluster.Tls` section for mutual TLS with the node certificate (for moonmqd_process::configure).
+inline std::string mutual_tls_section(const certificates& c) {
+  return "\"Tls\": {\"CertFile\": \"" + c.node_cert() + "\", \"KeyFile\": \"" + c.node_key() + "\", \"CaFile\": \"" +
+         c.ca() + "\", \"Verify\": \"required\"}";
+}
+
 }  // namespace moonmq::test
