@@ -14,11 +14,15 @@
 #include <asio/use_future.hpp>
 #include <atomic>
 #include <charconv>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <utility>
 
+#include "api_server_setup.hpp"
+#include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
-#include "cluster/wire_json.hpp"
 #include "moonmq/cluster/balance_loop.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
@@ -26,19 +30,18 @@
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/raft_ownership_table.hpp"
-#include "moonmq/raft/file_storage.hpp"
-#include "moonmq/raft/service.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
+#include "moonmq/raft/file_storage.hpp"
+#include "moonmq/raft/service.hpp"
 #include "moonmq/storage/durable_offset_store.hpp"
 #include "moonmq/storage/file_partition_store.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "moonmq/transport/http_transport.hpp"
 #include "storage/posix_file.hpp"
-#include "api_server_setup.hpp"
 
 namespace moonmq::daemon {
 
@@ -161,6 +164,9 @@ class running_broker final : public broker {
     // Counters exist from the start at zero, so that rate() sees their first increase.
     for (const char* r : {"succeeded", "failed"}) metrics_.add(cluster::metrics::moves, {{"result", r}}, 0);
     metrics_.add(cluster::metrics::move_bytes, 0);
+    for (auto r : {transport::refusal_reason::tls, transport::refusal_reason::malformed,
+                   transport::refusal_reason::too_large, transport::refusal_reason::busy})
+      metrics_.add(cluster::metrics::listener_refusals, {{"reason", transport::to_string(r)}}, 0);
     metrics_.add(cluster::metrics::forwarded_records, 0);
     metrics_.add(cluster::metrics::fence_rejections, 0);
     if (cfg_.autobalance.enabled) {
@@ -182,6 +188,9 @@ class running_broker final : public broker {
       lo.port = *cfg_.cluster->port;
       lo.tls = tls;
       lo.max_body_bytes = cfg_.cluster->max_body_bytes;
+      lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
+        refused_by_listener(why, client, detail);
+      };
       auto l = transport::start_http_listener(
           lo, [svc = service_.get()](const transport::request& r) { return svc->handle(r); });
       if (!l) return error{l.code(), "cluster listener: " + l.message()};
@@ -439,6 +448,27 @@ class running_broker final : public broker {
             w.EndArray();
             put(w, "broker", done->broker.value());
           }));
+  }
+
+  /// Counts every refusal of the cluster listener and logs it, at most one line per reason every 10 s (a client
+  /// retrying with a wrong certificate would otherwise fill the log).
+  void refused_by_listener(transport::refusal_reason why, const std::string& client, const std::string& detail) {
+    metrics_.add(cluster::metrics::listener_refusals, {{"reason", transport::to_string(why)}}, 1);
+    const auto now = std::chrono::steady_clock::now();
+    std::size_t left_out = 0;
+    {
+      std::lock_guard lock(refusal_log_mu_);
+      auto& [last, quiet] = refusal_log_[why];
+      if (last.time_since_epoch().count() != 0 && now - last < std::chrono::seconds(10)) {
+        ++quiet;
+        return;
+      }
+      left_out = std::exchange(quiet, 0);
+      last = now;
+    }
+    log_->warn("moonmqd", "cluster listener refused " + client + " (" + transport::to_string(why) + "): " + detail +
+                              (left_out ? "; and " + std::to_string(left_out) + " more like it since the last report"
+                                        : std::string()));
   }
 
   void not_owner(httplib::Response& res, const topic_partition& tp) {
@@ -732,6 +762,8 @@ class running_broker final : public broker {
 
   cluster::server_config cfg_;
   std::shared_ptr<logger> log_;
+  std::mutex refusal_log_mu_;
+  std::map<transport::refusal_reason, std::pair<std::chrono::steady_clock::time_point, std::size_t>> refusal_log_;
   broker_id self_;
   std::unique_ptr<storage::partition_store> store_;
   std::unique_ptr<storage::offset_store> offsets_;

@@ -1,5 +1,6 @@
 #include "transport/http_server.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +26,22 @@ constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 /// After refusing a body with 413, how much of it to read and discard so that the client sees the answer rather
 /// than a reset (closing a socket with unread bytes resets it).
 constexpr std::size_t refused_body_drain = 16u << 20;
+
+/// "1.2.3.4:5678" or "[::1]:5678".
+std::string address_of(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (a.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
+    ::inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
+    return std::string(text) + ":" + std::to_string(ntohs(v4.sin_port));
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
+    ::inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
+    return "[" + std::string(text) + "]:" + std::to_string(ntohs(v6.sin6_port));
+  }
+  return text;
+}
 
 class http_server final : public http_listener {
  public:
@@ -60,13 +77,20 @@ class http_server final : public http_listener {
  private:
   struct connection {
     tcp_stream stream;
+    std::string client;  ///< address:port, for refusals
     std::thread thread;
     std::atomic<bool> done{false};
   };
 
+  void refused(refusal_reason why, const std::string& client, const std::string& detail) const {
+    if (options_.on_refused) options_.on_refused(why, client, detail);
+  }
+
   void accept_loop() {
     while (!stopping_) {
-      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      sockaddr_storage from{};
+      socklen_t from_len = sizeof from;
+      const int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
       if (fd < 0) {
         if (stopping_) return;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
@@ -76,21 +100,24 @@ class http_server final : public http_listener {
       reap();
       auto c = std::make_unique<connection>();
       c->stream = tcp_stream(fd);
+      c->client = address_of(from);
       if (connections_.size() >= limits_.max_connections) {
         // Without TLS the client learns why; with it, a handshake here would let one client stall the acceptor.
         c->stream.set_timeout(std::chrono::milliseconds(1000));
         if (!tls_) answer(c->stream, error_response(503, "unavailable", "too many connections"), true);
+        refused(refusal_reason::busy, c->client, std::to_string(connections_.size()) + " connections open");
         continue;
       }
       connection* raw = c.get();
       try {
         raw->thread = std::thread([this, raw] {
-          serve(raw->stream);
+          serve(raw->stream, raw->client);
           raw->stream.shutdown_both();  // the peer sees the end now; the descriptor goes when reaped
           raw->done = true;
         });
       } catch (const std::system_error&) {  // out of threads: refuse this one, keep serving the others
         if (!tls_) answer(c->stream, error_response(503, "unavailable", "cannot serve another connection"), true);
+        refused(refusal_reason::busy, c->client, "cannot start a thread for it");
         continue;
       }
       connections_.push_back(std::move(c));
@@ -114,14 +141,20 @@ class http_server final : public http_listener {
     return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close), r.body);
   }
 
-  void serve(tcp_stream& s) {
+  void serve(tcp_stream& s, const std::string& client) {
     s.set_timeout(limits_.idle_timeout);
-    if (tls_ && !s.start_tls_server(*tls_)) return;  // e.g. no trusted client certificate under mutual TLS
+    if (tls_) {
+      if (auto t = s.start_tls_server(*tls_); !t) {  // e.g. no trusted client certificate under mutual TLS
+        refused(refusal_reason::tls, client, t.message());
+        return;
+      }
+    }
     message_reader reader(s);
     std::string head;
     while (!stopping_) {
       const auto got = reader.read_head(limits_.max_head_bytes, head);
       if (got == message_reader::outcome::too_large) {
+        refused(refusal_reason::malformed, client, "request head over " + std::to_string(limits_.max_head_bytes));
         answer(s,
                error_response(431, "too_large",
                               "request head exceeds " + std::to_string(limits_.max_head_bytes) + " bytes"),
@@ -130,12 +163,14 @@ class http_server final : public http_listener {
       }
       if (got != message_reader::outcome::ok) return;
       auto parsed = http1::parse_request_head(head);
-      if (auto* refused = std::get_if<http1::refusal>(&parsed)) {
-        answer(s, error_response(refused->status, "invalid_request", refused->message), true);
+      if (auto* no = std::get_if<http1::refusal>(&parsed)) {
+        refused(refusal_reason::malformed, client, std::to_string(no->status) + ": " + no->message);
+        answer(s, error_response(no->status, "invalid_request", no->message), true);
         return;
       }
       auto& h = std::get<http1::request_head>(parsed);
       if (h.content_length > options_.max_body_bytes) {
+        refused(refusal_reason::too_large, client, "request body of " + std::to_string(h.content_length) + " bytes");
         answer(s,
                error_response(413, "too_large",
                               "request body of " + std::to_string(h.content_length) + " bytes exceeds the limit of " +
@@ -180,6 +215,20 @@ class http_server final : public http_listener {
 };
 
 }  // namespace
+
+const char* to_string(refusal_reason r) {
+  switch (r) {
+    case refusal_reason::tls:
+      return "tls";
+    case refusal_reason::malformed:
+      return "malformed";
+    case refusal_reason::too_large:
+      return "too_large";
+    case refusal_reason::busy:
+      return "busy";
+  }
+  return "unknown";
+}
 
 response serve_request(const std::string& prefix, const http_listener::handler& handler, const request& req) {
   if (!req.path.starts_with(prefix)) return error_response(404, "not_found", req.path + " is not served here");

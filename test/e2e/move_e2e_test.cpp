@@ -278,6 +278,12 @@ TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses 
   auto ok = trusted.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}});
   REQUIRE(ok);
   CHECK(ok->status == 200);
+  // The refused handshakes are counted and logged on the listener's side (once per 10 s).
+  auto metrics = b1.api().Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body, Catch::Contains("moonmq_cluster_listener_refusals_total{reason=\"tls\"}"));
+  CHECK_THAT(metrics->body, !Catch::Contains("moonmq_cluster_listener_refusals_total{reason=\"tls\"} 0"));
+  CHECK_THAT(slurp(b1.log_path), Catch::Contains("cluster listener refused 127.0.0.1:"));
 }
 
 TEST_CASE("e2e: the client API answers bad input with a JSON error and changes nothing", "[e2e][input]") {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "moonmq/transport/http_transport.hpp"
@@ -38,9 +39,16 @@ struct served {
   std::unique_ptr<http_listener> listener;
   std::unique_ptr<transport::transport> client;
   std::atomic<int> calls{0};
+  std::mutex mu;
+  std::vector<std::string> refusals;  ///< "reason: detail", as the listener reported them
 
   explicit served(http_listener_options o = {}, http_server_limits limits = {},
                   std::optional<tls_options> client_tls = std::nullopt) {
+    o.on_refused = [this](refusal_reason why, const std::string& from, const std::string& detail) {
+      std::lock_guard lock(mu);
+      CHECK(from.starts_with("127.0.0.1:"));
+      refusals.push_back(std::string(to_string(why)) + ": " + detail);
+    };
     auto l = start_http_server(
         o,
         [this](const request& r) {
@@ -54,6 +62,15 @@ struct served {
     auto t = make_http_transport({{{"p", "127.0.0.1", listener->port()}}, client_tls, 2});
     REQUIRE(t);
     client = std::move(*t);
+  }
+
+  /// The refusals reported so far, one line each.
+  std::string refused() {
+    std::this_thread::sleep_for(50ms);  // a refusal is reported on the connection's thread, maybe after the answer
+    std::lock_guard lock(mu);
+    std::string all;
+    for (const auto& r : refusals) all += r + "\n";
+    return all;
   }
 
   response call(const request& r, std::chrono::milliseconds timeout = 2000ms) {
@@ -170,10 +187,12 @@ TEST_CASE("cluster http: limits and refusals answer with a status and nothing re
     CHECK(a.status == 413);
     CHECK(a.body.find("exceeds the limit of 1048576") != std::string::npos);
     CHECK(s.call(get_request("/cluster/loads")).status == 200);  // the pool dropped that connection
+    CHECK(s.refused() == "too_large: request body of 1048577 bytes\n");
   }
   SECTION("a head over the limit is 431") {
     auto out = s.raw("GET /cluster/x HTTP/1.1\r\nX-Big: " + std::string(8000, 'b') + "\r\n\r\n");
     CHECK(out.starts_with("HTTP/1.1 431 "));
+    CHECK(s.refused() == "malformed: request head over 4096\n");
   }
   SECTION("a chunked body is 411, a malformed head 400, and the connection closes") {
     CHECK(s.raw("POST /cluster/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
@@ -181,6 +200,9 @@ TEST_CASE("cluster http: limits and refusals answer with a status and nothing re
     auto bad = s.raw("GARBAGE\r\n\r\n");
     CHECK(bad.starts_with("HTTP/1.1 400 "));
     CHECK(bad.find("\"error\":\"invalid_request\"") != std::string::npos);
+    CHECK(s.refused() ==
+          "malformed: 411: Transfer-Encoding is not supported; send a Content-Length\n"
+          "malformed: 400: malformed request line\n");
   }
   SECTION("a half-sent request is dropped when its sender goes away") {
     {
@@ -216,6 +238,7 @@ TEST_CASE("cluster http: connections over the limit get 503", "[http]") {
   REQUIRE(first);
   std::this_thread::sleep_for(50ms);  // the listener has taken it
   CHECK(s.raw("GET /cluster/x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 503 "));
+  CHECK(s.refused() == "busy: 1 connections open\n");
 }
 
 TEST_CASE("cluster http: a peer that does not answer, or is not there, is status 0 after the deadline", "[http]") {
@@ -301,6 +324,7 @@ TEST_CASE("cluster http: TLS refuses a client without a trusted certificate and 
     served s(tls_listener(certs, true), {}, tls_options{"", "", certs.ca(), true});
     no_answer_with(s, "TLS");  // the handshake fails, or under TLS 1.3 the listener's alert ends the first request
     CHECK(s.calls == 0);
+    CHECK_THAT(s.refused(), Catch::StartsWith("tls: TLS handshake failed: "));
   }
   SECTION("client with a self-signed certificate, under mutual TLS") {
     served s(tls_listener(certs, true), {}, tls_options{certs.rogue_cert(), certs.rogue_key(), certs.ca(), true});

@@ -74,6 +74,11 @@ inline constexpr metric_family peer_up{"moonmq_cluster_peer_up",
 inline constexpr metric_family fence_rejections{"moonmq_cluster_fence_rejections_total",
                                                 "Control-plane requests refused with 409 for a superseded controller",
                                                 metric_kind::counter};
+inline constexpr metric_family listener_refusals{
+    "moonmq_cluster_listener_refusals_total",
+    "Connections or requests the cluster listener turned away before any route {reason: tls, malformed, too_large, "
+    "busy}",
+    metric_kind::counter};
 inline constexpr metric_family build_info{"moonmq_build_info", "Always 1 {version}", metric_kind::gauge};
 
 }  // namespace moonmq::cluster::metrics

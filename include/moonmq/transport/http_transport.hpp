@@ -58,12 +58,25 @@ class http_listener {
   virtual void stop() = 0;
 };
 
+/// Why the listener turned a connection or a request away before any handler saw it.
+enum class refusal_reason {
+  tls,        ///< the TLS handshake failed (e.g. no trusted client certificate under mutual TLS)
+  malformed,  ///< a head it cannot take: 400, 411, 431, 501
+  too_large,  ///< a body over max_body_bytes: 413
+  busy,       ///< more connections than it serves at once: 503
+};
+
+const char* to_string(refusal_reason r);
+
 struct http_listener_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
   std::optional<tls_options> tls;
   std::size_t max_body_bytes = 64u << 20;
   std::string path_prefix = "/cluster/";  ///< routes outside it answer 404
+  /// Told of every refusal, with the client's address and what was wrong; called on listener threads, so it must be
+  /// quick and thread-safe (moonmqd counts and logs them).
+  std::function<void(refusal_reason, const std::string& client, const std::string& detail)> on_refused;
 };
 
 /// Binds and starts serving in background threads; an error names the address or the TLS file at fault.
