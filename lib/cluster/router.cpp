@@ -33,7 +33,7 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
 /// One forwarding attempt's outcome: finished (with a result), wait for a handover, or try another owner.
 struct router::forward_state {
   topic_partition tp;
-  std::vector<storage::record> records;
+  const std::vector<storage::record>* records;
   broker_id owner;
   std::string frames;
   std::chrono::steady_clock::time_point deadline;
@@ -49,10 +49,10 @@ struct router::forward_state {
   }
 };
 
-router::forward_state router::begin_forward(topic_partition tp, std::vector<storage::record> records,
+router::forward_state router::begin_forward(topic_partition tp, const std::vector<storage::record>& records,
                                             broker_id owner) const {
-  forward_state f{std::move(tp), std::move(records), std::move(owner), {}, {}, 0};
-  for (const auto& r : f.records) storage::encode_frame(r, f.frames);
+  forward_state f{std::move(tp), &records, std::move(owner), {}, {}, 0};
+  for (const auto& r : records) storage::encode_frame(r, f.frames);
   f.deadline = std::chrono::steady_clock::now() + peers_.directory().timeout;
   return f;
 }
@@ -67,7 +67,7 @@ router::step router::interpret(forward_state& f, const transport::response& resp
     produce_result out{{}, f.owner};
     for (const auto& o : d["offsets"].GetArray())
       if (o.IsUint64()) out.offsets.push_back(o.GetUint64());
-    if (out.offsets.size() != f.records.size())
+    if (out.offsets.size() != f.records->size())
       return step::finish(
           error{errc::internal, "owner " + f.owner.value() + " acknowledged a different number of records"});
     st_.metrics.add(metrics::forwarded_records, {}, static_cast<double>(out.offsets.size()));
@@ -97,7 +97,7 @@ router::step router::interpret(forward_state& f, const transport::response& resp
 
 /// After a handover pause: appended here if ownership came back, otherwise the owner to try next.
 std::optional<result<produce_result>> router::recheck(forward_state& f) {
-  auto local = try_local(f.tp, f.records);
+  auto local = try_local(f.tp, *f.records);
   if (auto* done = std::get_if<result<produce_result>>(&local)) return std::move(*done);
   f.owner = std::get<broker_id>(local);
   return std::nullopt;
@@ -105,7 +105,7 @@ std::optional<result<produce_result>> router::recheck(forward_state& f) {
 
 asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std::vector<storage::record> records,
                                                         broker_id owner) {
-  forward_state f = begin_forward(std::move(tp), std::move(records), std::move(owner));
+  forward_state f = begin_forward(std::move(tp), records, std::move(owner));
   for (;;) {
     auto resp = co_await peers_.call(f.owner.value(), f.request());
     step s = interpret(f, resp);
@@ -118,9 +118,10 @@ asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std:
   }
 }
 
-std::optional<result<produce_result>> router::forward_blocking(topic_partition tp, std::vector<storage::record> records,
+std::optional<result<produce_result>> router::forward_blocking(topic_partition tp,
+                                                               const std::vector<storage::record>& records,
                                                                broker_id owner) {
-  forward_state f = begin_forward(std::move(tp), std::move(records), std::move(owner));
+  forward_state f = begin_forward(std::move(tp), records, std::move(owner));
   for (;;) {
     auto resp = peers_.call_now(f.owner.value(), f.request());
     if (!resp) return std::nullopt;  // this transport cannot block: use forward()

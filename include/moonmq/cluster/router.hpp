@@ -39,8 +39,8 @@ class router {
 
   /// forward(), on the calling thread, for callers that may block (a listener's worker thread): no hop through the
   /// reactor. nullopt when the transport cannot send from the calling thread (then use forward()).
-  std::optional<result<produce_result>> forward_blocking(topic_partition tp, std::vector<storage::record> records,
-                                                         broker_id owner);
+  std::optional<result<produce_result>> forward_blocking(topic_partition tp,
+                                                         const std::vector<storage::record>& records, broker_id owner);
 
   /// try_local, then forward when needed. Note that a local append (and one after a handover rolled back) runs on
   /// the coroutine's thread: moonmqd calls try_local and forward_blocking from its listener threads instead, so its
@@ -57,7 +57,8 @@ class router {
     static step wait() { return {pause, std::nullopt}; }
     static step again() { return {retry, std::nullopt}; }
   };
-  forward_state begin_forward(topic_partition tp, std::vector<storage::record> records, broker_id owner) const;
+  /// `records` must outlive the forward (the caller's, or the forward() coroutine's own parameter).
+  forward_state begin_forward(topic_partition tp, const std::vector<storage::record>& records, broker_id owner) const;
   step interpret(forward_state& f, const transport::response& resp);
   std::optional<result<produce_result>> recheck(forward_state& f);
 
