@@ -192,7 +192,9 @@ class http_server final : public http_listener {
       if (!reader.read_body(h.content_length, req.body)) return;
       response r;
       try {
-        r = serve_request(options_.path_prefix, handler_, req);
+        r = req.path.starts_with(options_.path_prefix)
+                ? handler_(req)
+                : error_response(404, "not_found", req.path + " is not served here");
       } catch (const std::exception& e) {
         r = error_response(500, "internal", e.what());
       }
@@ -228,11 +230,6 @@ const char* to_string(refusal_reason r) {
       return "busy";
   }
   return "unknown";
-}
-
-response serve_request(const std::string& prefix, const http_listener::handler& handler, const request& req) {
-  if (!req.path.starts_with(prefix)) return error_response(404, "not_found", req.path + " is not served here");
-  return handler(req);
 }
 
 result<std::unique_ptr<http_listener>> start_http_server(const http_listener_options& options,

@@ -27,7 +27,4 @@ result<std::unique_ptr<http_listener>> start_http_server(const http_listener_opt
                                                          http_listener::handler handler,
                                                          http_server_limits limits = {});
 
-/// What every listener does with a request before its handler: a path outside `prefix` is 404, else the handler.
-response serve_request(const std::string& prefix, const http_listener::handler& handler, const request& req);
-
 }  // namespace moonmq::transport
