@@ -160,10 +160,13 @@ struct cluster_service::impl {
     auto from = req.headers.find(transport::header_from);
     if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value()) {
       // One write for all of them. A partition that already holds data was written by a client racing this call;
-      // it stays this broker's.
+      // it stays this broker's. Each new partition's gate is held from that check until the write, so that no
+      // produce lands in it in between: one would be acknowledged here and then never served.
+      std::vector<std::unique_lock<std::shared_mutex>> held;
       std::vector<ownership_entry> peers_partitions;
       for (std::int32_t p = before; p < *n; ++p) {
         topic_partition tp{topic, p};
+        held.emplace_back(st.gates.gate(tp));  // ascending order; nothing else holds two gates
         if (st.ownership.owner(tp)) continue;
         auto end = st.store.end_offset(tp);
         if (end && *end > 0) continue;

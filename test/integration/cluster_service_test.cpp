@@ -1,6 +1,10 @@
 // The inter-broker routes' rules: authentication, fencing, bad input, and forwarding limits.
 #include <catch2/catch.hpp>
 
+#include <future>
+#include <shared_mutex>
+#include <thread>
+
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -171,4 +175,24 @@ TEST_CASE("router: a forwarded produce is never forwarded again, and a chain of 
     CHECK(r.code() == errc::unavailable);
     CHECK_THAT(r.message(), Catch::Contains("b2"));
   }
+}
+
+TEST_CASE("service: a produce racing a peer's ensure keeps its partition served here", "[service][ensure]") {
+  // A client produces into a partition that a peer's ensure is creating at the same moment. The record is
+  // acknowledged here, so the partition must stay this broker's: it must not be recorded as the peer's.
+  in_process_cluster c(1);
+  const topic_partition tp{"t", 0};
+  std::shared_lock in_flight(c[1].gates.gate(tp));  // the produce holds its partition's gate, as router::try_local
+  auto ensure = make("POST", "/cluster/ensure", R"({"topic":"t","partitions":1})");
+  ensure.headers[transport::header_from] = "b2";
+  auto answer = std::async(std::launch::async, [&] { return c[1].service->handle(ensure).status; });
+  for (int i = 0; i < 200 && !c[1].store.partition_count("t"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(c[1].store.partition_count("t"));
+  REQUIRE(c[1].store.append(tp, {rec("acknowledged")}));  // the produce lands in the new partition
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  in_flight.unlock();
+  CHECK(answer.get() == 200);
+  CHECK_FALSE(c[1].ownership->owner(tp).has_value());  // still served here, with its record
+  CHECK(cluster::serves(*c[1].ownership, tp, broker_id("b1")));
 }
