@@ -123,6 +123,14 @@ bool object_reader::get(std::string_view key, std::int64_t& out, bool required) 
   return true;
 }
 
+bool object_reader::get(std::string_view key, std::uint64_t& out, bool required) {
+  const auto* m = find(key, required);
+  if (!m) return ok();
+  if (!m->IsUint64()) return fail(key, std::string("expected a whole number >= 0, got ") + type_name(*m));
+  out = m->GetUint64();
+  return true;
+}
+
 bool object_reader::get(std::string_view key, std::vector<std::string>& out, bool required) {
   const auto* m = find(key, required);
   if (!m) return ok();

@@ -43,6 +43,7 @@ class object_reader {
   bool get(std::string_view key, std::optional<double>& out);
   bool get(std::string_view key, std::uint32_t& out, bool required = false);
   bool get(std::string_view key, std::int64_t& out, bool required = false);
+  bool get(std::string_view key, std::uint64_t& out, bool required = false);
   bool get(std::string_view key, std::vector<std::string>& out, bool required = false);
 
   /// Requires a number >= 0 at `key` (if present).

@@ -1,4 +1,5 @@
-// Raft messages on the wire: JSON bodies of POST /cluster/raft/{vote,append,snapshot}. Internal to lib/.
+// Raft messages on the wire: JSON bodies of POST /cluster/raft/{vote,append,snapshot,propose}, read strictly (an
+// error names the field). Internal to lib/.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -6,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "json/object_reader.hpp"
 #include "json/writer.hpp"
 #include "moonmq/raft/message.hpp"
 
@@ -74,60 +76,107 @@ inline std::string encode(const message& m) {
   });
 }
 
-/// The message in `body`; nullopt when it is not one (the route answers 400).
-inline std::optional<message> decode(const std::string& body) {
+namespace detail {
+
+inline void read_entry_kind(json::object_reader& r, entry_kind& out) {
+  std::uint32_t kind = 0;
+  if (!r.get("kind", kind, true)) return;
+  if (kind != static_cast<std::uint32_t>(entry_kind::controller) &&
+      kind != static_cast<std::uint32_t>(entry_kind::owner))
+    r.fail("kind", "expected 1 (controller) or 2 (owner)");
+  out = static_cast<entry_kind>(kind);
+}
+
+}  // namespace detail
+
+/// The message in `body`; an error names the field at fault (the route answers 400 with it).
+inline result<message> decode(const std::string& body) {
   rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  if (d.HasParseError() || !d.IsObject()) return std::nullopt;
-  auto u64 = [](const rapidjson::Value& o, const char* k) -> std::optional<std::uint64_t> {
-    if (!o.HasMember(k) || !o[k].IsUint64()) return std::nullopt;
-    return o[k].GetUint64();
-  };
-  auto str = [](const rapidjson::Value& o, const char* k) -> std::optional<std::string> {
-    if (!o.HasMember(k) || !o[k].IsString()) return std::nullopt;
-    return std::string(o[k].GetString(), o[k].GetStringLength());
-  };
+  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
+  json::object_reader r(d, "");
   message m;
-  auto type = str(d, "type");
-  bool known = false;
-  for (auto t : {message_type::pre_vote, message_type::pre_vote_reply, message_type::vote, message_type::vote_reply,
-                 message_type::append, message_type::append_reply, message_type::snapshot})
-    if (type && *type == message_type_name(t)) {
-      m.type = t;
-      known = true;
-    }
-  auto from = str(d, "from"), to = str(d, "to");
-  auto term = u64(d, "term"), li = u64(d, "last_index"), lt = u64(d, "last_term"), pi = u64(d, "prev_index"),
-       pt = u64(d, "prev_term"), commit = u64(d, "commit"), match = u64(d, "match");
-  if (!known || !from || !to || !term || !li || !lt || !pi || !pt || !commit || !match || !d.HasMember("accepted") ||
-      !d["accepted"].IsBool() || !d.HasMember("entries") || !d["entries"].IsArray())
-    return std::nullopt;
-  m.from = *from;
-  m.to = *to;
-  m.term = *term;
-  m.last_index = *li;
-  m.last_term = *lt;
-  m.prev_index = *pi;
-  m.prev_term = *pt;
-  m.commit = *commit;
-  m.match = *match;
-  m.accepted = d["accepted"].GetBool();
-  for (const auto& e : d["entries"].GetArray()) {
-    if (!e.IsObject()) return std::nullopt;
-    auto et = u64(e, "term"), ei = u64(e, "index"), ek = u64(e, "kind");
-    auto data = str(e, "data");
-    if (!et || !ei || !ek || !data || (*ek != 1 && *ek != 2)) return std::nullopt;
-    m.entries.push_back({*et, *ei, static_cast<entry_kind>(*ek), *data});
+  std::string type;
+  if (r.get("type", type, true)) {
+    bool known = false;
+    for (auto t : {message_type::pre_vote, message_type::pre_vote_reply, message_type::vote, message_type::vote_reply,
+                   message_type::append, message_type::append_reply, message_type::snapshot})
+      if (type == message_type_name(t)) {
+        m.type = t;
+        known = true;
+      }
+    if (!known) r.fail("type", "'" + type + "' is not a Raft message type");
   }
-  if (d.HasMember("snapshot")) {
-    const auto& s = d["snapshot"];
-    if (!s.IsObject()) return std::nullopt;
-    auto si = u64(s, "index"), st = u64(s, "term");
-    auto data = str(s, "data");
-    if (!si || !st || !data) return std::nullopt;
-    m.snap = snapshot{*si, *st, *data};
+  r.get("from", m.from, true);
+  r.get("to", m.to, true);
+  r.get("term", m.term, true);
+  r.get("last_index", m.last_index, true);
+  r.get("last_term", m.last_term, true);
+  r.get("accepted", m.accepted, true);
+  r.get("prev_index", m.prev_index, true);
+  r.get("prev_term", m.prev_term, true);
+  r.get("commit", m.commit, true);
+  r.get("match", m.match, true);
+  const auto* list = r.member("entries");
+  if (r.ok() && (!list || !list->IsArray())) r.fail("entries", "expected an array");
+  for (rapidjson::SizeType i = 0; r.ok() && i < list->Size(); ++i) {
+    json::object_reader er((*list)[i], r.child_path("entries") + "[" + std::to_string(i) + "]");
+    entry e;
+    er.get("term", e.term, true);
+    er.get("index", e.index, true);
+    detail::read_entry_kind(er, e.kind);
+    er.get("data", e.data, true);
+    if (auto s = er.finish(); !s) return s.err();
+    m.entries.push_back(std::move(e));
   }
+  if (const auto* s = r.member("snapshot"); s && r.ok()) {
+    json::object_reader sr(*s, r.child_path("snapshot"));
+    snapshot snap;
+    sr.get("index", snap.index, true);
+    sr.get("term", snap.term, true);
+    sr.get("data", snap.data, true);
+    if (auto st = sr.finish(); !st) return st.err();
+    m.snap = std::move(snap);
+  }
+  if (auto s = r.finish(); !s) return s.err();
   return m;
+}
+
+/// A follower's request to the leader to append an entry (POST /cluster/raft/propose): {"kind": 1|2, "data": "..."}.
+struct proposal {
+  entry_kind kind = entry_kind::owner;
+  std::string data;
+};
+
+inline std::string encode(const proposal& p) {
+  return json::object([&](json::writer& w) {
+    w.Key("kind");
+    w.Uint(static_cast<unsigned>(p.kind));
+    json::put(w, "data", p.data);
+  });
+}
+
+inline result<proposal> decode_proposal(const std::string& body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
+  json::object_reader r(d, "");
+  proposal p;
+  detail::read_entry_kind(r, p.kind);
+  r.get("data", p.data, true);
+  if (auto s = r.finish(); !s) return s.err();
+  return p;
+}
+
+/// The leader's answer to a proposal: {"index": N}, the entry's index once it is applied on the leader.
+inline std::string encode_appended(index_t index) { return "{\"index\":" + std::to_string(index) + "}"; }
+
+inline result<index_t> decode_appended(const std::string& body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "answer"); !s) return s.err();
+  json::object_reader r(d, "");
+  index_t index = 0;
+  r.get("index", index, true);
+  if (auto s = r.finish(); !s) return s.err();
+  return index;
 }
 
 }  // namespace moonmq::raft::wire

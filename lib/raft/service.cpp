@@ -1,7 +1,6 @@
 #include "moonmq/raft/service.hpp"
 
 #include <fmt/format.h>
-#include <rapidjson/document.h>
 
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
@@ -14,7 +13,6 @@
 #include <map>
 #include <mutex>
 
-#include "json/writer.hpp"
 #include "message_json.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/raft/raft_metrics.hpp"
@@ -73,13 +71,13 @@ struct service::impl {
     c.heartbeat_ticks = ticks(opt.heartbeat, opt.tick);
     c.election_ticks_min = ticks(opt.election_min, opt.tick);
     c.election_ticks_max = std::max(c.election_ticks_min + 1, ticks(opt.election_max, opt.tick));
-    c.seed = opt.seed ? opt.seed
-                      : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    c.seed =
+        opt.seed ? opt.seed : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     return c;
   }
 
   void publish() {
-    raft_status s{n->current_role(), n->term(), n->leader(), n->commit_index(), applied, n->log().last_index(),
+    raft_status s{n->current_role(),        n->term(), n->leader(), n->commit_index(), applied, n->log().last_index(),
                   n->log().snapshot_index()};
     {
       std::lock_guard lock(mu);
@@ -206,8 +204,8 @@ struct service::impl {
     kick();
     const auto deadline = std::chrono::steady_clock::now() + opt.propose_timeout;
     if (!co_await wait_applied(*i, deadline)) {
-      result<index_t> late = error{errc::unavailable, fmt::format("entry {} did not commit within {} ms", *i,
-                                                                  opt.propose_timeout.count())};
+      result<index_t> late = error{
+          errc::unavailable, fmt::format("entry {} did not commit within {} ms", *i, opt.propose_timeout.count())};
       co_return late;
     }
     auto t = applied_terms.find(*i);
@@ -230,23 +228,20 @@ struct service::impl {
     }
     request req;  // POST, JSON: the defaults
     req.path = "/cluster/raft/propose";
-    req.body = json::object([&](json::writer& w) {
-      w.Key("kind");
-      w.Uint(static_cast<unsigned>(kind));
-      json::put(w, "data", data);
-    });
+    req.body = wire::encode(wire::proposal{kind, std::move(data)});
     response resp = co_await peers.call(leader, std::move(req));
-    rapidjson::Document d;
-    d.Parse(resp.body.c_str(), resp.body.size());
-    if (resp.status != 200 || d.HasParseError() || !d.IsObject() || !d.HasMember("index") || !d["index"].IsUint64()) {
+    auto appended =
+        resp.status == 200 ? wire::decode_appended(resp.body) : result<index_t>(errc::unavailable, resp.body);
+    if (!appended) {
       result<index_t> refused = error{resp.status == 0 ? errc::unavailable : errc::internal,
-                                      "the Raft leader " + leader + " did not take the entry: " + resp.body};
+                                      "the Raft leader " + leader + " did not take the entry: " + appended.message()};
       co_return refused;
     }
-    const index_t index = d["index"].GetUint64();
+    const index_t index = *appended;
     if (!co_await wait_applied(index, std::chrono::steady_clock::now() + opt.propose_timeout)) {
       result<index_t> late = error{errc::unavailable, fmt::format("entry {} committed on the leader but is not "
-                                                                  "applied here yet", index)};
+                                                                  "applied here yet",
+                                                                  index)};
       co_return late;
     }
     result<index_t> ok = index;
@@ -257,10 +252,10 @@ struct service::impl {
     if (req.method != "POST") return error_response(405, "method_not_allowed", "Raft routes take POST");
     if (req.path == "/cluster/raft/propose") return handle_propose(req);
     auto m = wire::decode(req.body);
-    if (!m) return error_response(400, "invalid_argument", "body is not a Raft message");
+    if (!m) return error_response(400, "invalid_argument", m.message());
     if (std::string(wire::route_of(m->type)) != req.path)
-      return error_response(400, "invalid_argument", std::string(message_type_name(m->type)) + " does not go to " +
-                                                         req.path);
+      return error_response(400, "invalid_argument",
+                            std::string(message_type_name(m->type)) + " does not go to " + req.path);
     if (m->to != opt.self) return error_response(400, "invalid_argument", "message for " + m->to + ", not " + opt.self);
     asio::post(io, [this, msg = std::move(*m)] {
       if (stopped) return;
@@ -271,16 +266,11 @@ struct service::impl {
   }
 
   response handle_propose(const request& req) {
-    rapidjson::Document d;
-    d.Parse(req.body.c_str(), req.body.size());
-    if (d.HasParseError() || !d.IsObject() || !d.HasMember("kind") || !d["kind"].IsUint() ||
-        (d["kind"].GetUint() != 1 && d["kind"].GetUint() != 2) || !d.HasMember("data") || !d["data"].IsString())
-      return error_response(400, "invalid_argument", "expected {\"kind\": 1|2, \"data\": string}");
-    auto kind = static_cast<entry_kind>(d["kind"].GetUint());
-    std::string data(d["data"].GetString(), d["data"].GetStringLength());
-    auto r = run_on_io(leader_propose(kind, std::move(data)));
+    auto p = wire::decode_proposal(req.body);
+    if (!p) return error_response(400, "invalid_argument", p.message());
+    auto r = run_on_io(leader_propose(p->kind, std::move(p->data)));
     if (!r) return error_response(transport::http_status_of(r.code()), errc_name(r.code()), r.message());
-    return {200, "{\"index\":" + std::to_string(*r) + "}", "application/json"};
+    return {200, wire::encode_appended(*r), "application/json"};
   }
 
   asio::awaitable<result<index_t>> leader_propose(entry_kind kind, std::string data) {
