@@ -2,19 +2,32 @@
 
 #include <rapidjson/document.h>
 
+#include "json/object_reader.hpp"
 #include "json/writer.hpp"
 
 namespace moonmq::cluster {
 
 namespace {
 
-std::string owner_entry(const topic_partition& tp, const broker_id& b) {
-  return json::object([&](json::writer& w) {
-    json::put(w, "topic", tp.topic);
-    w.Key("partition");
-    w.Int(tp.partition);
-    json::put(w, "broker", b.value());
-  });
+/// One owner entry, {"topic","partition","broker"}: a committed log entry's data and an element of the snapshot.
+void write_owner(json::writer& w, const topic_partition& tp, const broker_id& b) {
+  w.StartObject();
+  json::put(w, "topic", tp.topic);
+  w.Key("partition");
+  w.Int(tp.partition);
+  json::put(w, "broker", b.value());
+  w.EndObject();
+}
+
+std::optional<std::pair<topic_partition, broker_id>> read_owner(const rapidjson::Value& v) {
+  json::object_reader r(v, "owner");
+  std::string topic, broker;
+  std::int64_t partition = -1;
+  r.get("topic", topic, true);
+  r.get("partition", partition, true);
+  r.get("broker", broker, true);
+  if (!r.finish() || partition < 0 || partition > INT32_MAX) return std::nullopt;
+  return std::pair{topic_partition{topic, static_cast<std::int32_t>(partition)}, broker_id(broker)};
 }
 
 }  // namespace
@@ -42,7 +55,10 @@ status raft_ownership_table::transfer(const topic_partition& tp, const broker_id
     auto it = replicated_.find(tp);
     if (it != replicated_.end() && it->second == to && !local_->owner(tp)) return {};
   }
-  auto r = service_->propose_blocking(raft::entry_kind::owner, owner_entry(tp, to));
+  rapidjson::StringBuffer entry;
+  json::writer w(entry);
+  write_owner(w, tp, to);
+  auto r = service_->propose_blocking(raft::entry_kind::owner, std::string(entry.GetString(), entry.GetSize()));
   if (!r) return r.err();
   if (to == self_) return local_->set_owner(tp, self_);  // a rollback also ends any local entry
   return {};
@@ -80,10 +96,8 @@ void raft_ownership_table::apply(const raft::entry& e) {
   }
   rapidjson::Document d;
   d.Parse(e.data.c_str(), e.data.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("topic") || !d["topic"].IsString() ||
-      !d.HasMember("partition") || !d["partition"].IsInt() || !d.HasMember("broker") || !d["broker"].IsString())
-    return;  // written by this code, so never; an unreadable entry changes nothing
-  replicated_[{d["topic"].GetString(), d["partition"].GetInt()}] = broker_id(d["broker"].GetString());
+  // Written by write_owner and carried in CRC-checked logs, so always readable; one that is not changes nothing.
+  if (auto o = d.HasParseError() ? std::nullopt : read_owner(d)) replicated_[o->first] = o->second;
 }
 
 void raft_ownership_table::restore(const std::string& snapshot) {
@@ -94,10 +108,8 @@ void raft_ownership_table::restore(const std::string& snapshot) {
   controller_ = {};
   if (d.HasParseError() || !d.IsObject()) return;
   if (d.HasMember("owners") && d["owners"].IsArray())
-    for (const auto& o : d["owners"].GetArray())
-      if (o.IsObject() && o.HasMember("topic") && o["topic"].IsString() && o.HasMember("partition") &&
-          o["partition"].IsInt() && o.HasMember("broker") && o["broker"].IsString())
-        replicated_[{o["topic"].GetString(), o["partition"].GetInt()}] = broker_id(o["broker"].GetString());
+    for (const auto& v : d["owners"].GetArray())
+      if (auto o = read_owner(v)) replicated_[o->first] = o->second;
   if (d.HasMember("controller") && d["controller"].IsObject()) {
     const auto& c = d["controller"];
     if (c.HasMember("term") && c["term"].IsUint64() && c.HasMember("id") && c["id"].IsString())
@@ -110,14 +122,7 @@ std::string raft_ownership_table::snapshot() const {
   return json::object([&](json::writer& w) {
     w.Key("owners");
     w.StartArray();
-    for (const auto& [tp, b] : replicated_) {
-      w.StartObject();
-      json::put(w, "topic", tp.topic);
-      w.Key("partition");
-      w.Int(tp.partition);
-      json::put(w, "broker", b.value());
-      w.EndObject();
-    }
+    for (const auto& [tp, b] : replicated_) write_owner(w, tp, b);
     w.EndArray();
     w.Key("controller");
     w.StartObject();
@@ -131,7 +136,8 @@ std::string raft_ownership_table::snapshot() const {
 result<epoch> raft_fence::claim() {
   auto s = service_.status();
   if (s.current_role != raft::role::leader)
-    return error{errc::not_owner, "not the Raft leader" + (s.leader.empty() ? std::string() : " (" + s.leader + " is)")};
+    return error{errc::not_owner,
+                 "not the Raft leader" + (s.leader.empty() ? std::string() : " (" + s.leader + " is)")};
   return epoch(s.term);
 }
 
@@ -142,8 +148,8 @@ status raft_fence::check(const controller_claim& c) {
                                 std::to_string(c.claim_epoch.value()) + ", this broker has heard term " +
                                 std::to_string(s.term)};
   if (c.claim_epoch.value() == s.term && !s.leader.empty() && c.controller.value() != s.leader)
-    return {errc::conflict, c.controller.value() + " is not the leader of term " + std::to_string(s.term) + " (" +
-                                s.leader + " is)"};
+    return {errc::conflict,
+            c.controller.value() + " is not the leader of term " + std::to_string(s.term) + " (" + s.leader + " is)"};
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "support/process.hpp"
 
@@ -92,4 +93,38 @@ TEST_CASE("ownership: several changes at once are all persisted, or none", "[own
   CHECK_FALSE(t->owner({"orders", 2}));  // the refused batch changed nothing
   CHECK_FALSE(t->owner({"orders", 3}));
   CHECK(t->entries().size() == 2);
+}
+
+TEST_CASE("ownership: the replicated table applies owner and controller entries and survives a snapshot",
+          "[ownership][raft]") {
+  test::temp_dir dir;
+  raft_ownership_table t(broker_id("b1"), open_at(dir.path()));
+  auto owner_entry = [](const std::string& topic, int p, const std::string& b) {
+    return raft::entry{
+        3, 0, raft::entry_kind::owner,
+        "{\"topic\":\"" + topic + "\",\"partition\":" + std::to_string(p) + ",\"broker\":\"" + b + "\"}"};
+  };
+  t.apply(owner_entry("orders", 0, "b2"));
+  t.apply(owner_entry("orders", 1, "b3"));
+  t.apply(owner_entry("orders", 0, "b3"));  // a later move of the same partition wins
+  t.apply(raft::entry{4, 0, raft::entry_kind::controller, "b2"});
+  // Unreadable entries change nothing.
+  t.apply(raft::entry{4, 0, raft::entry_kind::owner, "{not json"});
+  t.apply(raft::entry{4, 0, raft::entry_kind::owner, R"({"topic":"orders","partition":-1,"broker":"b9"})"});
+  t.apply(raft::entry{4, 0, raft::entry_kind::owner, R"({"topic":"orders","partition":1})"});
+  CHECK(t.owner({"orders", 0}) == broker_id("b3"));
+  CHECK(t.owner({"orders", 1}) == broker_id("b3"));
+  CHECK_FALSE(t.owner({"orders", 2}));
+  CHECK(t.controller().claim_epoch == epoch(4));
+  CHECK(t.controller().controller == broker_id("b2"));
+
+  test::temp_dir other;
+  raft_ownership_table copy(broker_id("b2"), open_at(other.path(), "b2"));
+  copy.apply(owner_entry("stale", 0, "b1"));  // replaced by the snapshot
+  copy.restore(t.snapshot());
+  CHECK(copy.replicated_entries() == t.replicated_entries());
+  CHECK(copy.replicated_entries().size() == 2);
+  CHECK(copy.controller().claim_epoch == epoch(4));
+  CHECK(copy.controller().controller == broker_id("b2"));
+  CHECK_FALSE(copy.owner({"stale", 0}));
 }
