@@ -56,8 +56,10 @@ class file_storage final : public storage {
 
   result<durable_state> load() override {
     durable_state s;
-    if (auto h = read_hard(); !h) return h.err();
-    else s.hard = *h;
+    if (auto h = read_hard(); !h)
+      return h.err();
+    else
+      s.hard = *h;
     auto snap = read_snapshot();
     if (!snap) return snap.err();
     s.snap = *snap;
@@ -65,12 +67,10 @@ class file_storage final : public storage {
     if (!text) return text.err();
     auto scan = moonmq::storage::scan_frames(*text);
     std::size_t good = scan.whole;
-    if (scan.end == moonmq::storage::frame_scan::ending::corrupt) {
-      std::uint32_t len = text->size() - good >= 4 ? moonmq::storage::detail::get_u32(text->data() + good) : 0;
-      if (good + moonmq::storage::frame_header_size + len != text->size())
-        return error{errc::corrupt, log_path_ + ": damaged entry frame at byte " + std::to_string(good) + " (" +
-                                        scan.what + "); refusing to start Raft on it"};
-    }
+    if (scan.end == moonmq::storage::frame_scan::ending::corrupt &&
+        !moonmq::storage::is_torn_last_write(std::string_view(*text).substr(good), good, text->size()))
+      return error{errc::corrupt, log_path_ + ": damaged entry frame at byte " + std::to_string(good) + " (" +
+                                      scan.what + "); refusing to start Raft on it"};
     if (good < text->size()) {
       if (auto t = posix::truncate_file(file_.get(), good, log_path_); !t) return t.err();
       if (auto t = posix::sync_data(file_.get(), log_path_); !t) return t.err();

@@ -80,9 +80,7 @@ class partition_log {
         if (eof) break;
         continue;
       }
-      // A bad frame that ends exactly at the end of the file is the last write, torn; anything else is corruption.
-      std::uint32_t len = buf.size() >= 4 ? detail::get_u32(buf.data()) : 0;
-      if (base + frame_header_size + len == *size) break;
+      if (is_torn_last_write(buf, base, *size)) break;
       return error{errc::corrupt, path_ + ": corrupt record at offset " + std::to_string(base) + " (" + scan.what +
                                       "); refusing to open the partition"};
     }

@@ -107,9 +107,18 @@ struct frame_scan {
   std::string what;  ///< for corrupt: what is wrong with the frame that starts at `whole`
 };
 
+/// Log recovery's rule for a frame that fails its check (frame_scan::ending::corrupt): when the length in its header
+/// reaches exactly the end of the file, it is the last write, torn by a crash, and is truncated; anything else is
+/// damage in the middle of the log, and recovery refuses it. `frame` holds the file's bytes from the frame's start,
+/// which is at `frame_at` in a file of `file_size` bytes. Partition logs and the Raft log both recover by it.
+inline bool is_torn_last_write(std::string_view frame, std::uint64_t frame_at, std::uint64_t file_size) {
+  const std::uint32_t len = frame.size() >= 4 ? detail::get_u32(frame.data()) : 0;
+  return frame_at + frame_header_size + len == file_size;
+}
+
 /// Walks frames from the start of `bytes`, calling `on_frame(start)` for each whole valid frame. A checksum failure
-/// of a frame that ends exactly at the end of `bytes` is reported as corrupt too; log recovery decides whether a bad
-/// *last* frame is a torn write.
+/// of a frame that ends exactly at the end of `bytes` is reported as corrupt too; log recovery decides with
+/// is_torn_last_write() whether a bad *last* frame is a torn write.
 template <typename OnFrame>
 frame_scan scan_frames(std::string_view bytes, OnFrame&& on_frame) {
   frame_scan s;

@@ -61,3 +61,18 @@ TEST_CASE("a read returns whole frames within the byte limit, and at least one",
   CHECK(frames_within(std::string_view(three).substr(0, 50), 1000, &first) == 0);
   CHECK(first == one.size());
 }
+
+TEST_CASE("a bad frame is a torn last write only when its length reaches the end of the file", "[record]") {
+  const std::string first = encode_frame(record{std::nullopt, "first", 1, 0});
+  std::string damaged = encode_frame(record{std::nullopt, "second", 2, 0});
+  damaged.back() ^= 0x01;  // the crash tore its last bytes: the checksum fails
+  const std::string at_end = first + damaged;
+  auto scan = scan_frames(at_end);
+  REQUIRE(scan.end == frame_scan::ending::corrupt);
+  CHECK(is_torn_last_write(std::string_view(at_end).substr(scan.whole), scan.whole, at_end.size()));
+  // The same damaged frame with a good one after it is damage in the middle of the log.
+  const std::string in_middle = at_end + first;
+  scan = scan_frames(in_middle);
+  REQUIRE(scan.end == frame_scan::ending::corrupt);
+  CHECK_FALSE(is_torn_last_write(std::string_view(in_middle).substr(scan.whole), scan.whole, in_middle.size()));
+}
