@@ -348,8 +348,7 @@ class running_broker final : public broker {
     if (!n) return reply_error(res, n.err());
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "name", name);
-            w.Key("partitions");
-            w.Int(*n);
+            put(w, "partitions", *n);
           }));
   }
 
@@ -360,8 +359,7 @@ class running_broker final : public broker {
             for (const auto& t : store_->topics()) {
               w.StartObject();
               put(w, "name", t);
-              w.Key("partitions");
-              w.Int(store_->partition_count(t).ok() ? *store_->partition_count(t) : 0);
+              put(w, "partitions", store_->partition_count(t).ok() ? *store_->partition_count(t) : 0);
               w.EndObject();
             }
             w.EndArray();
@@ -381,8 +379,7 @@ class running_broker final : public broker {
     if (!n) return reply_error(res, n.err());
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "name", topic);
-            w.Key("partitions");
-            w.Int(*n);
+            put(w, "partitions", *n);
           }));
   }
 
@@ -440,8 +437,7 @@ class running_broker final : public broker {
     }
     if (!done) return reply_error(res, done.err());
     reply(res, 200, json_object([&](json_writer& w) {
-            w.Key("partition");
-            w.Int(tp.partition);
+            put(w, "partition", tp.partition);
             w.Key("offsets");
             w.StartArray();
             for (auto o : done->offsets) w.Uint64(o);
@@ -511,8 +507,7 @@ class running_broker final : public broker {
             for (const auto& v : views) {
               if (v.attributes & storage::attr_control) continue;
               w.StartObject();
-              w.Key("offset");
-              w.Uint64(v.offset);
+              put(w, "offset", v.offset);
               w.Key("key");
               if (v.key)
                 w.String(v.key->data(), static_cast<rapidjson::SizeType>(v.key->size()));
@@ -520,15 +515,12 @@ class running_broker final : public broker {
                 w.Null();
               w.Key("value");
               w.String(v.value.data(), static_cast<rapidjson::SizeType>(v.value.size()));
-              w.Key("timestamp");
-              w.Int64(v.timestamp_ms);
+              put(w, "timestamp", v.timestamp_ms);
               w.EndObject();
             }
             w.EndArray();
-            w.Key("next_offset");
-            w.Uint64(r->next_offset);
-            w.Key("end_offset");
-            w.Uint64(r->end_offset);
+            put(w, "next_offset", r->next_offset);
+            put(w, "end_offset", r->end_offset);
           }));
   }
 
@@ -551,8 +543,7 @@ class running_broker final : public broker {
     if (auto s = offsets_->commit(group, tp, static_cast<std::uint64_t>(offset)); !s) return reply_error(res, s.err());
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "group", group);
-            w.Key("offset");
-            w.Int64(offset);
+            put(w, "offset", offset);
           }));
   }
 
@@ -592,35 +583,27 @@ class running_broker final : public broker {
                 w.StartObject();
                 put(w, "id", p.id);
                 put(w, "address", p.host + ":" + std::to_string(p.port));
-                w.Key("reachable");
-                w.Bool(reach[i].second);
+                put(w, "reachable", reach[i].second);
                 w.EndObject();
               }
             w.EndArray();
             w.Key("controller");
             w.StartObject();
-            w.Key("epoch");
-            w.Uint64(h.claim_epoch.value());
+            put(w, "epoch", h.claim_epoch.value());
             put(w, "id", h.controller.value());
             w.EndObject();
             w.Key("raft");
             w.StartObject();
-            w.Key("enabled");
-            w.Bool(raft_ != nullptr);
+            put(w, "enabled", raft_ != nullptr);
             if (raft_) {
               auto rs = raft_->status();
               put(w, "role", raft::role_name(rs.current_role));
-              w.Key("term");
-              w.Uint64(rs.term);
+              put(w, "term", rs.term);
               put(w, "leader", rs.leader);
-              w.Key("commit_index");
-              w.Uint64(rs.commit);
-              w.Key("applied_index");
-              w.Uint64(rs.applied);
-              w.Key("last_index");
-              w.Uint64(rs.last_index);
-              w.Key("snapshot_index");
-              w.Uint64(rs.snapshot_index);
+              put(w, "commit_index", rs.commit);
+              put(w, "applied_index", rs.applied);
+              put(w, "last_index", rs.last_index);
+              put(w, "snapshot_index", rs.snapshot_index);
             }
             w.EndObject();
             w.Key("ownership");
@@ -628,8 +611,7 @@ class running_broker final : public broker {
             for (const auto& e : ownership_->entries()) {
               w.StartObject();
               put(w, "topic", e.partition.topic);
-              w.Key("partition");
-              w.Int(e.partition.partition);
+              put(w, "partition", e.partition.partition);
               put(w, "broker", e.owner.value());
               w.EndObject();
             }
@@ -653,11 +635,9 @@ class running_broker final : public broker {
     auto id = reassigner_->start(io_.get_executor(), tp, broker_id(dest));
     if (!id) return reply_error(res, id.err());
     reply(res, 202, json_object([&](json_writer& w) {
-            w.Key("id");
-            w.Uint64(*id);
+            put(w, "id", *id);
             put(w, "topic", topic);
-            w.Key("partition");
-            w.Int(tp.partition);
+            put(w, "partition", tp.partition);
             put(w, "dest", dest);
             put(w, "status", "started");
           }));
@@ -670,10 +650,8 @@ class running_broker final : public broker {
   void autobalancer_status(httplib::Response& res) {
     if (!balancer_) {
       reply(res, 200, json_object([&](json_writer& w) {
-              w.Key("enabled");
-              w.Bool(false);
-              w.Key("dry_run");
-              w.Bool(cfg_.autobalance.dry_run);
+              put(w, "enabled", false);
+              put(w, "dry_run", cfg_.autobalance.dry_run);
             }));
       return;
     }
@@ -682,48 +660,37 @@ class running_broker final : public broker {
 
   static std::string autobalancer_document(const cluster::balance_status& s) {
     return json_object([&](json_writer& w) {
-      w.Key("enabled");
-      w.Bool(s.enabled);
-      w.Key("dry_run");
-      w.Bool(s.dry_run);
+      put(w, "enabled", s.enabled);
+      put(w, "dry_run", s.dry_run);
       w.Key("controller");
       w.StartObject();
       put(w, "id", s.claim ? s.claim->controller.value() : std::string());
-      w.Key("epoch");
-      w.Uint64(s.claim ? s.claim->claim_epoch.value() : 0);
-      w.Key("superseded");
-      w.Bool(s.superseded);
+      put(w, "epoch", s.claim ? s.claim->claim_epoch.value() : 0);
+      put(w, "superseded", s.superseded);
       put(w, "superseded_reason", s.superseded_reason);
       w.EndObject();
-      w.Key("passes");
-      w.Uint64(s.passes);
+      put(w, "passes", s.passes);
       w.Key("last_pass");
       w.StartObject();
       put(w, "result", s.last_result);
       put(w, "error", s.last_error);
-      w.Key("ended_at");
-      w.Double(s.last_pass_unix_seconds);
-      w.Key("duration_seconds");
-      w.Double(s.last_pass_duration_seconds);
-      w.Key("detect_seconds");
-      w.Double(s.last_detect_seconds);
+      put(w, "ended_at", s.last_pass_unix_seconds);
+      put(w, "duration_seconds", s.last_pass_duration_seconds);
+      put(w, "detect_seconds", s.last_detect_seconds);
       w.EndObject();
-      w.Key("satisfied");
-      w.Bool(s.satisfied);
+      put(w, "satisfied", s.satisfied);
       w.Key("plan");
       w.StartArray();
       for (const auto& a : s.last_plan) {
         w.StartObject();
         put(w, "type", autobalancer::action_type_name(a.type));
         put(w, "topic", a.topic);
-        w.Key("partition");
-        w.Int(a.partition);
+        put(w, "partition", a.partition);
         put(w, "src", a.src);
         put(w, "dest", a.dest);
         if (a.type == autobalancer::action_type::swap) {
           put(w, "swap_topic", a.swap_topic);
-          w.Key("swap_partition");
-          w.Int(a.swap_partition);
+          put(w, "swap_partition", a.swap_partition);
         }
         w.EndObject();
       }
@@ -733,16 +700,11 @@ class running_broker final : public broker {
       for (const auto& b : s.brokers) {
         w.StartObject();
         put(w, "id", b.id);
-        w.Key("active");
-        w.Bool(b.active);
-        w.Key("nw_in");
-        w.Double(b.load.v[0]);
-        w.Key("nw_out");
-        w.Double(b.load.v[1]);
-        w.Key("disk");
-        w.Double(b.load.v[2]);
-        w.Key("partitions");
-        w.Uint(b.partitions);
+        put(w, "active", b.active);
+        put(w, "nw_in", b.load.v[0]);
+        put(w, "nw_out", b.load.v[1]);
+        put(w, "disk", b.load.v[2]);
+        put(w, "partitions", b.partitions);
         w.EndObject();
       }
       w.EndArray();

@@ -119,8 +119,7 @@ struct balance_loop::impl {
     request r;  // POST, JSON: the defaults
     r.path = "/cluster/controller/claim";
     r.body = json::object([&](json::writer& w) {
-      w.Key("epoch");
-      w.Uint64(claim->claim_epoch.value());
+      json::put(w, "epoch", claim->claim_epoch.value());
       json::put(w, "controller", claim->controller.value());
     });
     return r;

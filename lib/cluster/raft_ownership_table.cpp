@@ -13,8 +13,7 @@ namespace {
 void write_owner(json::writer& w, const topic_partition& tp, const broker_id& b) {
   w.StartObject();
   json::put(w, "topic", tp.topic);
-  w.Key("partition");
-  w.Int(tp.partition);
+  json::put(w, "partition", tp.partition);
   json::put(w, "broker", b.value());
   w.EndObject();
 }
@@ -126,8 +125,7 @@ std::string raft_ownership_table::snapshot() const {
     w.EndArray();
     w.Key("controller");
     w.StartObject();
-    w.Key("term");
-    w.Uint64(controller_.claim_epoch.value());
+    json::put(w, "term", controller_.claim_epoch.value());
     json::put(w, "id", controller_.controller.value());
     w.EndObject();
   });

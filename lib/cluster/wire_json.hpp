@@ -26,8 +26,7 @@ struct move_request {
 inline std::string move_request_body(const move_request& m) {
   return json::object([&](json::writer& w) {
     json::put(w, "topic", m.partition.topic);
-    w.Key("partition");
-    w.Int(m.partition.partition);
+    json::put(w, "partition", m.partition.partition);
     json::put(w, "dest", m.dest);
   });
 }
@@ -53,26 +52,18 @@ inline result<move_request> read_move_request(const std::string& body,
 
 inline void write_move(json::writer& w, const move_progress& p) {
   w.StartObject();
-  w.Key("id");
-  w.Uint64(p.id);
+  json::put(w, "id", p.id);
   json::put(w, "topic", p.partition.topic);
-  w.Key("partition");
-  w.Int(p.partition.partition);
+  json::put(w, "partition", p.partition.partition);
   json::put(w, "dest", p.dest);
   json::put(w, "step", p.step);
-  w.Key("bytes_copied");
-  w.Uint64(p.bytes_copied);
-  w.Key("bytes_total");
-  w.Uint64(p.bytes_total);
-  w.Key("finished");
-  w.Bool(p.finished);
-  w.Key("succeeded");
-  w.Bool(p.succeeded);
+  json::put(w, "bytes_copied", p.bytes_copied);
+  json::put(w, "bytes_total", p.bytes_total);
+  json::put(w, "finished", p.finished);
+  json::put(w, "succeeded", p.succeeded);
   json::put(w, "error", p.error);
-  w.Key("started_at");
-  w.Double(p.started_at);
-  w.Key("finished_at");
-  w.Double(p.finished_at);
+  json::put(w, "started_at", p.started_at);
+  json::put(w, "finished_at", p.finished_at);
   w.EndObject();
 }
 
@@ -124,14 +115,10 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
     for (const auto& l : list) {
       w.StartObject();
       json::put(w, "topic", l.partition.topic);
-      w.Key("partition");
-      w.Int(l.partition.partition);
-      w.Key("size_bytes");
-      w.Uint64(l.size_bytes);
-      w.Key("produced_bytes");
-      w.Uint64(l.produced_bytes);
-      w.Key("consumed_bytes");
-      w.Uint64(l.consumed_bytes);
+      json::put(w, "partition", l.partition.partition);
+      json::put(w, "size_bytes", l.size_bytes);
+      json::put(w, "produced_bytes", l.produced_bytes);
+      json::put(w, "consumed_bytes", l.consumed_bytes);
       w.EndObject();
     }
     w.EndArray();

@@ -4,7 +4,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <concepts>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace moonmq::json {
 
@@ -25,6 +28,33 @@ std::string object(F&& fill) {
 inline void put(writer& w, const char* key, const std::string& value) {
   w.Key(key);
   w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+/// A string member from a literal (without this overload a literal would convert to bool).
+inline void put(writer& w, const char* key, const char* value) {
+  w.Key(key);
+  w.String(value);
+}
+
+inline void put(writer& w, const char* key, bool value) {
+  w.Key(key);
+  w.Bool(value);
+}
+
+/// A whole-number member, signed or not.
+template <std::integral T>
+  requires(!std::same_as<T, bool> && !std::same_as<T, char>)
+void put(writer& w, const char* key, T value) {
+  w.Key(key);
+  if constexpr (std::is_signed_v<T>)
+    w.Int64(static_cast<std::int64_t>(value));
+  else
+    w.Uint64(static_cast<std::uint64_t>(value));
+}
+
+inline void put(writer& w, const char* key, double value) {
+  w.Key(key);
+  w.Double(value);
 }
 
 }  // namespace moonmq::json

@@ -100,10 +100,8 @@ class file_storage final : public storage {
   status save(const ready& r) override {
     if (r.snap) {
       if (auto s = snapshot_->replace(json::object([&](json::writer& w) {
-            w.Key("index");
-            w.Uint64(r.snap->index);
-            w.Key("term");
-            w.Uint64(r.snap->term);
+            json::put(w, "index", r.snap->index);
+            json::put(w, "term", r.snap->term);
             json::put(w, "data", r.snap->data);
           }));
           !s)
@@ -126,11 +124,9 @@ class file_storage final : public storage {
     }
     if (r.hard) {
       if (auto s = state_->replace(json::object([&](json::writer& w) {
-            w.Key("term");
-            w.Uint64(r.hard->term);
+            json::put(w, "term", r.hard->term);
             json::put(w, "voted_for", r.hard->voted_for);
-            w.Key("commit");
-            w.Uint64(r.hard->commit);
+            json::put(w, "commit", r.hard->commit);
           }));
           !s)
         return s;

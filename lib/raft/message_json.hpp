@@ -33,32 +33,21 @@ inline std::string encode(const message& m) {
     json::put(w, "type", message_type_name(m.type));
     json::put(w, "from", m.from);
     json::put(w, "to", m.to);
-    w.Key("term");
-    w.Uint64(m.term);
-    w.Key("last_index");
-    w.Uint64(m.last_index);
-    w.Key("last_term");
-    w.Uint64(m.last_term);
-    w.Key("accepted");
-    w.Bool(m.accepted);
-    w.Key("prev_index");
-    w.Uint64(m.prev_index);
-    w.Key("prev_term");
-    w.Uint64(m.prev_term);
-    w.Key("commit");
-    w.Uint64(m.commit);
-    w.Key("match");
-    w.Uint64(m.match);
+    json::put(w, "term", m.term);
+    json::put(w, "last_index", m.last_index);
+    json::put(w, "last_term", m.last_term);
+    json::put(w, "accepted", m.accepted);
+    json::put(w, "prev_index", m.prev_index);
+    json::put(w, "prev_term", m.prev_term);
+    json::put(w, "commit", m.commit);
+    json::put(w, "match", m.match);
     w.Key("entries");
     w.StartArray();
     for (const auto& e : m.entries) {
       w.StartObject();
-      w.Key("term");
-      w.Uint64(e.term);
-      w.Key("index");
-      w.Uint64(e.index);
-      w.Key("kind");
-      w.Uint(static_cast<unsigned>(e.kind));
+      json::put(w, "term", e.term);
+      json::put(w, "index", e.index);
+      json::put(w, "kind", static_cast<unsigned>(e.kind));
       json::put(w, "data", e.data);
       w.EndObject();
     }
@@ -66,10 +55,8 @@ inline std::string encode(const message& m) {
     if (m.snap) {
       w.Key("snapshot");
       w.StartObject();
-      w.Key("index");
-      w.Uint64(m.snap->index);
-      w.Key("term");
-      w.Uint64(m.snap->term);
+      json::put(w, "index", m.snap->index);
+      json::put(w, "term", m.snap->term);
       json::put(w, "data", m.snap->data);
       w.EndObject();
     }
@@ -149,8 +136,7 @@ struct proposal {
 
 inline std::string encode(const proposal& p) {
   return json::object([&](json::writer& w) {
-    w.Key("kind");
-    w.Uint(static_cast<unsigned>(p.kind));
+    json::put(w, "kind", static_cast<unsigned>(p.kind));
     json::put(w, "data", p.data);
   });
 }
