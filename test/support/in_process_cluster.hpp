@@ -112,26 +112,27 @@ class in_process_cluster {
     }
   }
 
-  /// Puts `table` in front of broker `i` (wrapping or replacing its ownership table) and rewires it.
-  void replace_ownership(int i, std::unique_ptr<cluster::ownership_table> table) {
+  /// Takes broker `i` off the network and drops everything built on its tables (wire() builds it again).
+  in_process_broker& unwire(int i) {
     auto& b = (*this)[i];
     net.detach(b.id);
     b.balancer.reset();
     b.reassigner.reset();
     b.router.reset();
     b.service.reset();
+    return b;
+  }
+
+  /// Puts `table` in front of broker `i` (wrapping or replacing its ownership table) and rewires it.
+  void replace_ownership(int i, std::unique_ptr<cluster::ownership_table> table) {
+    auto& b = unwire(i);
     b.ownership = std::move(table);
     wire(b);
   }
 
   /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds.
   void restart(int i) {
-    auto& b = (*this)[i];
-    net.detach(b.id);
-    b.balancer.reset();
-    b.reassigner.reset();
-    b.router.reset();
-    b.service.reset();
+    auto& b = unwire(i);
     b.ownership = std::move(*cluster::open_local_ownership_table(broker_id(b.id), share(b.ownership_file)));
     b.journal = std::move(*cluster::open_move_journal(share(b.journal_file)));
     wire(b);
