@@ -344,6 +344,7 @@ class running_broker final : public broker {
     if (r.ok())
       if (auto v = validate_topic_name(name); !v) r.fail("name", v.message());
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    std::lock_guard topics(gates_.topics());  // never interleaved with a peer's ensure (cluster_service.cpp)
     auto n = store_->ensure_topic(name, static_cast<std::int32_t>(partitions));
     if (!n) return reply_error(res, n.err());
     reply(res, 200, json_object([&](json_writer& w) {
@@ -374,6 +375,7 @@ class running_broker final : public broker {
     std::uint32_t count = 0;
     r.get("count", count, true);
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    std::lock_guard topics(gates_.topics());  // never interleaved with a peer's ensure (cluster_service.cpp)
     if (!store_->partition_count(topic)) return reply_error(res, 404, "not_found", "unknown topic '" + topic + "'");
     auto n = store_->ensure_topic(topic, static_cast<std::int32_t>(count));
     if (!n) return reply_error(res, n.err());
@@ -467,11 +469,18 @@ class running_broker final : public broker {
                                         : std::string()));
   }
 
+  /// 421 naming the owner; 503 `unavailable` when that is this broker but it does not serve the partition yet (a
+  /// handover to it, or catching up with Raft after a start): the client retries.
   void not_owner(httplib::Response& res, const topic_partition& tp) {
-    auto owner = ownership_->owner(tp);
+    auto e = cluster::entry_as_seen_by(*ownership_, tp, self_);
+    if (e.owner == self_)
+      return reply_error(res, 503, "unavailable",
+                         ownership_->ready() ? tp.topic + "-" + std::to_string(tp.partition) +
+                                                   " is being handed over to this broker; retry"
+                                             : "this broker is catching up with the cluster's ownership log; retry");
     reply(res, 421, json_object([&](json_writer& w) {
             put(w, "error", "not_owner");
-            put(w, "owner", owner ? owner->value() : std::string());
+            put(w, "owner", e.owner.value());
           }));
   }
 
@@ -604,6 +613,7 @@ class running_broker final : public broker {
               put(w, "applied_index", rs.applied);
               put(w, "last_index", rs.last_index);
               put(w, "snapshot_index", rs.snapshot_index);
+              put(w, "caught_up", rs.caught_up);
             }
             w.EndObject();
             w.Key("ownership");
@@ -613,6 +623,8 @@ class running_broker final : public broker {
               put(w, "topic", e.partition.topic);
               put(w, "partition", e.partition.partition);
               put(w, "broker", e.owner.value());
+              put(w, "version", e.version);
+              put(w, "handover", e.handover);
               w.EndObject();
             }
             w.EndArray();

@@ -125,6 +125,15 @@ struct balance_loop::impl {
     return r;
   }
 
+  /// Whether a peer refused a request because a newer controller claim fenced it (409 `stale_epoch`). Other 409s
+  /// (a partition already moving, an ownership conflict) are about the request, not about who the controller is.
+  static bool refused_by_fence(const response& r) {
+    if (r.status != 409) return false;
+    rapidjson::Document d;
+    d.Parse(r.body.c_str(), r.body.size());
+    return !d.HasParseError() && d.IsObject() && d.HasMember("error") && d["error"] == "stale_epoch";
+  }
+
   void supersede(const std::string& why) {
     if (superseded) return;
     superseded = true;
@@ -171,7 +180,7 @@ struct balance_loop::impl {
     for (const auto& p : opt.peers) calls.push_back(peers.call(p, claim_announcement()));
     auto answers = co_await gather(std::move(calls));
     for (std::size_t i = 0; i < answers.size(); ++i)
-      if (answers[i].status == 409)
+      if (refused_by_fence(answers[i]))
         supersede(opt.peers[i] + " has seen a newer controller claim: " + answers[i].body);
     co_return moonmq::status{};
   }
@@ -309,7 +318,7 @@ struct balance_loop::impl {
     r.path = "/cluster/reassign";
     r.body = wire::move_request_body({w.partition, w.dest});
     response resp = co_await peers.call(w.src, std::move(r), claim);
-    if (resp.status == 409) {
+    if (refused_by_fence(resp)) {
       supersede(w.src + " refused a move with 409: " + resp.body);
       result<std::uint64_t> refused = error{errc::conflict, "superseded"};
       co_return refused;

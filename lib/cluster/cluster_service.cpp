@@ -149,31 +149,25 @@ struct cluster_service::impl {
     r.get("partitions", partitions, true);
     if (r.ok())
       if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
+    if (r.ok() && (partitions < 1 || partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic)))
+      r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic));
     if (auto s = r.finish(); !s) return from_error(s.err());
+    // Partitions created here on a peer's behalf are that peer's: this broker does not start serving (and taking
+    // produces for) empty namesakes of partitions that live on the peer. They are recorded as the peer's *before*
+    // they exist, with topic changes held off meanwhile, so no produce can ever land in one of them here. A move
+    // of one of them supersedes the entry at its confirm, as for any move.
+    std::lock_guard topics(st.gates.topics());
     auto had = st.store.partition_count(topic);
     const std::int32_t before = had ? *had : 0;
-    auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));
-    if (!n) return from_error(n.err());
-    // Partitions created here on a peer's behalf are that peer's: this broker does not start serving (and taking
-    // produces for) empty namesakes of partitions that live on the peer. A move of one of them clears its entry at
-    // confirm.
     auto from = req.headers.find(transport::header_from);
     if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value()) {
-      // One write for all of them. A partition that already holds data was written by a client racing this call;
-      // it stays this broker's. Each new partition's gate is held from that check until the write, so that no
-      // produce lands in it in between: one would be acknowledged here and then never served.
-      std::vector<std::unique_lock<std::shared_mutex>> held;
       std::vector<ownership_entry> peers_partitions;
-      for (std::int32_t p = before; p < *n; ++p) {
-        topic_partition tp{topic, p};
-        held.emplace_back(st.gates.gate(tp));  // ascending order; nothing else holds two gates
-        if (st.ownership.owner(tp)) continue;
-        auto end = st.store.end_offset(tp);
-        if (end && *end > 0) continue;
-        peers_partitions.push_back({tp, broker_id(from->second)});
-      }
-      if (auto s = st.ownership.set_owners(peers_partitions); !s) return from_error(s.err());
+      for (std::int32_t p = before; p < static_cast<std::int32_t>(partitions); ++p)
+        if (!st.ownership.entry({topic, p})) peers_partitions.push_back({{topic, p}, broker_id(from->second), 0, false});
+      if (auto s = st.ownership.record_all(peers_partitions); !s) return from_error(s.err());
     }
+    auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));
+    if (!n) return from_error(n.err());
     return json_ok([&](json_writer& w) {
       put(w, "topic", topic);
       w.Key("partitions");
@@ -214,14 +208,7 @@ struct cluster_service::impl {
       records.push_back({v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
                          v.timestamp_ms, v.attributes});
     std::shared_lock gate(st.gates.gate(tp));
-    if (!serves(st.ownership, tp, opt.self)) {
-      auto owner = st.ownership.owner(tp);
-      return {421, json::object([&](json_writer& w) {
-                put(w, "error", "not_owner");
-                put(w, "owner", owner ? owner->value() : std::string());
-              }),
-              "application/json"};
-    }
+    if (!serves(st.ownership, tp, opt.self)) return not_served(tp);
     auto offsets = st.store.append(tp, records);
     if (!offsets) return from_error(offsets.err());
     st.counters.count_produce(tp, frames.size());
@@ -234,37 +221,89 @@ struct cluster_service::impl {
     });
   }
 
+  /// 421 naming the owner this broker knows; 503 `handover` when that is this broker itself but it does not serve
+  /// the partition yet (a move's handover, or a broker still catching up): the sender waits and asks again.
+  response not_served(const topic_partition& tp) {
+    auto e = entry_as_seen_by(st.ownership, tp, opt.self);
+    const bool waiting = e.owner == opt.self;
+    return {waiting ? 503 : 421, json::object([&](json_writer& w) {
+              put(w, "error", waiting ? "handover" : "not_owner");
+              put(w, "owner", e.owner.value());
+              put(w, "version", e.version);
+            }),
+            "application/json"};
+  }
+
+  /// POST /cluster/owner {"topic","partition","broker","version"[,"expect","expect_handover"]}: records the entry on this broker
+  /// (ownership_table::record: with "expect", a compare-and-set). 409 `ownership_conflict` with the entry that stood
+  /// in the way as "current" when refused: a late or replayed request for a decided move changes nothing.
   response set_owner(const request& req) {
     rapidjson::Document d;
     if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
     json::object_reader r(d, "");
     std::string topic, broker;
     std::int64_t partition = -1;
+    ownership_entry e;
+    std::optional<ownership_point> expect;
     r.get("topic", topic, true);
     r.get("partition", partition, true);
     r.get("broker", broker, true);
+    r.get("version", e.version, true);
+    if (d.IsObject() && d.HasMember("expect")) {
+      ownership_point x;
+      r.get("expect", x.version, true);
+      r.get("expect_handover", x.handover, false);
+      expect = x;
+    }
     if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
     if (r.ok() && broker.empty()) r.fail("broker", "must not be empty");
+    if (r.ok())
+      if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
     if (auto s = r.finish(); !s) return from_error(s.err());
-    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
-    std::unique_lock gate(st.gates.gate(tp));
-    if (auto s = st.ownership.set_owner(tp, broker_id(broker)); !s) return from_error(s.err());
-    st.log.info("cluster", "ownership of " + topic + "-" + std::to_string(partition) + " recorded as " + broker);
-    return json_ok([&](json_writer& w) { put(w, "owner", broker); });
+    e.partition = {topic, static_cast<std::int32_t>(partition)};
+    e.owner = broker_id(broker);
+    std::unique_lock gate(st.gates.gate(e.partition));
+    if (auto s = st.ownership.record(e, expect); !s) {
+      if (s.code() != errc::conflict) return from_error(s.err());
+      auto current = st.ownership.entry(e.partition);
+      st.log.warn("cluster", "refused an ownership change: " + s.message());
+      return {409, json::object([&](json_writer& w) {
+                put(w, "error", "ownership_conflict");
+                put(w, "message", s.message());
+                w.Key("current");
+                if (!current) {
+                  w.Null();
+                  return;
+                }
+                w.StartObject();
+                put(w, "broker", current->owner.value());
+                put(w, "version", current->version);
+                put(w, "handover", current->handover);
+                w.EndObject();
+              }),
+              "application/json"};
+    }
+    st.log.info("cluster", "ownership of " + topic + "-" + std::to_string(partition) + " recorded as " + broker +
+                               " at version " + std::to_string(e.version));
+    return json_ok([&](json_writer& w) {
+      put(w, "owner", broker);
+      put(w, "version", e.version);
+    });
   }
 
   response get_owner(const request& req) {
     auto tp = partition_param(req);
     if (!tp) return from_error(tp.err());
-    auto owner = st.ownership.owner(*tp);
+    auto e = st.ownership.entry(*tp);
     return json_ok([&](json_writer& w) {
       w.Key("owner");
-      if (owner)
-        w.String(owner->value().c_str());
+      if (e)
+        w.String(e->owner.value().c_str());
       else
         w.Null();
-      w.Key("serves");
-      w.Bool(!owner || *owner == opt.self);
+      put(w, "version", e ? e->version : 0);
+      put(w, "handover", e ? e->handover : false);
+      put(w, "serves", serves(st.ownership, *tp, opt.self));
     });
   }
 

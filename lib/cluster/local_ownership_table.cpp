@@ -1,12 +1,10 @@
 #include "moonmq/cluster/local_ownership_table.hpp"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <map>
 #include <shared_mutex>
 
 #include "json/state_document.hpp"
+#include "json/writer.hpp"
 
 namespace moonmq::cluster {
 
@@ -26,43 +24,66 @@ class local_ownership_table final : public ownership_table {
     std::uint32_t version = 0;
     top.get("version", version, true);
     const auto* list = top.member("assignments");
-    if (top.ok() && version != 1) top.fail("version", "unsupported version " + std::to_string(version));
+    if (top.ok() && version != 1 && version != 2)
+      top.fail("version", "unsupported version " + std::to_string(version));
     if (top.ok() && (!list || !list->IsArray())) top.fail("assignments", "expected an array");
     if (auto s = top.finish(); !s) return {errc::corrupt, s.message()};
     for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
       json::object_reader r((*list)[i], file_->name() + ": assignments[" + std::to_string(i) + "]");
       std::string topic, broker;
       std::int64_t partition = 0;
+      ownership_entry e;
       r.get("topic", topic, true);
       r.get("partition", partition, true);
       r.get("broker", broker, true);
+      // Version 1 files (before ownership versions) hold entries at version 0, none in handover.
+      r.get("version", e.version, version == 2);
+      r.get("handover", e.handover, false);
       if (r.ok() && (topic.empty() || broker.empty() || partition < 0 || partition > INT32_MAX))
         r.fail_here("empty topic or broker, or partition out of range");
       if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
-      map_[{topic, static_cast<std::int32_t>(partition)}] = broker_id(broker);
+      e.partition = {topic, static_cast<std::int32_t>(partition)};
+      e.owner = broker_id(broker);
+      map_[e.partition] = e;
     }
     return {};
   }
 
-  std::optional<broker_id> owner(const topic_partition& tp) const override {
+  std::optional<ownership_entry> entry(const topic_partition& tp) const override {
     std::shared_lock lock(mu_);
     auto it = map_.find(tp);
     if (it == map_.end()) return std::nullopt;
     return it->second;
   }
 
-  status set_owner(const topic_partition& tp, const broker_id& owner) override { return set_owners({{tp, owner}}); }
+  status record(const ownership_entry& e, std::optional<ownership_point> expect) override {
+    if (e.owner.value().empty()) return {errc::invalid_argument, "owner broker id must not be empty"};
+    std::unique_lock lock(mu_);
+    auto it = map_.find(e.partition);
+    std::optional<ownership_entry> current;
+    if (it != map_.end()) current = it->second;
+    switch (judge_record(current, e, expect)) {
+      case record_verdict::already: return {};
+      case record_verdict::refuse: return ownership_refusal(e, current);
+      case record_verdict::apply: break;
+    }
+    auto next = map_;
+    next[e.partition] = e;
+    if (auto s = file_->replace(render(next)); !s) return s;
+    map_ = std::move(next);
+    return {};
+  }
 
-  status set_owners(const std::vector<ownership_entry>& changes) override {
+  status record_all(const std::vector<ownership_entry>& changes) override {
     for (const auto& c : changes)
       if (c.owner.value().empty()) return {errc::invalid_argument, "owner broker id must not be empty"};
     std::unique_lock lock(mu_);
     auto next = map_;
     for (const auto& c : changes) {
-      if (c.owner == self_)
-        next.erase(c.partition);
-      else
-        next[c.partition] = c.owner;
+      auto it = next.find(c.partition);
+      std::optional<ownership_entry> current;
+      if (it != next.end()) current = it->second;
+      if (judge_record(current, c, std::nullopt) == record_verdict::apply) next[c.partition] = c;
     }
     if (next == map_) return {};
     if (auto s = file_->replace(render(next)); !s) return s;
@@ -73,38 +94,34 @@ class local_ownership_table final : public ownership_table {
   std::vector<ownership_entry> entries() const override {
     std::shared_lock lock(mu_);
     std::vector<ownership_entry> out;
-    for (const auto& [tp, b] : map_) out.push_back({tp, b});
+    for (const auto& [tp, e] : map_) out.push_back(e);
     return out;
   }
 
  private:
-  static std::string render(const std::map<topic_partition, broker_id>& m) {
-    rapidjson::StringBuffer buf;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    w.StartObject();
-    w.Key("version");
-    w.Uint(1);
-    w.Key("assignments");
-    w.StartArray();
-    for (const auto& [tp, b] : m) {
-      w.StartObject();
-      w.Key("topic");
-      w.String(tp.topic.c_str(), static_cast<rapidjson::SizeType>(tp.topic.size()));
-      w.Key("partition");
-      w.Int(tp.partition);
-      w.Key("broker");
-      w.String(b.value().c_str(), static_cast<rapidjson::SizeType>(b.value().size()));
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    return std::string(buf.GetString(), buf.GetSize()) + "\n";
+  static std::string render(const std::map<topic_partition, ownership_entry>& m) {
+    return json::object([&](json::writer& w) {
+             json::put(w, "version", 2);
+             w.Key("assignments");
+             w.StartArray();
+             for (const auto& [tp, e] : m) {
+               w.StartObject();
+               json::put(w, "topic", tp.topic);
+               json::put(w, "partition", tp.partition);
+               json::put(w, "broker", e.owner.value());
+               json::put(w, "version", e.version);
+               if (e.handover) json::put(w, "handover", true);
+               w.EndObject();
+             }
+             w.EndArray();
+           }) +
+           "\n";
   }
 
   broker_id self_;
   std::unique_ptr<storage::state_file> file_;
   mutable std::shared_mutex mu_;
-  std::map<topic_partition, broker_id> map_;
+  std::map<topic_partition, ownership_entry> map_;
 };
 
 }  // namespace

@@ -1,12 +1,10 @@
 #include "moonmq/cluster/move_journal.hpp"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <map>
 #include <mutex>
 
 #include "json/state_document.hpp"
+#include "json/writer.hpp"
 
 namespace moonmq::cluster {
 
@@ -27,12 +25,17 @@ class file_move_journal final : public move_journal {
       json::object_reader r(m, file_->name() + ": moves[]");
       std::string topic, dest;
       std::int64_t partition = -1;
+      pending_move p;
       r.get("topic", topic, true);
       r.get("partition", partition, true);
       r.get("dest", dest, true);
+      r.get("version", p.version, false);
+      r.get("drained", p.drained, false);
       if (r.ok() && (partition < 0 || partition > INT32_MAX || dest.empty())) r.fail_here("bad entry");
       if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
-      moves_[{topic, static_cast<std::int32_t>(partition)}] = broker_id(dest);
+      p.partition = {topic, static_cast<std::int32_t>(partition)};
+      p.dest = broker_id(dest);
+      moves_[p.partition] = p;
     }
     return {};
   }
@@ -40,7 +43,7 @@ class file_move_journal final : public move_journal {
   status add(const pending_move& m) override {
     std::lock_guard lock(mu_);
     auto next = moves_;
-    next[m.partition] = m.dest;
+    next[m.partition] = m;
     return commit(std::move(next));
   }
 
@@ -55,37 +58,34 @@ class file_move_journal final : public move_journal {
   std::vector<pending_move> pending() const override {
     std::lock_guard lock(mu_);
     std::vector<pending_move> out;
-    for (const auto& [tp, d] : moves_) out.push_back({tp, d});
+    for (const auto& [tp, m] : moves_) out.push_back(m);
     return out;
   }
 
  private:
-  status commit(std::map<topic_partition, broker_id> next) {
-    rapidjson::StringBuffer buf;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-    w.StartObject();
-    w.Key("moves");
-    w.StartArray();
-    for (const auto& [tp, d] : next) {
-      w.StartObject();
-      w.Key("topic");
-      w.String(tp.topic.c_str());
-      w.Key("partition");
-      w.Int(tp.partition);
-      w.Key("dest");
-      w.String(d.value().c_str());
-      w.EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
-    if (auto s = file_->replace(std::string_view(buf.GetString(), buf.GetSize())); !s) return s;
+  status commit(std::map<topic_partition, pending_move> next) {
+    std::string text = json::object([&](json::writer& w) {
+      w.Key("moves");
+      w.StartArray();
+      for (const auto& [tp, m] : next) {
+        w.StartObject();
+        json::put(w, "topic", tp.topic);
+        json::put(w, "partition", tp.partition);
+        json::put(w, "dest", m.dest.value());
+        json::put(w, "version", m.version);
+        json::put(w, "drained", m.drained);
+        w.EndObject();
+      }
+      w.EndArray();
+    });
+    if (auto s = file_->replace(text); !s) return s;
     moves_ = std::move(next);
     return {};
   }
 
   std::unique_ptr<storage::state_file> file_;
   mutable std::mutex mu_;
-  std::map<topic_partition, broker_id> moves_;
+  std::map<topic_partition, pending_move> moves_;
 };
 
 }  // namespace

@@ -9,24 +9,49 @@ namespace moonmq::cluster {
 
 namespace {
 
-/// One owner entry, {"topic","partition","broker"}: a committed log entry's data and an element of the snapshot.
-void write_owner(json::writer& w, const topic_partition& tp, const broker_id& b) {
+/// One owner entry, {"topic","partition","broker","version","handover"[,"expect"]}: a log entry's data (with the
+/// version it expects) and an element of the snapshot (without).
+void write_owner(json::writer& w, const ownership_entry& e, std::optional<ownership_point> expect = {}) {
   w.StartObject();
-  json::put(w, "topic", tp.topic);
-  json::put(w, "partition", tp.partition);
-  json::put(w, "broker", b.value());
+  json::put(w, "topic", e.partition.topic);
+  json::put(w, "partition", e.partition.partition);
+  json::put(w, "broker", e.owner.value());
+  json::put(w, "version", e.version);
+  json::put(w, "handover", e.handover);
+  if (expect) {
+    json::put(w, "expect", expect->version);
+    json::put(w, "expect_handover", expect->handover);
+  }
   w.EndObject();
 }
 
-std::optional<std::pair<topic_partition, broker_id>> read_owner(const rapidjson::Value& v) {
+struct owner_change {
+  ownership_entry entry;
+  bool versioned = true;  ///< false: written before ownership versions (applied unconditionally, version kept)
+  std::optional<ownership_point> expect;
+};
+
+std::optional<owner_change> read_owner(const rapidjson::Value& v) {
   json::object_reader r(v, "owner");
   std::string topic, broker;
   std::int64_t partition = -1;
+  owner_change c;
   r.get("topic", topic, true);
   r.get("partition", partition, true);
   r.get("broker", broker, true);
-  if (!r.finish() || partition < 0 || partition > INT32_MAX) return std::nullopt;
-  return std::pair{topic_partition{topic, static_cast<std::int32_t>(partition)}, broker_id(broker)};
+  c.versioned = v.IsObject() && v.HasMember("version");
+  r.get("version", c.entry.version, false);
+  r.get("handover", c.entry.handover, false);
+  if (v.IsObject() && v.HasMember("expect")) {
+    ownership_point p;
+    r.get("expect", p.version, true);
+    r.get("expect_handover", p.handover, false);
+    c.expect = p;
+  }
+  if (!r.finish() || partition < 0 || partition > INT32_MAX || broker.empty()) return std::nullopt;
+  c.entry.partition = topic_partition{topic, static_cast<std::int32_t>(partition)};
+  c.entry.owner = broker_id(broker);
+  return c;
 }
 
 }  // namespace
@@ -34,51 +59,66 @@ std::optional<std::pair<topic_partition, broker_id>> read_owner(const rapidjson:
 raft_ownership_table::raft_ownership_table(broker_id self, std::unique_ptr<ownership_table> local)
     : self_(std::move(self)), local_(std::move(local)) {}
 
-std::optional<broker_id> raft_ownership_table::owner(const topic_partition& tp) const {
-  if (auto o = local_->owner(tp)) return o;
+std::optional<ownership_entry> raft_ownership_table::entry(const topic_partition& tp) const {
+  auto local = local_->entry(tp);
   std::lock_guard lock(mu_);
   auto it = replicated_.find(tp);
-  if (it == replicated_.end()) return std::nullopt;
+  if (it == replicated_.end()) return local;
+  if (local && newer_than(*local, it->second)) return local;
   return it->second;
 }
 
-status raft_ownership_table::set_owner(const topic_partition& tp, const broker_id& owner) {
-  // Local knowledge: a reservation, a namesake created for a peer, or (owner == self) the end of a reservation.
-  return local_->set_owner(tp, owner);
+status raft_ownership_table::record(const ownership_entry& e, std::optional<ownership_point> expect) {
+  // Local knowledge only (a reservation, a namesake created for a peer, a source's handover marker), judged against
+  // everything this broker knows, replicated entries included.
+  auto current = entry(e.partition);
+  switch (judge_record(current, e, expect)) {
+    case record_verdict::already: return {};
+    case record_verdict::refuse: return ownership_refusal(e, current);
+    case record_verdict::apply: break;
+  }
+  return local_->record(e, expect);
 }
 
-status raft_ownership_table::transfer(const topic_partition& tp, const broker_id& to) {
-  if (!service_) return {errc::unavailable, "Raft is not running"};
+status raft_ownership_table::decide(const ownership_entry& e, ownership_point expect) {
+  if (!propose_) return {errc::unavailable, "Raft is not running"};
+  rapidjson::StringBuffer text;
+  json::writer w(text);
+  write_owner(w, e, expect);
+  auto index = propose_(raft::entry_kind::owner, std::string(text.GetString(), text.GetSize()));
+  if (!index)
+    return {errc::unavailable, "the outcome of " + e.partition.topic + "-" + std::to_string(e.partition.partition) +
+                                   "'s ownership entry is not known: " + index.message()};
+  std::optional<ownership_entry> current;
   {
     std::lock_guard lock(mu_);
-    auto it = replicated_.find(tp);
-    if (it != replicated_.end() && it->second == to && !local_->owner(tp)) return {};
+    auto o = outcomes_.find(*index);
+    if (o != outcomes_.end() && o->second) return {};
+    auto it = replicated_.find(e.partition);
+    if (it != replicated_.end()) current = it->second;
   }
-  rapidjson::StringBuffer entry;
-  json::writer w(entry);
-  write_owner(w, tp, to);
-  auto r = service_->propose_blocking(raft::entry_kind::owner, std::string(entry.GetString(), entry.GetSize()));
-  if (!r) return r.err();
-  if (to == self_) return local_->set_owner(tp, self_);  // a rollback also ends any local entry
-  return {};
+  return ownership_refusal(e, current);
 }
 
 std::vector<ownership_entry> raft_ownership_table::entries() const {
-  std::map<topic_partition, broker_id> merged;
+  std::map<topic_partition, ownership_entry> merged;
   {
     std::lock_guard lock(mu_);
     merged = replicated_;
   }
-  for (const auto& e : local_->entries()) merged[e.partition] = e.owner;
+  for (const auto& e : local_->entries()) {
+    auto it = merged.find(e.partition);
+    if (it == merged.end() || newer_than(e, it->second)) merged[e.partition] = e;
+  }
   std::vector<ownership_entry> out;
-  for (const auto& [tp, b] : merged) out.push_back({tp, b});
+  for (const auto& [tp, e] : merged) out.push_back(e);
   return out;
 }
 
 std::vector<ownership_entry> raft_ownership_table::replicated_entries() const {
   std::lock_guard lock(mu_);
   std::vector<ownership_entry> out;
-  for (const auto& [tp, b] : replicated_) out.push_back({tp, b});
+  for (const auto& [tp, e] : replicated_) out.push_back(e);
   return out;
 }
 
@@ -96,7 +136,22 @@ void raft_ownership_table::apply(const raft::entry& e) {
   rapidjson::Document d;
   d.Parse(e.data.c_str(), e.data.size());
   // Written by write_owner and carried in CRC-checked logs, so always readable; one that is not changes nothing.
-  if (auto o = d.HasParseError() ? std::nullopt : read_owner(d)) replicated_[o->first] = o->second;
+  auto c = d.HasParseError() ? std::nullopt : read_owner(d);
+  bool applied = false;
+  if (c) {
+    auto it = replicated_.find(c->entry.partition);
+    std::optional<ownership_entry> current;
+    if (it != replicated_.end()) current = it->second;
+    if (!c->versioned) {
+      c->entry.version = current ? current->version : 0;
+      applied = true;
+    } else {
+      applied = judge_record(current, c->entry, c->expect) != record_verdict::refuse;
+    }
+    if (applied) replicated_[c->entry.partition] = c->entry;
+  }
+  outcomes_[e.index] = applied;
+  while (outcomes_.size() > 4096) outcomes_.erase(outcomes_.begin());
 }
 
 void raft_ownership_table::restore(const std::string& snapshot) {
@@ -108,7 +163,7 @@ void raft_ownership_table::restore(const std::string& snapshot) {
   if (d.HasParseError() || !d.IsObject()) return;
   if (d.HasMember("owners") && d["owners"].IsArray())
     for (const auto& v : d["owners"].GetArray())
-      if (auto o = read_owner(v)) replicated_[o->first] = o->second;
+      if (auto c = read_owner(v)) replicated_[c->entry.partition] = c->entry;
   if (d.HasMember("controller") && d["controller"].IsObject()) {
     const auto& c = d["controller"];
     if (c.HasMember("term") && c["term"].IsUint64() && c.HasMember("id") && c["id"].IsString())
@@ -121,7 +176,7 @@ std::string raft_ownership_table::snapshot() const {
   return json::object([&](json::writer& w) {
     w.Key("owners");
     w.StartArray();
-    for (const auto& [tp, b] : replicated_) write_owner(w, tp, b);
+    for (const auto& [tp, e] : replicated_) write_owner(w, e);
     w.EndArray();
     w.Key("controller");
     w.StartObject();

@@ -16,6 +16,7 @@
 
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
+#include "json/writer.hpp"
 
 namespace moonmq::cluster {
 
@@ -32,7 +33,7 @@ std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to
 
 std::string quoted(const std::string& s) {
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  json::writer w(buf);
   w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
   return std::string(buf.GetString(), buf.GetSize());
 }
@@ -47,6 +48,34 @@ error peer_error(const std::string& peer, const std::string& step, const respons
   errc code = r.status == 0 ? errc::unavailable : r.status == 409 ? errc::conflict : errc::internal;
   return error{code, step + " on " + peer + " failed (" +
                          (r.status ? "HTTP " + std::to_string(r.status) : "no answer") + "): " + r.body};
+}
+
+/// The body of POST /cluster/owner: record `e` on the peer, as a compare-and-set when `expect` is given.
+std::string owner_body(const ownership_entry& e, std::optional<ownership_point> expect) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "topic", e.partition.topic);
+    json::put(w, "partition", e.partition.partition);
+    json::put(w, "broker", e.owner.value());
+    json::put(w, "version", e.version);
+    if (expect) {
+      json::put(w, "expect", expect->version);
+      json::put(w, "expect_handover", expect->handover);
+    }
+  });
+}
+
+/// The entry a 409 from POST /cluster/owner reports as standing in the way (`"current"`), if any.
+std::optional<ownership_entry> conflicting_entry(const response& r, const topic_partition& tp) {
+  if (r.status != 409) return std::nullopt;
+  rapidjson::Document d;
+  d.Parse(r.body.c_str(), r.body.size());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("current") || !d["current"].IsObject()) return std::nullopt;
+  const auto& c = d["current"];
+  if (!c.HasMember("broker") || !c["broker"].IsString() || !c.HasMember("version") || !c["version"].IsUint64())
+    return std::nullopt;
+  ownership_entry e{tp, broker_id(c["broker"].GetString()), c["version"].GetUint64(), false};
+  if (c.HasMember("handover") && c["handover"].IsBool()) e.handover = c["handover"].GetBool();
+  return e;
 }
 
 std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) {
@@ -190,10 +219,76 @@ struct reassigner::impl {
     co_return at;
   }
 
-  /// Flips ownership under the partition's gate (exclusive: waits for appends in flight, stops new ones).
-  status flip(const topic_partition& tp, const broker_id& to) {
+  /// The cutover: under the partition's gate (exclusive: waits for appends in flight, stops new ones), `tp` goes
+  /// from this broker at `version` to `dest` in handover at version + 1. The handover is recorded here before it is
+  /// decided, so that a decision whose outcome is not known leaves the partition served by nobody here.
+  status cut_over(const topic_partition& tp, const broker_id& dest, std::uint64_t version) {
     std::unique_lock gate(st.gates.gate(tp));
-    return st.ownership.transfer(tp, to);
+    const broker_id& self = peers.directory().self;
+    auto now = entry_as_seen_by(st.ownership, tp, self);
+    if (now.owner != self || now.handover || now.version != version || !st.ownership.ready())
+      return {errc::conflict, name_of(tp) + " changed hands during the copy; this broker no longer serves it at version " +
+                                  std::to_string(version)};
+    const ownership_entry handover{tp, dest, version + 1, true};
+    if (auto s = st.ownership.record(handover); !s) return s;
+    return st.ownership.decide(handover, {version, false});
+  }
+
+  /// Rolls back a move at `version` (its cutover's) that no confirm was ever sent for: this broker again, at
+  /// version + 1. Decided like the cutover, so under Raft every broker learns it from the log.
+  status roll_back(const topic_partition& tp, std::uint64_t version) {
+    std::unique_lock gate(st.gates.gate(tp));
+    const ownership_entry back{tp, peers.directory().self, version + 1, false};
+    return st.ownership.decide(back, {version, true});
+  }
+
+  /// Without Raft, tells the destination (best effort) that a move at `version` was rolled back, so that a confirm for
+  /// that version could never be recorded there even if one existed. Under Raft every broker learns it from the log.
+  asio::awaitable<void> tell_rolled_back(const topic_partition& tp, const broker_id& dest, std::uint64_t version) {
+    if (st.ownership.replicated()) co_return;
+    request r = req("POST", "/cluster/owner", tp);
+    r.params.clear();
+    r.body = owner_body({tp, peers.directory().self, version + 1, false}, ownership_point{version, true});
+    auto resp = co_await peers.call(dest.value(), std::move(r));
+    if (!resp.ok())
+      st.log.info("reassigner", "could not tell " + dest.value() + " that the move of " + name_of(tp) +
+                                    " was rolled back (it learns at the next move): " + resp.body);
+  }
+
+  enum class confirmation { confirmed, unknown };
+
+  /// The confirm step: `dest` owns `tp` at `version`, out of handover. Under Raft the log decides it; otherwise the
+  /// destination does (a compare-and-set on its table: it refuses a confirm for a version it has moved past). A
+  /// refusal naming a newer entry means the move was confirmed and the partition has moved on since: this broker
+  /// records what it learned.
+  asio::awaitable<confirmation> confirm(const topic_partition& tp, const broker_id& dest, std::uint64_t version,
+                                        std::optional<controller_claim> claim, std::string* why) {
+    const ownership_entry confirmed{tp, dest, version, false};
+    if (st.ownership.replicated()) {
+      auto s = co_await offload(pool, [&] { return st.ownership.decide(confirmed, {version, true}); });
+      auto now = st.ownership.entry(tp);
+      if (s || (now && now->version > version)) co_return confirmation::confirmed;
+      *why = s.message();
+      co_return confirmation::unknown;
+    }
+    request r = req("POST", "/cluster/owner", tp);
+    r.params.clear();
+    r.body = owner_body(confirmed, ownership_point{version, true});
+    auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+    std::optional<ownership_entry> learned;
+    if (resp.ok())
+      learned = confirmed;
+    else if (auto c = conflicting_entry(resp, tp); c && c->version >= version)
+      learned = c;
+    if (!learned) {
+      *why = resp.status ? "HTTP " + std::to_string(resp.status) + ": " + resp.body : "no answer: " + resp.body;
+      co_return confirmation::unknown;
+    }
+    // Newer than the handover recorded at cutover, so it is recorded; an error here only leaves the older entry.
+    auto recorded = co_await offload(pool, [&] { return st.ownership.record(*learned); });
+    if (!recorded && recorded.code() != errc::conflict)
+      st.log.error("reassigner", "could not record the confirmed owner of " + name_of(tp) + ": " + recorded.message());
+    co_return confirmation::confirmed;
   }
 
   asio::awaitable<status> run(move_progress& p, topic_partition tp, broker_id dest,
@@ -210,6 +305,9 @@ struct reassigner::impl {
     auto count = st.store.partition_count(tp.topic);
     if (!count) co_return count.to_status();
     if (tp.partition >= *count) co_return status{errc::not_found, "unknown partition " + name_of(tp)};
+    // The ownership version this broker serves the partition at: the move gives dest version + 1 (cut_over checks
+    // that it is still this one).
+    const std::uint64_t version = entry_as_seen_by(st.ownership, tp, self).version;
 
     set_step(p, "ensure");
     {
@@ -245,8 +343,13 @@ struct reassigner::impl {
     {
       request r = req("POST", "/cluster/owner", tp);
       r.params.clear();
-      r.body = partition_body(tp, "broker", quoted(self.value()));
+      r.body = owner_body({tp, self, version, false}, ownership_point{version, false});
       auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+      if (auto newer = conflicting_entry(resp, tp); newer && newer->version > version) {
+        // The destination knows a newer owner than this broker does: step aside.
+        (void)co_await offload(pool, [&] { return st.ownership.record(*newer); });
+        co_return peer_error(dest.value(), "reserve", resp);
+      }
       if (!resp.ok()) co_return peer_error(dest.value(), "reserve", resp);
     }
 
@@ -262,12 +365,17 @@ struct reassigner::impl {
     if (!copied) co_return copied.to_status();
 
     set_step(p, "cutover");
-    if (auto s = co_await offload(pool, [&] { return journal.add({tp, dest}); }); !s) co_return s;
-    if (auto s = co_await offload(pool, [&] { return flip(tp, dest); }); !s) {
-      // A failed flip may still take effect: a replicated table's entry can commit after the wait for it gave up.
-      // Flip back explicitly (after it in the log); only once that is known to hold may the journal entry go.
-      // Otherwise the entry stays and recovery resolves the move by asking dest, as after a crash.
-      if (co_await offload(pool, [&] { return flip(tp, self); }))
+    const pending_move journaled{tp, dest, version + 1, false};
+    if (auto s = co_await offload(pool, [&] { return journal.add(journaled); }); !s) co_return s;
+    if (auto s = co_await offload(pool, [&] { return cut_over(tp, dest, version); }); !s) {
+      // A cutover whose decision failed may still take effect (a replicated entry can commit after the wait for it
+      // gave up): it is rolled back by a decision of its own, after it in the log. Only once that holds may the
+      // journal entry go; otherwise the partition stays served by nobody here and recovery decides it later.
+      if (s.code() == errc::conflict) {
+        (void)co_await offload(pool, [&] { return journal.remove(tp); });
+        co_return s;
+      }
+      if (co_await offload(pool, [&] { return roll_back(tp, version + 1); }))
         (void)co_await offload(pool, [&] { return journal.remove(tp); });
       co_return s;
     }
@@ -284,15 +392,23 @@ struct reassigner::impl {
       drained = co_await copy(p, tp, dest.value(), *copied, *tail_end, true);
     else
       drained = tail_end.err();
-    if (!drained) {
-      st.log.error("reassigner",
-                   "move " + name_of(tp) + ": drain failed, rolling ownership back: " + drained.message());
-      auto back = co_await offload(pool, [&] { return flip(tp, self); });
-      if (back)
+    status marked{};
+    if (drained) {
+      pending_move done = journaled;
+      done.drained = true;
+      marked = co_await offload(pool, [&] { return journal.add(done); });
+    }
+    if (!drained || !marked) {
+      // No confirm has been sent: the destination can never serve this version, so the move is rolled back.
+      const std::string why = drained ? "the journal could not record the drain: " + marked.message() : drained.message();
+      st.log.error("reassigner", "move " + name_of(tp) + ": drain failed, rolling ownership back: " + why);
+      auto back = co_await offload(pool, [&] { return roll_back(tp, version + 1); });
+      if (back) {
         (void)co_await offload(pool, [&] { return journal.remove(tp); });
-      else
+        co_await tell_rolled_back(tp, dest, version + 1);
+      } else
         st.log.error("reassigner", "rollback of " + name_of(tp) + " failed; kept in the journal: " + back.message());
-      co_return drained.to_status();
+      co_return status{errc::unavailable, "drain of " + name_of(tp) + " failed: " + why};
     }
 
     set_step(p, "offsets");
@@ -315,19 +431,17 @@ struct reassigner::impl {
       }
     }
 
+    // From here the move only goes forward: a confirm may reach the destination at any time, so a rollback could
+    // make two servers. An unanswered confirm is sent again by recover() until an answer decides it.
     set_step(p, "confirm");
-    response confirmed;
-    for (int attempt = 0; attempt < 3 && !confirmed.ok(); ++attempt) {
-      request r = req("POST", "/cluster/owner", tp);
-      r.params.clear();
-      r.body = partition_body(tp, "broker", quoted(dest.value()));
-      confirmed = co_await peers.call(dest.value(), std::move(r), claim);
-    }
-    if (!confirmed.ok())
+    std::string why;
+    confirmation c = confirmation::unknown;
+    for (int attempt = 0; attempt < 3 && c != confirmation::confirmed; ++attempt)
+      c = co_await confirm(tp, dest, version + 1, claim, &why);
+    if (c != confirmation::confirmed)
       co_return status{errc::unavailable, "confirm on " + dest.value() +
-                                              " failed; the move stays journaled and is "
-                                              "resolved when " +
-                                              dest.value() + " answers: " + confirmed.body};
+                                              " failed; the move stays journaled and is confirmed when " +
+                                              dest.value() + " answers: " + why};
     if (auto s = co_await offload(pool, [&] { return journal.remove(tp); }); !s)
       st.log.error("reassigner", "could not clear the journal entry of " + name_of(tp) + ": " + s.message());
     co_return status{};
@@ -408,30 +522,33 @@ asio::awaitable<status> reassigner::execute(autobalancer::described_action a, st
 
 asio::awaitable<std::size_t> reassigner::recover() {
   std::size_t unresolved = 0;
-  const broker_id& self = impl_->peers.directory().self;
-  for (const auto& m : impl_->journal.pending()) {
-    auto resp = co_await impl_->peers.call(m.dest.value(), impl_->req("GET", "/cluster/owner", m.partition));
-    rapidjson::Document d;
-    d.Parse(resp.body.c_str(), resp.body.size());
-    if (!resp.ok() || d.HasParseError() || !d.IsObject() || !d.HasMember("serves") || !d["serves"].IsBool()) {
-      ++unresolved;
-      impl_->st.log.warn("reassigner", "journaled move of " + name_of(m.partition) + " to " + m.dest.value() +
-                                           " is unresolved: " + m.dest.value() + " did not answer");
-      continue;
-    }
-    if (!d["serves"].GetBool()) {
-      // The destination never served it: take it back, whole, here.
-      if (auto s = co_await offload(impl_->pool, [&] { return impl_->flip(m.partition, self); }); !s) {
+  auto& i = *impl_;
+  for (const auto& m : i.journal.pending()) {
+    const std::string name = name_of(m.partition) + " to " + m.dest.value();
+    if (!m.drained) {
+      // No confirm was ever sent for this version: the destination cannot serve it. Roll back.
+      auto back = co_await offload(i.pool, [&] { return i.roll_back(m.partition, m.version); });
+      auto now = i.st.ownership.entry(m.partition);
+      if (!back && !(now && now->version > m.version)) {
         ++unresolved;
+        i.st.log.warn("reassigner", "journaled move of " + name + " is unresolved: " + back.message());
         continue;
       }
-      impl_->st.log.warn("reassigner", "move of " + name_of(m.partition) + " to " + m.dest.value() +
-                                           " was interrupted before confirm; ownership rolled back to " + self.value());
+      i.st.log.warn("reassigner", "move of " + name + " was interrupted before its tail was drained; ownership " +
+                                      (back ? "rolled back to " + i.peers.directory().self.value()
+                                            : "has moved on since (" + now->owner.value() + ")"));
+      if (back) co_await i.tell_rolled_back(m.partition, m.dest, m.version);
     } else {
-      impl_->st.log.info("reassigner", "move of " + name_of(m.partition) + " to " + m.dest.value() +
-                                           " was confirmed before the restart");
+      std::string why;
+      auto c = co_await i.confirm(m.partition, m.dest, m.version, std::nullopt, &why);
+      if (c != impl::confirmation::confirmed) {
+        ++unresolved;
+        i.st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + why);
+        continue;
+      }
+      i.st.log.info("reassigner", "move of " + name + " is confirmed");
     }
-    (void)co_await offload(impl_->pool, [&] { return impl_->journal.remove(m.partition); });
+    (void)co_await offload(i.pool, [&] { return i.journal.remove(m.partition); });
   }
   co_return unresolved;
 }

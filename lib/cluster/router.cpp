@@ -20,8 +20,9 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
                                                                   const std::vector<storage::record>& records) {
   const broker_id& self = peers_.directory().self;
   std::shared_lock gate(st_.gates.gate(tp));
-  auto owner = st_.ownership.owner(tp);
-  if (owner && *owner != self) return *owner;
+  // Not served here: the owner to forward to, or this broker itself while it waits to serve (a handover to it, or
+  // catching up after a start), which the forward loop waits out.
+  if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);
   auto offsets = st_.store.append(tp, records);
   if (!offsets) return result<produce_result>(offsets.err());
   std::uint64_t bytes = 0;
@@ -73,14 +74,11 @@ router::step router::interpret(forward_state& f, const transport::response& resp
     st_.metrics.add(metrics::forwarded_records, {}, static_cast<double>(out.offsets.size()));
     return step::finish(std::move(out));
   }
+  if (resp.status == 503 && json && d.HasMember("error") && d["error"] == "handover") return wait_for_handover(f);
   if (resp.status == 421 && json && d.HasMember("owner") && d["owner"].IsString()) {
     broker_id hinted(d["owner"].GetString());
-    if (hinted == self || hinted.value().empty()) {
-      // A handover in progress (or just rolled back): wait, then look again from the start.
-      if (std::chrono::steady_clock::now() + handover_pause > f.deadline)
-        return step::finish(error{errc::unavailable, name + " is being handed over to " + f.owner.value() + "; retry"});
-      return step::wait();
-    }
+    // A handover in progress (or just rolled back): wait, then look again from the start.
+    if (hinted == self || hinted.value().empty()) return wait_for_handover(f);
     if (++f.hints > max_hints)
       return step::finish(error{errc::not_owner, "ownership of " + name + " forms a chain longer than " +
                                                      std::to_string(max_hints) + " hops; stopped at " +
@@ -95,6 +93,13 @@ router::step router::interpret(forward_state& f, const transport::response& resp
       "owner " + f.owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body});
 }
 
+router::step router::wait_for_handover(const forward_state& f) const {
+  if (std::chrono::steady_clock::now() + handover_pause > f.deadline)
+    return step::finish(error{errc::unavailable, f.tp.topic + "-" + std::to_string(f.tp.partition) +
+                                                     " is being handed over to " + f.owner.value() + "; retry"});
+  return step::wait();
+}
+
 /// After a handover pause: appended here if ownership came back, otherwise the owner to try next.
 std::optional<result<produce_result>> router::recheck(forward_state& f) {
   auto local = try_local(f.tp, *f.records);
@@ -107,8 +112,11 @@ asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std:
                                                         broker_id owner) {
   forward_state f = begin_forward(std::move(tp), records, std::move(owner));
   for (;;) {
-    auto resp = co_await peers_.call(f.owner.value(), f.request());
-    step s = interpret(f, resp);
+    step s = wait_for_handover(f);
+    if (f.owner != peers_.directory().self) {
+      auto resp = co_await peers_.call(f.owner.value(), f.request());
+      s = interpret(f, resp);
+    }
     if (s.kind == step::done) co_return std::move(*s.out);
     if (s.kind == step::pause) {
       asio::steady_timer t(co_await asio::this_coro::executor, handover_pause);
@@ -123,9 +131,12 @@ std::optional<result<produce_result>> router::forward_blocking(topic_partition t
                                                                broker_id owner) {
   forward_state f = begin_forward(std::move(tp), records, std::move(owner));
   for (;;) {
-    auto resp = peers_.call_now(f.owner.value(), f.request());
-    if (!resp) return std::nullopt;  // this transport cannot block: use forward()
-    step s = interpret(f, *resp);
+    step s = wait_for_handover(f);
+    if (f.owner != peers_.directory().self) {
+      auto resp = peers_.call_now(f.owner.value(), f.request());
+      if (!resp) return std::nullopt;  // this transport cannot block: use forward()
+      s = interpret(f, *resp);
+    }
     if (s.kind == step::done) return std::move(*s.out);
     if (s.kind == step::pause) {
       std::this_thread::sleep_for(handover_pause);

@@ -68,7 +68,8 @@ class file_storage final : public storage {
     auto scan = moonmq::storage::scan_frames(*text);
     std::size_t good = scan.whole;
     if (scan.end == moonmq::storage::frame_scan::ending::corrupt &&
-        !moonmq::storage::is_torn_last_write(std::string_view(*text).substr(good), good, text->size()))
+        !moonmq::storage::is_torn_last_write(std::string_view(*text).substr(good), good, text->size(),
+                                             [&](std::uint64_t at) { return moonmq::storage::all_zero_from(*text, at); }))
       return error{errc::corrupt, log_path_ + ": damaged entry frame at byte " + std::to_string(good) + " (" +
                                       scan.what + "); refusing to start Raft on it"};
     if (good < text->size()) {

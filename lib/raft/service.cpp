@@ -53,6 +53,7 @@ struct service::impl {
   bool pumping = false;
   bool failed = false;
   index_t applied = 0;
+  bool caught_up_told = false;
   std::map<index_t, term_t> applied_terms;
   std::map<std::string, std::deque<message>> outbox;
   std::map<std::string, bool> sending;
@@ -77,8 +78,8 @@ struct service::impl {
   }
 
   void publish() {
-    raft_status s{n->current_role(),        n->term(), n->leader(), n->commit_index(), applied, n->log().last_index(),
-                  n->log().snapshot_index()};
+    raft_status s{n->current_role(),        n->term(),  n->leader(), n->commit_index(), applied, n->log().last_index(),
+                  n->log().snapshot_index(), caught_up_told};
     {
       std::lock_guard lock(mu);
       published = s;
@@ -106,6 +107,11 @@ struct service::impl {
       applied_terms[e.index] = e.term;
     }
     while (applied_terms.size() > applied_terms_kept) applied_terms.erase(applied_terms.begin());
+    if (!caught_up_told && n->caught_up()) {
+      caught_up_told = true;
+      machine.caught_up();
+      log.info("raft", fmt::format("caught up with the cluster at index {}: serving from now on", applied));
+    }
     for (auto* w : waiters) w->cancel();
     if (n->log().size() > opt.max_log_entries && applied > n->log().snapshot_index()) {
       n->compact(applied, machine.snapshot());

@@ -42,7 +42,6 @@ namespace {
 /// record boundary by walking at most this far.
 constexpr std::uint64_t index_interval = 64 * 1024;
 constexpr std::size_t recovery_chunk = 4u << 20;
-constexpr std::int32_t max_partitions_per_topic = 10000;
 
 class partition_log {
  public:
@@ -52,6 +51,20 @@ class partition_log {
   std::uint64_t end() const { return end_.load(std::memory_order_acquire); }
 
   /// Scans the file, truncates a torn tail, and fills the frame index.
+  /// Whether the log holds only zero bytes from `at` to `size` (a read error counts as "no": recovery then refuses).
+  bool zero_to_end(std::uint64_t at, std::uint64_t size) const {
+    std::string chunk;
+    while (at < size) {
+      chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(64u << 10, size - at)));
+      auto got = posix::pread_full(file_.get(), chunk.data(), chunk.size(), at, path_);
+      if (!got || *got == 0) return false;
+      chunk.resize(*got);
+      if (!all_zero_from(chunk, 0)) return false;
+      at += *got;
+    }
+    return true;
+  }
+
   status recover(logger& log) {
     auto size = posix::file_size(file_.get(), path_);
     if (!size) return size.err();
@@ -80,7 +93,8 @@ class partition_log {
         if (eof) break;
         continue;
       }
-      if (is_torn_last_write(buf, base, *size)) break;
+      auto zeros_from = [&](std::uint64_t at) { return zero_to_end(at, *size); };
+      if (is_torn_last_write(buf, base, *size, zeros_from)) break;
       return error{errc::corrupt, path_ + ": corrupt record at offset " + std::to_string(base) + " (" + scan.what +
                                       "); refusing to open the partition"};
     }

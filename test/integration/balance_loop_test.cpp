@@ -282,3 +282,31 @@ TEST_CASE("balance loop: a failed move is reported and retried on a later pass, 
   CHECK(owner_of(c, {"mover", 0}) == 2);
   for (int p = 0; p < 3; ++p) CHECK(owner_of(c, {"fixed", p}) == 1);
 }
+
+TEST_CASE("balance loop: a refusal that is not about the fence (409 already moving) never supersedes the controller",
+          "[balance_loop][fence]") {
+  in_process_cluster c(2);
+  test_clock clock;
+  skew(c, "orders", 4, 5);
+  // b1 is busy moving whatever the controller asks for (a hand-driven move got there first).
+  c.net.attach("b1", [svc = c[1].service.get()](const transport::request& r) {
+    if (r.path == "/cluster/reassign")
+      return transport::error_response(409, "conflict", "orders-0 is already moving");
+    return svc->handle(r);
+  });
+  c.enable_balancer(2, live_config(), clock.fn());
+  for (int i = 0; i < 3; ++i) {
+    clock.now += 1;
+    auto s = c.pass(2);
+    CHECK(s.last_result == "ok");
+    CHECK_FALSE(s.superseded);
+  }
+  CHECK(c[2].metrics.value("moonmq_autobalancer_actions_total", {{"type", "MOVE"}, {"result", "failed"}}) >= 1);
+  CHECK(c[2].metrics.value("moonmq_autobalancer_is_controller") == 1);
+  // A 409 from the fence still does.
+  c.net.attach("b1", [](const transport::request&) {
+    return transport::error_response(409, "stale_epoch", "b9 claimed epoch 7");
+  });
+  clock.now += 100;
+  CHECK(c.pass(2).superseded);
+}

@@ -1,10 +1,6 @@
 // The inter-broker routes' rules: authentication, fencing, bad input, and forwarding limits.
 #include <catch2/catch.hpp>
 
-#include <future>
-#include <shared_mutex>
-#include <thread>
-
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -139,7 +135,7 @@ TEST_CASE("service: loads report served partitions with their counters", "[servi
   in_process_cluster c(2);
   REQUIRE(c[1].store.ensure_topic("t", 2));
   REQUIRE(c.produce(1, {"t", 0}, {rec("hello")}));
-  REQUIRE(c[1].ownership->set_owner({"t", 1}, broker_id("b2")));
+  REQUIRE(test::set_owner(*c[1].ownership, {"t", 1}, broker_id("b2")));
   auto resp = c[1].service->handle(make("GET", "/cluster/loads"));
   REQUIRE(resp.status == 200);
   CHECK_THAT(resp.body, Catch::Contains("\"partition\":0"));
@@ -151,8 +147,8 @@ TEST_CASE("router: a forwarded produce is never forwarded again, and a chain of 
   in_process_cluster c(4);
   for (int i = 1; i <= 4; ++i) REQUIRE(c[i].store.ensure_topic("t", 1));
   topic_partition tp{"t", 0};
-  REQUIRE(c[1].ownership->set_owner(tp, broker_id("b2")));
-  REQUIRE(c[2].ownership->set_owner(tp, broker_id("b3")));
+  REQUIRE(test::set_owner(*c[1].ownership, tp, broker_id("b2")));
+  REQUIRE(test::set_owner(*c[2].ownership, tp, broker_id("b3")));
   SECTION("one hint is followed") {
     auto r = c.produce(1, tp, {rec("v")});
     REQUIRE(r);
@@ -160,8 +156,8 @@ TEST_CASE("router: a forwarded produce is never forwarded again, and a chain of 
     CHECK(*c[2].store.end_offset(tp) == 0);
   }
   SECTION("a chain longer than two hops stops") {
-    REQUIRE(c[3].ownership->set_owner(tp, broker_id("b4")));
-    REQUIRE(c[4].ownership->set_owner(tp, broker_id("b1")));
+    REQUIRE(test::set_owner(*c[3].ownership, tp, broker_id("b4")));
+    REQUIRE(test::set_owner(*c[4].ownership, tp, broker_id("b1")));
     auto r = c.produce(1, tp, {rec("v")});
     REQUIRE_FALSE(r);
     CHECK(r.code() == errc::not_owner);
@@ -175,24 +171,4 @@ TEST_CASE("router: a forwarded produce is never forwarded again, and a chain of 
     CHECK(r.code() == errc::unavailable);
     CHECK_THAT(r.message(), Catch::Contains("b2"));
   }
-}
-
-TEST_CASE("service: a produce racing a peer's ensure keeps its partition served here", "[service][ensure]") {
-  // A client produces into a partition that a peer's ensure is creating at the same moment. The record is
-  // acknowledged here, so the partition must stay this broker's: it must not be recorded as the peer's.
-  in_process_cluster c(1);
-  const topic_partition tp{"t", 0};
-  std::shared_lock in_flight(c[1].gates.gate(tp));  // the produce holds its partition's gate, as router::try_local
-  auto ensure = make("POST", "/cluster/ensure", R"({"topic":"t","partitions":1})");
-  ensure.headers[transport::header_from] = "b2";
-  auto answer = std::async(std::launch::async, [&] { return c[1].service->handle(ensure).status; });
-  for (int i = 0; i < 200 && !c[1].store.partition_count("t"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  REQUIRE(c[1].store.partition_count("t"));
-  REQUIRE(c[1].store.append(tp, {rec("acknowledged")}));  // the produce lands in the new partition
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  in_flight.unlock();
-  CHECK(answer.get() == 200);
-  CHECK_FALSE(c[1].ownership->owner(tp).has_value());  // still served here, with its record
-  CHECK(cluster::serves(*c[1].ownership, tp, broker_id("b1")));
 }

@@ -19,6 +19,8 @@
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
+#include "support/ownership.hpp"
+#include "support/test_log.hpp"
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
@@ -53,8 +55,11 @@ struct in_process_broker {
 
 class in_process_cluster {
  public:
-  explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1)
-      : net(seed), batch_bytes_(batch_bytes) {
+  /// With `replicated`, every broker's ownership table is the Raft-backed one over `log` (a test_log: the log's
+  /// rules without elections).
+  explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1,
+                              bool replicated = false)
+      : net(seed), batch_bytes_(batch_bytes), replicated_(replicated) {
     for (int i = 1; i <= brokers; ++i) add("b" + std::to_string(i));
     for (auto& b : brokers_) wire(*b);
   }
@@ -130,10 +135,11 @@ class in_process_cluster {
     wire(b);
   }
 
-  /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds.
+  /// The broker restarts: everything in memory is rebuilt from what its "disk" (stores and state files) holds. With
+  /// a replicated table, the broker has not caught up with the log until log.catch_up(id).
   void restart(int i) {
     auto& b = unwire(i);
-    b.ownership = std::move(*cluster::open_local_ownership_table(broker_id(b.id), share(b.ownership_file)));
+    b.ownership = open_ownership(b, true);
     b.journal = std::move(*cluster::open_move_journal(share(b.journal_file)));
     wire(b);
   }
@@ -141,6 +147,7 @@ class in_process_cluster {
   asio::io_context io;
   asio::thread_pool pool{2};
   transport::loopback_network net;
+  test_log log;
 
  private:
   /// A state_file that forwards to a memory file owned by the harness (so that it outlives a restart).
@@ -160,11 +167,19 @@ class in_process_cluster {
     b->ownership_file = files_.back().get();
     files_.push_back(std::make_unique<storage::memory_state_file>(id + "/cluster-moves.json"));
     b->journal_file = files_.back().get();
-    b->ownership = std::move(*cluster::open_local_ownership_table(broker_id(id), share(b->ownership_file)));
+    b->ownership = open_ownership(*b, false);
     b->fence = std::move(*cluster::open_file_controller_fence(
         broker_id(id), std::make_unique<storage::memory_state_file>(id + "/controller-epoch.json")));
     b->journal = std::move(*cluster::open_move_journal(share(b->journal_file)));
     brokers_.push_back(std::move(b));
+  }
+
+  std::unique_ptr<cluster::ownership_table> open_ownership(in_process_broker& b, bool lagging) {
+    auto local = std::move(*cluster::open_local_ownership_table(broker_id(b.id), share(b.ownership_file)));
+    if (!replicated_) return local;
+    auto table = std::make_unique<cluster::raft_ownership_table>(broker_id(b.id), std::move(local));
+    log.attach(b.id, *table, lagging);
+    return table;
   }
 
   void wire(in_process_broker& b) {
@@ -182,6 +197,7 @@ class in_process_cluster {
   }
 
   std::uint32_t batch_bytes_;
+  bool replicated_ = false;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;
 };

@@ -1,8 +1,10 @@
-// The source broker's record of moves that have passed cutover but are not yet confirmed by their destination
-// (`<data_dir>/cluster-moves.json`). Written before the ownership flip, cleared after the destination confirms. On
-// restart each entry is resolved by asking the destination: confirmed (it serves the partition) -> cleared;
-// not confirmed (it still names this broker as owner, so it never served a record) -> the flip is rolled back and the
-// partition is served here again; destination unreachable -> kept and asked again later.
+// The source broker's record of moves that have passed cutover but are not yet finished
+// (`<data_dir>/cluster-moves.json`): the partition, the destination, the move's ownership version and whether the
+// tail was drained. Written before the cutover, marked `drained` (durably) before the first confirm is sent, cleared
+// when the move's outcome is known. A journaled move is resolved (reassigner::recover) by its phase alone, never by
+// asking whether the destination serves: before `drained` no confirm was ever sent, so the move is rolled back; once
+// `drained`, the move can only go forward and its confirm is sent again until an answer says how it was decided.
+// An entry written before ownership versions existed (no "version") is read as version 0, not drained.
 // Implemented in lib/ (RapidJSON).
 // Thread safety: concurrent calls are allowed.
 #pragma once
@@ -19,12 +21,15 @@ namespace moonmq::cluster {
 struct pending_move {
   topic_partition partition;
   broker_id dest;
+  std::uint64_t version = 0;  ///< the ownership version the move gives `dest` (the source's version + 1)
+  bool drained = false;       ///< the tail is on `dest`: a confirm may have been sent
   bool operator==(const pending_move&) const = default;
 };
 
 class move_journal {
  public:
   virtual ~move_journal() = default;
+  /// Records `m`, replacing an entry of the same partition.
   virtual status add(const pending_move& m) = 0;
   virtual status remove(const topic_partition& tp) = 0;
   virtual std::vector<pending_move> pending() const = 0;

@@ -1,11 +1,17 @@
 // With Raft on: the ownership table as a replicated state machine, and the controller fence as the Raft term.
 //
-// `raft_ownership_table` keeps two layers. The replicated layer is the applied log: every `owner` entry (one
-// partition's new owner, proposed by a move's cutover through transfer()) and the latest `controller` entry. The
-// local layer is this broker's own sidecar (cluster-assignments.json) for what only it needs to know: a destination's
-// reservation during a move (the source stays the owner here until confirm, so the destination serves nothing before
-// its copy is whole) and the partitions it created on a peer's behalf. The local layer wins where it has an entry.
+// `raft_ownership_table` keeps two layers. The replicated layer is the applied log: every `owner` entry (a move's
+// decisions, proposed through decide(): cutover, confirm, rollback) and the latest `controller` entry. An owner entry
+// is a compare-and-set on the replicated layer (applied only while the partition's entry there is at most the
+// point it expects), so of two decisions racing for one version the log's order picks exactly one, and every broker learns
+// which. The local layer is this broker's own sidecar (cluster-assignments.json) for what only it needs to know: a
+// destination's reservation during a move, the partitions it created on a peer's behalf, and a source's handover
+// marker written before its cutover is proposed (so that a cutover whose outcome is not known yet is served by
+// nobody here). Of the two layers, the newer entry (ownership_table.hpp's newer_than) is the one that counts.
 // The snapshot of the state machine is the replicated layer as JSON.
+//
+// The table is not ready() after a start until the Raft service says its state machine has caught up with what the
+// cluster had committed (raft::state_machine::caught_up): until then the broker serves nothing.
 //
 // `raft_fence`: the controller epoch is the Raft term and the controller its leader. claim() succeeds only on the
 // leader; check() refuses (409) a claim from an older term, or from another broker in the current term.
@@ -13,6 +19,8 @@
 // not be called from the io_context's thread.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,13 +35,23 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
  public:
   raft_ownership_table(broker_id self, std::unique_ptr<ownership_table> local);
 
-  /// Proposals go through `s` from now on. REQUIRES: before any transfer().
-  void attach(raft::service& s) { service_ = &s; }
+  /// Appends an entry to the replicated log and returns its index once it is applied here (raft::service's
+  /// propose_blocking); an error when that is not known to have happened.
+  using proposer = std::function<result<raft::index_t>(raft::entry_kind, std::string)>;
 
-  std::optional<broker_id> owner(const topic_partition& tp) const override;
-  status set_owner(const topic_partition& tp, const broker_id& owner) override;
-  status set_owners(const std::vector<ownership_entry>& changes) override { return local_->set_owners(changes); }
-  status transfer(const topic_partition& tp, const broker_id& to) override;
+  /// Proposals go through `s` from now on. REQUIRES: before any decide().
+  void attach(raft::service& s) {
+    attach([&s](raft::entry_kind k, std::string data) { return s.propose_blocking(k, std::move(data)); });
+  }
+  /// The same through any proposer (tests drive the table with a log of their own).
+  void attach(proposer p) { propose_ = std::move(p); }
+
+  std::optional<ownership_entry> entry(const topic_partition& tp) const override;
+  status record(const ownership_entry& e, std::optional<ownership_point> expect = {}) override;
+  status record_all(const std::vector<ownership_entry>& changes) override { return local_->record_all(changes); }
+  status decide(const ownership_entry& e, ownership_point expect) override;
+  bool replicated() const noexcept override { return true; }
+  bool ready() const noexcept override { return ready_.load(std::memory_order_acquire); }
   std::vector<ownership_entry> entries() const override;
 
   /// The replicated layer only: what every broker agrees on.
@@ -44,14 +62,17 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   void apply(const raft::entry& e) override;
   void restore(const std::string& snapshot) override;
   std::string snapshot() const override;
+  void caught_up() override { ready_.store(true, std::memory_order_release); }
 
  private:
   broker_id self_;
   std::unique_ptr<ownership_table> local_;
-  raft::service* service_ = nullptr;
+  proposer propose_;
   mutable std::mutex mu_;
-  std::map<topic_partition, broker_id> replicated_;
+  std::map<topic_partition, ownership_entry> replicated_;
   controller_claim controller_;
+  std::map<std::uint64_t, bool> outcomes_;  ///< recent owner entries by log index: did the compare-and-set apply
+  std::atomic<bool> ready_{false};
 };
 
 class raft_fence final : public controller_fence {

@@ -29,7 +29,8 @@ class router {
  public:
   router(cluster_state state, peer_client& peers) : st_(state), peers_(peers) {}
 
-  /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to.
+  /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to (this broker
+  /// itself while it waits to serve `tp`: forward() then waits, as for a handover).
   std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
                                                             const std::vector<storage::record>& records);
 
@@ -60,6 +61,8 @@ class router {
   /// `records` must outlive the forward (the caller's, or the forward() coroutine's own parameter).
   forward_state begin_forward(topic_partition tp, const std::vector<storage::record>& records, broker_id owner) const;
   step interpret(forward_state& f, const transport::response& resp);
+  /// Pause and look again, unless the forward's deadline would pass first.
+  step wait_for_handover(const forward_state& f) const;
   std::optional<result<produce_result>> recheck(forward_state& f);
 
   cluster_state st_;

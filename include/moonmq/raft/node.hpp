@@ -211,6 +211,7 @@ class node {
       r.committed = log_.slice(std::max(applied_ + 1, log_.first_index()), hard_.commit);
       applied_ = hard_.commit;
     }
+    note_caught_up();
     return r;
   }
 
@@ -223,6 +224,12 @@ class node {
   const std::string& leader() const noexcept { return leader_; }
   index_t commit_index() const noexcept { return hard_.commit; }
   index_t applied_index() const noexcept { return applied_; }
+  /// Whether everything the cluster had committed when this node started has been handed out for applying: a
+  /// leader of the current term was heard from (or this node is it), its own-term entry is applied, and so is every
+  /// index up to the commit index it announced first. An own-term entry commits only after every entry committed in
+  /// earlier terms, and the first announced commit index covers what was committed earlier in this term. Once true,
+  /// stays true (a broker's state only moves forward from there, by the entries it applies).
+  bool caught_up() const noexcept { return caught_up_; }
   const raft_log& log() const noexcept { return log_; }
   const std::string& voted_for() const noexcept { return hard_.voted_for; }
   std::size_t quorum() const noexcept { return (cfg_.peers.size() + 1) / 2 + 1; }
@@ -303,6 +310,8 @@ class node {
     progress_.clear();
     for (const auto& p : cfg_.peers) progress_[p] = progress{log_.last_index() + 1, 0, true};
     ++elections_won_;
+    floor_term_ = hard_.term;
+    floor_ = 0;
     // The controller entry: the claim of this term and the no-op that lets earlier entries commit.
     append_local(entry_kind::controller, cfg_.id);
     broadcast_append();
@@ -353,6 +362,10 @@ class node {
   void handle_append(const message& m) {
     if (role_ != role::follower || leader_ != m.from) become_follower(m.term, m.from);
     election_elapsed_ = 0;
+    if (floor_term_ != hard_.term) {
+      floor_term_ = hard_.term;
+      floor_ = m.commit;
+    }
     message r = reply_to(m, message_type::append_reply, false);
     if (m.prev_index < hard_.commit) {
       // Everything up to our commit index is known to match; tell the leader where we are.
@@ -407,6 +420,7 @@ class node {
     pending_apply_snapshot_ = s;
     hard_.commit = s.index;
     applied_ = s.index;
+    note_caught_up();
     r.match = s.index;
     send(std::move(r));
   }
@@ -508,6 +522,15 @@ class node {
   raft_log log_;
   raft::snapshot snap_;
   index_t applied_ = 0;
+  // caught_up(): the term whose leader's first announced commit index is `floor_` (0: none heard since start).
+  term_t floor_term_ = 0;
+  index_t floor_ = 0;
+  bool caught_up_ = false;
+
+  void note_caught_up() {
+    if (caught_up_ || floor_term_ == 0 || floor_term_ != hard_.term || applied_ < floor_) return;
+    caught_up_ = log_.term_at(applied_) == hard_.term;
+  }
   index_t persisted_last_ = 0;
   std::optional<index_t> truncated_from_;
   std::optional<raft::snapshot> pending_apply_snapshot_;

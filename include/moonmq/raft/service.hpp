@@ -35,6 +35,9 @@ class state_machine {
   virtual void apply(const entry& e) = 0;
   virtual void restore(const std::string& snapshot) = 0;
   virtual std::string snapshot() const = 0;
+  /// Called once, on the io_context's thread, when everything the cluster had committed when this broker started
+  /// has been applied (raft::node::caught_up).
+  virtual void caught_up() {}
 };
 
 struct service_options {
@@ -57,6 +60,7 @@ struct raft_status {
   index_t applied = 0;
   index_t last_index = 0;
   index_t snapshot_index = 0;
+  bool caught_up = false;  ///< see raft::node::caught_up
 };
 
 class service {

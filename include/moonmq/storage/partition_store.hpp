@@ -22,6 +22,9 @@
 
 namespace moonmq::storage {
 
+/// The most partitions one topic may have on a broker.
+inline constexpr std::int32_t max_partitions_per_topic = 10000;
+
 /// Whole frames read from a partition.
 struct read_result {
   byte_buffer bytes;              ///< whole frames, possibly none

@@ -107,13 +107,26 @@ struct frame_scan {
   std::string what;  ///< for corrupt: what is wrong with the frame that starts at `whole`
 };
 
-/// Log recovery's rule for a frame that fails its check (frame_scan::ending::corrupt): when the length in its header
-/// reaches exactly the end of the file, it is the last write, torn by a crash, and is truncated; anything else is
-/// damage in the middle of the log, and recovery refuses it. `frame` holds the file's bytes from the frame's start,
-/// which is at `frame_at` in a file of `file_size` bytes. Partition logs and the Raft log both recover by it.
-inline bool is_torn_last_write(std::string_view frame, std::uint64_t frame_at, std::uint64_t file_size) {
+/// Log recovery's rule for a frame that fails its check (frame_scan::ending::corrupt): it is the last write, torn by
+/// a crash, and is truncated, when nothing but zero bytes follows where it claims to end (after its payload, or after
+/// its header when the length itself is impossible): a length that reaches exactly the end of the file, or a torn
+/// write followed by zero fill (a file system that extended the file but lost the data, a common shape after power
+/// loss). Anything else, a bad frame with data after it, is damage in the middle of the log, and recovery refuses it.
+/// `frame` holds the file's bytes from the frame's start (at least its header when the file has one), which is at
+/// `frame_at` in a file of `file_size` bytes; `zeros_from(offset)` says whether the file holds only zero bytes from
+/// `offset` to its end. Partition logs and the Raft log both recover by it.
+template <typename ZerosFrom>
+bool is_torn_last_write(std::string_view frame, std::uint64_t frame_at, std::uint64_t file_size, ZerosFrom&& zeros_from) {
   const std::uint32_t len = frame.size() >= 4 ? detail::get_u32(frame.data()) : 0;
-  return frame_at + frame_header_size + len == file_size;
+  const bool possible = len >= payload_fixed_size && len <= max_payload_size;
+  const std::uint64_t end = frame_at + frame_header_size + (possible ? len : 0);
+  return end >= file_size || zeros_from(end);
+}
+
+/// Whether `bytes` from `from` on are all zero (true when `from` is past its end).
+inline bool all_zero_from(std::string_view bytes, std::uint64_t from) {
+  if (from >= bytes.size()) return true;
+  return std::all_of(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.end(), [](char c) { return c == 0; });
 }
 
 /// Walks frames from the start of `bytes`, calling `on_frame(start)` for each whole valid frame. A checksum failure

@@ -6,6 +6,7 @@
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
+#include "support/ownership.hpp"
 
 using namespace moonmq;
 using namespace moonmq::cluster;
@@ -16,7 +17,7 @@ TEST_CASE("loads: only partitions this broker serves are reported, with size and
   REQUIRE(store.append({"t", 0}, {storage::record{std::nullopt, "hello", 0, 0}}));
   auto table = open_local_ownership_table(broker_id("b1"), std::make_unique<storage::memory_state_file>());
   REQUIRE(table);
-  REQUIRE((*table)->set_owner({"t", 2}, broker_id("b2")));
+  REQUIRE(moonmq::test::set_owner(**table, {"t", 2}, broker_id("b2")));
   traffic counters;
   counters.count_produce({"t", 0}, 100);
   counters.count_produce({"t", 0}, 50);

@@ -92,6 +92,14 @@ TEST_CASE("raft file storage: a torn last entry is truncated, damage before it i
     CHECK(d.entries.size() == 2);  // the torn third entry was never acknowledged
     CHECK(slurp(path).size() < whole.size() - 5);
   }
+  SECTION("torn last entry followed by zero fill") {
+    std::string torn = whole;
+    torn[torn.size() - 3] ^= 0x5a;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << torn + std::string(4096, '\0');
+    auto d = reopen(dir.path());
+    CHECK(d.entries.size() == 2);
+    CHECK(slurp(path).size() < whole.size());
+  }
   SECTION("damage in the middle") {
     std::string bad = whole;
     bad[20] ^= 0x5a;  // inside the first frame

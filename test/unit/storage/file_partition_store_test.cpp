@@ -79,6 +79,14 @@ TEST_CASE("file store: a torn tail is truncated to the last whole record and rep
     next[next.size() - 2] ^= 0x5a;
     append_raw(log_path, next);
   }
+  SECTION("a torn last frame followed by zero fill (power loss on a file system that extended the file)") {
+    std::string next = encode_frame(rec("third, torn"));
+    next[next.size() - 3] ^= 0x5a;
+    append_raw(log_path, next + std::string(100000, '\0'));
+  }
+  SECTION("a last frame whose length is garbage, then zero fill") {
+    append_raw(log_path, std::string("\xff\xff\xff\x7f", 4) + std::string(5000, '\0'));
+  }
   auto log = std::make_shared<recording_logger>();
   auto s = open_store(dir.path(), log);
   CHECK(*s->end_offset({"t", 0}) == whole);

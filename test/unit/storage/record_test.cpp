@@ -62,17 +62,23 @@ TEST_CASE("a read returns whole frames within the byte limit, and at least one",
   CHECK(first == one.size());
 }
 
-TEST_CASE("a bad frame is a torn last write only when its length reaches the end of the file", "[record]") {
+TEST_CASE("a bad frame is a torn last write only when nothing but zeros follows it", "[record]") {
   const std::string first = encode_frame(record{std::nullopt, "first", 1, 0});
   std::string damaged = encode_frame(record{std::nullopt, "second", 2, 0});
   damaged.back() ^= 0x01;  // the crash tore its last bytes: the checksum fails
-  const std::string at_end = first + damaged;
-  auto scan = scan_frames(at_end);
-  REQUIRE(scan.end == frame_scan::ending::corrupt);
-  CHECK(is_torn_last_write(std::string_view(at_end).substr(scan.whole), scan.whole, at_end.size()));
-  // The same damaged frame with a good one after it is damage in the middle of the log.
-  const std::string in_middle = at_end + first;
-  scan = scan_frames(in_middle);
-  REQUIRE(scan.end == frame_scan::ending::corrupt);
-  CHECK_FALSE(is_torn_last_write(std::string_view(in_middle).substr(scan.whole), scan.whole, in_middle.size()));
+  auto torn = [](const std::string& file) {
+    auto scan = scan_frames(file);
+    REQUIRE(scan.end == frame_scan::ending::corrupt);
+    return is_torn_last_write(std::string_view(file).substr(scan.whole), scan.whole, file.size(),
+                              [&](std::uint64_t at) { return all_zero_from(file, at); });
+  };
+  CHECK(torn(first + damaged));                            // its length reaches the end of the file
+  CHECK(torn(first + damaged + std::string(8192, '\0')));  // zero fill after it
+  // The same damaged frame with a good one after it is damage in the middle of the log, zero fill or not.
+  CHECK_FALSE(torn(first + damaged + first));
+  CHECK_FALSE(torn(first + damaged + std::string(100, '\0') + first));
+  // A length that cannot be: torn only when zeros follow its header.
+  const std::string garbage("\xff\xff\xff\x7f", 4);
+  CHECK(torn(first + garbage + std::string(64, '\0')));
+  CHECK_FALSE(torn(first + garbage + std::string(64, '\0') + first));
 }
