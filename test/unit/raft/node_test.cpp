@@ -413,3 +413,26 @@ TEST_CASE("raft 5.4.2 (Figure 8): a majority holding an earlier-term entry does 
   CHECK(seen_old_on_majority);
   CHECK(a.commit_index() == 3);  // once the term-4 entry is on a majority, both commit
 }
+
+TEST_CASE("raft: a restarted node is caught up only once it applied what the leader had committed when it returned",
+          "[raft]") {
+  trio t;
+  t.elect("a");
+  CHECK(t["a"].caught_up());  // the leader, once its own-term entry is applied
+  for (int i = 0; i < 3; ++i) REQUIRE(t["a"].propose(entry_kind::owner, "move " + std::to_string(i)));
+  t.settle();
+  CHECK(t["c"].caught_up());
+  const index_t committed = t["a"].commit_index();
+  // c crashes and comes back from its disk: its state machine is rebuilt only up to the commit index it saved.
+  t.nodes["c"] = std::make_unique<node>(config("c", {"a", "b"}), *t.disks["c"].load());
+  CHECK_FALSE(t["c"].caught_up());
+  t.pump();
+  CHECK_FALSE(t["c"].caught_up());  // what it applied from its own disk proves nothing yet
+  // The leader's heartbeat says how far the cluster has committed; once c has applied that far, it is caught up.
+  for (int i = 0; i < 10 && !t["c"].caught_up(); ++i) {
+    t["a"].tick();
+    t.settle();
+  }
+  CHECK(t["c"].caught_up());
+  CHECK(t["c"].applied_index() >= committed);
+}
