@@ -1,7 +1,8 @@
 // A replicated log without the consensus, for in-process tests of the Raft-backed ownership table: an entry one
 // broker proposes is appended and applied, in order, to every broker's table that is keeping up. Faults are chosen per
-// proposal by a hook: the answer is lost although the entry was appended (it "committed after the wait gave up"), or
-// the proposal fails before it is appended. A broker can lag (a restarted one that has not caught up yet): it applies
+// proposal by a hook: the answer is lost although the entry was appended (`lose_answer`), the entry is held back and
+// commits only at release() while its proposer hears that it did not (`hold`: a leader that commits after the wait
+// gave up), or the proposal fails before it is appended (`refuse`). A broker can lag (a restarted one that has not caught up yet): it applies
 // nothing until catch_up().
 #pragma once
 
@@ -17,7 +18,7 @@ namespace moonmq::test {
 
 class test_log {
  public:
-  enum class fate { append, lose_answer, refuse };
+  enum class fate { append, lose_answer, hold, refuse };
   std::function<fate(const std::string& proposer, const raft::entry&)> hook;
 
   /// Registers (or, after a restart, replaces) `id`'s table. A lagging table applies nothing until catch_up().
@@ -32,6 +33,18 @@ class test_log {
   void catch_up(const std::string& id) {
     std::lock_guard lock(mu_);
     catch_up_locked(id);
+  }
+
+  /// The held entries commit now, after everything appended so far.
+  void release() {
+    std::lock_guard lock(mu_);
+    for (auto& e : held_) {
+      e.index = entries_.size() + 1;
+      entries_.push_back(std::move(e));
+    }
+    held_.clear();
+    for (auto& [id, m] : tables_)
+      if (!m.lagging) apply_all(m);
   }
 
   std::size_t size() const {
@@ -51,6 +64,10 @@ class test_log {
     raft::entry e{1, entries_.size() + 1, kind, std::move(data)};
     const fate f = hook ? hook(from, e) : fate::append;
     if (f == fate::refuse) return error{errc::unavailable, "no Raft leader is known yet; retry"};
+    if (f == fate::hold) {
+      held_.push_back(std::move(e));
+      return error{errc::unavailable, "the entry did not commit within the timeout"};
+    }
     entries_.push_back(e);
     for (auto& [id, m] : tables_)
       if (!m.lagging) apply_all(m);
@@ -72,6 +89,7 @@ class test_log {
 
   mutable std::mutex mu_;
   std::vector<raft::entry> entries_;
+  std::vector<raft::entry> held_;
   std::map<std::string, member> tables_;
 };
 
