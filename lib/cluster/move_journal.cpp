@@ -21,17 +21,20 @@ class file_move_journal final : public move_journal {
     if (!*present) return {};
     if (!d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray())
       return {errc::corrupt, file_->name() + ": expected {\"moves\": [...]}"};
-    for (const auto& m : d["moves"].GetArray()) {
-      json::object_reader r(m, file_->name() + ": moves[]");
+    for (rapidjson::SizeType i = 0; i < d["moves"].Size(); ++i) {
+      const auto& m = d["moves"][i];
+      json::object_reader r(m, file_->name() + ": moves[" + std::to_string(i) + "]");
       std::string topic, dest;
       std::int64_t partition = -1;
       pending_move p;
       r.get("topic", topic, true);
       r.get("partition", partition, true);
       r.get("dest", dest, true);
+      p.legacy = !m.IsObject() || !m.HasMember("version");
       r.get("version", p.version, false);
       r.get("drained", p.drained, false);
-      if (r.ok() && (partition < 0 || partition > INT32_MAX || dest.empty())) r.fail_here("bad entry");
+      if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+      if (r.ok() && dest.empty()) r.fail("dest", "must not be empty");
       if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
       p.partition = {topic, static_cast<std::int32_t>(partition)};
       p.dest = broker_id(dest);
@@ -47,9 +50,10 @@ class file_move_journal final : public move_journal {
     return commit(std::move(next));
   }
 
-  status remove(const topic_partition& tp) override {
+  status remove(const topic_partition& tp, std::uint64_t version) override {
     std::lock_guard lock(mu_);
-    if (!moves_.count(tp)) return {};
+    auto it = moves_.find(tp);
+    if (it == moves_.end() || it->second.version != version) return {};
     auto next = moves_;
     next.erase(tp);
     return commit(std::move(next));
@@ -72,8 +76,10 @@ class file_move_journal final : public move_journal {
         json::put(w, "topic", tp.topic);
         json::put(w, "partition", tp.partition);
         json::put(w, "dest", m.dest.value());
-        json::put(w, "version", m.version);
-        json::put(w, "drained", m.drained);
+        if (!m.legacy) {
+          json::put(w, "version", m.version);
+          json::put(w, "drained", m.drained);
+        }
         w.EndObject();
       }
       w.EndArray();

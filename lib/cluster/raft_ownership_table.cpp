@@ -64,7 +64,9 @@ std::optional<ownership_entry> raft_ownership_table::entry(const topic_partition
   std::lock_guard lock(mu_);
   auto it = replicated_.find(tp);
   if (it == replicated_.end()) return local;
-  if (local && newer_than(*local, it->second)) return local;
+  // At version 0 the local layer wins a tie: such replicated entries were written before versions existed, when the
+  // local layer (a reservation) always won.
+  if (local && (newer_than(*local, it->second) || (local->version == 0 && it->second.version == 0))) return local;
   return it->second;
 }
 
@@ -81,22 +83,25 @@ status raft_ownership_table::record(const ownership_entry& e, std::optional<owne
 }
 
 status raft_ownership_table::decide(const ownership_entry& e, ownership_point expect) {
-  if (!propose_) return {errc::unavailable, "Raft is not running"};
+  const std::string name = e.partition.topic + "-" + std::to_string(e.partition.partition);
+  if (!propose_) return {errc::unavailable, "Raft is not running: the ownership of " + name + " cannot be decided"};
   rapidjson::StringBuffer text;
   json::writer w(text);
   write_owner(w, e, expect);
   auto index = propose_(raft::entry_kind::owner, std::string(text.GetString(), text.GetSize()));
-  if (!index)
-    return {errc::unavailable, "the outcome of " + e.partition.topic + "-" + std::to_string(e.partition.partition) +
-                                   "'s ownership entry is not known: " + index.message()};
+  if (!index) return {errc::unavailable, "the outcome of " + name + "'s ownership entry is not known: " + index.message()};
   std::optional<ownership_entry> current;
+  std::optional<bool> applied;
   {
     std::lock_guard lock(mu_);
-    auto o = outcomes_.find(*index);
-    if (o != outcomes_.end() && o->second) return {};
+    if (auto o = outcomes_.find(*index); o != outcomes_.end()) applied = o->second;
     auto it = replicated_.find(e.partition);
     if (it != replicated_.end()) current = it->second;
   }
+  if (applied.value_or(current && *current == e)) return {};
+  // Applied through a snapshot (or long ago): whether the compare-and-set took is no longer known.
+  if (!applied) return {errc::unavailable, "the outcome of " + name + "'s ownership entry " + std::to_string(*index) +
+                                               " is not known here (it arrived in a snapshot)"};
   return ownership_refusal(e, current);
 }
 
@@ -108,7 +113,8 @@ std::vector<ownership_entry> raft_ownership_table::entries() const {
   }
   for (const auto& e : local_->entries()) {
     auto it = merged.find(e.partition);
-    if (it == merged.end() || newer_than(e, it->second)) merged[e.partition] = e;
+    if (it == merged.end() || newer_than(e, it->second) || (e.version == 0 && it->second.version == 0))
+      merged[e.partition] = e;
   }
   std::vector<ownership_entry> out;
   for (const auto& [tp, e] : merged) out.push_back(e);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 
 #include "moonmq/core/crc32c.hpp"
@@ -48,6 +49,16 @@ error peer_error(const std::string& peer, const std::string& step, const respons
   errc code = r.status == 0 ? errc::unavailable : r.status == 409 ? errc::conflict : errc::internal;
   return error{code, step + " on " + peer + " failed (" +
                          (r.status ? "HTTP " + std::to_string(r.status) : "no answer") + "): " + r.body};
+}
+
+/// Why broker `self` does not serve `tp`, naming who does.
+std::string not_served_reason(const ownership_table& t, const topic_partition& tp, const broker_id& self) {
+  auto e = entry_as_seen_by(t, tp, self);
+  if (!t.ready()) return self.value() + " is catching up with the cluster's ownership log";
+  if (e.owner == self) return name_of(tp) + " is being handed over to " + self.value() + " (version " +
+                              std::to_string(e.version) + ")";
+  return name_of(tp) + " is served by " + e.owner.value() + " (version " + std::to_string(e.version) + "), not by " +
+         self.value();
 }
 
 /// The body of POST /cluster/owner: record `e` on the peer, as a compare-and-set when `expect` is given.
@@ -99,6 +110,7 @@ struct reassigner::impl {
 
   mutable std::mutex mu;
   std::map<topic_partition, std::shared_ptr<move_progress>> running;
+  std::set<topic_partition> recovering;  ///< journaled moves recover() is resolving: no new move of them meanwhile
   std::deque<move_progress> finished;
   // Ids start from the clock so that a restarted broker does not reuse the ids of its previous life.
   std::uint64_t next_id = static_cast<std::uint64_t>(
@@ -135,6 +147,8 @@ struct reassigner::impl {
     p->started_at = now_seconds();
     std::lock_guard lock(mu);
     if (running.count(tp)) return error{errc::conflict, name_of(tp) + " is already moving"};
+    if (recovering.count(tp))
+      return error{errc::conflict, name_of(tp) + " has an interrupted move being resolved; try again shortly"};
     p->id = next_id++;
     running[tp] = p;
     st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
@@ -226,12 +240,16 @@ struct reassigner::impl {
     std::unique_lock gate(st.gates.gate(tp));
     const broker_id& self = peers.directory().self;
     auto now = entry_as_seen_by(st.ownership, tp, self);
-    if (now.owner != self || now.handover || now.version != version || !st.ownership.ready())
-      return {errc::conflict, name_of(tp) + " changed hands during the copy; this broker no longer serves it at version " +
-                                  std::to_string(version)};
+    if (!serves(st.ownership, tp, self) || now.version != version)
+      return {errc::conflict, "cutover refused: " + not_served_reason(st.ownership, tp, self) + " at version " +
+                                  std::to_string(version) + " any more"};
     const ownership_entry handover{tp, dest, version + 1, true};
     if (auto s = st.ownership.record(handover); !s) return s;
-    return st.ownership.decide(handover, {version, false});
+    auto decided = st.ownership.decide(handover, {version, false});
+    // Only this broker makes version + 1, so a refusal here cannot be another broker's decision: whatever it was, the
+    // handover is recorded here and the outcome is resolved like an unknown one (rolled back through the table).
+    if (!decided && decided.code() == errc::conflict) return {errc::unavailable, decided.message()};
+    return decided;
   }
 
   /// Rolls back a move at `version` (its cutover's) that no confirm was ever sent for: this broker again, at
@@ -253,6 +271,27 @@ struct reassigner::impl {
     if (!resp.ok())
       st.log.info("reassigner", "could not tell " + dest.value() + " that the move of " + name_of(tp) +
                                     " was rolled back (it learns at the next move): " + resp.body);
+  }
+
+  /// The offsets step: every group's committed offset for `tp` goes to `dest` (higher wins there). Commits here are
+  /// refused since the cutover, so the snapshot is complete. A failure is logged loudly and does not stop the move.
+  asio::awaitable<void> push_offsets(const topic_partition& tp, const broker_id& dest,
+                                     std::optional<controller_claim> claim) {
+    auto groups = st.offsets.groups_for(tp);
+    if (groups.empty()) co_return;
+    std::string list = "[";
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      list += (i ? "," : "") + std::string("{\"group\":") + quoted(groups[i].group) +
+              ",\"offset\":" + std::to_string(groups[i].offset) + "}";
+    list += "]";
+    request r = req("POST", "/cluster/offsets", tp);
+    r.params.clear();
+    r.body = partition_body(tp, "offsets", list);
+    auto resp = co_await peers.call(dest.value(), std::move(r), claim);
+    if (!resp.ok())
+      st.log.error("reassigner", "move " + name_of(tp) + ": COMMITTED OFFSETS WERE NOT PUSHED to " + dest.value() +
+                                     " (" + std::to_string(groups.size()) +
+                                     " groups will restart from their last offset there): " + resp.body);
   }
 
   enum class confirmation { confirmed, unknown };
@@ -284,11 +323,77 @@ struct reassigner::impl {
       *why = resp.status ? "HTTP " + std::to_string(resp.status) + ": " + resp.body : "no answer: " + resp.body;
       co_return confirmation::unknown;
     }
-    // Newer than the handover recorded at cutover, so it is recorded; an error here only leaves the older entry.
+    // Newer than the handover recorded at cutover, so it is recorded; an error here only leaves the older entry. An
+    // entry naming this broker is not: that is a move towards this broker, whose own records decide it here.
+    if (learned->owner == peers.directory().self) co_return confirmation::confirmed;
     auto recorded = co_await offload(pool, [&] { return st.ownership.record(*learned); });
     if (!recorded && recorded.code() != errc::conflict)
       st.log.error("reassigner", "could not record the confirmed owner of " + name_of(tp) + ": " + recorded.message());
     co_return confirmation::confirmed;
+  }
+
+  /// Resolves the journaled move of `tp` (REQUIRES: registered in `recovering`). Returns false while unresolved.
+  asio::awaitable<bool> resolve(topic_partition tp) {
+    std::optional<pending_move> found;
+    for (const auto& m : journal.pending())
+      if (m.partition == tp) found = m;
+    if (!found) co_return true;  // resolved meanwhile
+    const pending_move m = *found;
+    const broker_id& self = peers.directory().self;
+    const std::string name = name_of(tp) + " to " + m.dest.value();
+    if (m.legacy) {
+      bool done = co_await resolve_legacy(m);
+      co_return done;
+    }
+    if (!m.drained) {
+      // No confirm was ever sent for this version: the destination cannot serve it. Roll back.
+      auto back = co_await offload(pool, [&] { return roll_back(tp, m.version); });
+      auto now = st.ownership.entry(tp);
+      if (!back && !(now && now->version > m.version)) {
+        st.log.warn("reassigner", "journaled move of " + name + " is unresolved: " + back.message());
+        co_return false;
+      }
+      st.log.warn("reassigner", "move of " + name + " was interrupted before its tail was drained; ownership " +
+                                    (back ? "rolled back to " + self.value()
+                                          : "has moved on since (" + now->owner.value() + ")"));
+      if (back) co_await tell_rolled_back(tp, m.dest, m.version);
+    } else {
+      // The move goes forward: the offsets (a crash may have come before they were pushed), then the confirm.
+      co_await push_offsets(tp, m.dest, std::nullopt);
+      std::string why;
+      if (co_await confirm(tp, m.dest, m.version, std::nullopt, &why) != confirmation::confirmed) {
+        st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + why);
+        co_return false;
+      }
+      st.log.info("reassigner", "move of " + name + " is confirmed");
+    }
+    (void)co_await offload(pool, [&] { return journal.remove(tp, m.version); });
+    co_return true;
+  }
+
+  /// A journal entry written before ownership versions: resolved as that code did, by asking whether the destination
+  /// serves the partition (confirmed) or still names this broker (rolled back here, above whatever entry is here).
+  asio::awaitable<bool> resolve_legacy(const pending_move& m) {
+    auto resp = co_await peers.call(m.dest.value(), req("GET", "/cluster/owner", m.partition));
+    rapidjson::Document d;
+    d.Parse(resp.body.c_str(), resp.body.size());
+    if (!resp.ok() || d.HasParseError() || !d.IsObject() || !d.HasMember("serves") || !d["serves"].IsBool()) {
+      st.log.warn("reassigner", "journaled move of " + name_of(m.partition) + " to " + m.dest.value() +
+                                    " (written by an older version) is unresolved: " + m.dest.value() +
+                                    " did not answer");
+      co_return false;
+    }
+    if (!d["serves"].GetBool()) {
+      auto back = co_await offload(pool, [&] {
+        std::unique_lock gate(st.gates.gate(m.partition));
+        auto now = entry_as_seen_by(st.ownership, m.partition, peers.directory().self);
+        return st.ownership.decide({m.partition, peers.directory().self, now.version + 1, false},
+                                   {now.version, now.handover});
+      });
+      if (!back) co_return false;
+    }
+    (void)co_await offload(pool, [&] { return journal.remove(m.partition, m.version); });
+    co_return true;
   }
 
   asio::awaitable<status> run(move_progress& p, topic_partition tp, broker_id dest,
@@ -297,11 +402,7 @@ struct reassigner::impl {
     if (is_internal_topic(tp.topic))
       co_return status{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
     if (dest == self) co_return status{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
-    if (!serves(st.ownership, tp, self)) {
-      auto o = st.ownership.owner(tp);
-      co_return status{errc::not_owner, name_of(tp) + " is served by " + (o ? o->value() : std::string("?")) +
-                                            ", not by " + self.value()};
-    }
+    if (!serves(st.ownership, tp, self)) co_return status{errc::not_owner, not_served_reason(st.ownership, tp, self)};
     auto count = st.store.partition_count(tp.topic);
     if (!count) co_return count.to_status();
     if (tp.partition >= *count) co_return status{errc::not_found, "unknown partition " + name_of(tp)};
@@ -345,7 +446,7 @@ struct reassigner::impl {
       r.params.clear();
       r.body = owner_body({tp, self, version, false}, ownership_point{version, false});
       auto resp = co_await peers.call(dest.value(), std::move(r), claim);
-      if (auto newer = conflicting_entry(resp, tp); newer && newer->version > version) {
+      if (auto newer = conflicting_entry(resp, tp); newer && newer->version > version && newer->owner != self) {
         // The destination knows a newer owner than this broker does: step aside.
         (void)co_await offload(pool, [&] { return st.ownership.record(*newer); });
         co_return peer_error(dest.value(), "reserve", resp);
@@ -371,12 +472,12 @@ struct reassigner::impl {
       // A cutover whose decision failed may still take effect (a replicated entry can commit after the wait for it
       // gave up): it is rolled back by a decision of its own, after it in the log. Only once that holds may the
       // journal entry go; otherwise the partition stays served by nobody here and recovery decides it later.
-      if (s.code() == errc::conflict) {
-        (void)co_await offload(pool, [&] { return journal.remove(tp); });
+      if (s.code() == errc::conflict) {  // refused before anything was recorded
+        (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
         co_return s;
       }
       if (co_await offload(pool, [&] { return roll_back(tp, version + 1); }))
-        (void)co_await offload(pool, [&] { return journal.remove(tp); });
+        (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
       co_return s;
     }
 
@@ -404,7 +505,7 @@ struct reassigner::impl {
       st.log.error("reassigner", "move " + name_of(tp) + ": drain failed, rolling ownership back: " + why);
       auto back = co_await offload(pool, [&] { return roll_back(tp, version + 1); });
       if (back) {
-        (void)co_await offload(pool, [&] { return journal.remove(tp); });
+        (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
         co_await tell_rolled_back(tp, dest, version + 1);
       } else
         st.log.error("reassigner", "rollback of " + name_of(tp) + " failed; kept in the journal: " + back.message());
@@ -412,24 +513,7 @@ struct reassigner::impl {
     }
 
     set_step(p, "offsets");
-    {
-      auto groups = st.offsets.groups_for(tp);
-      if (!groups.empty()) {
-        std::string list = "[";
-        for (std::size_t i = 0; i < groups.size(); ++i)
-          list += (i ? "," : "") + std::string("{\"group\":") + quoted(groups[i].group) +
-                  ",\"offset\":" + std::to_string(groups[i].offset) + "}";
-        list += "]";
-        request r = req("POST", "/cluster/offsets", tp);
-        r.params.clear();
-        r.body = partition_body(tp, "offsets", list);
-        auto resp = co_await peers.call(dest.value(), std::move(r), claim);
-        if (!resp.ok())
-          st.log.error("reassigner", "move " + name_of(tp) + ": COMMITTED OFFSETS WERE NOT PUSHED to " + dest.value() +
-                                         " (" + std::to_string(groups.size()) +
-                                         " groups will restart from their last offset there): " + resp.body);
-      }
-    }
+    co_await push_offsets(tp, dest, claim);
 
     // From here the move only goes forward: a confirm may reach the destination at any time, so a rollback could
     // make two servers. An unanswered confirm is sent again by recover() until an answer decides it.
@@ -442,7 +526,7 @@ struct reassigner::impl {
       co_return status{errc::unavailable, "confirm on " + dest.value() +
                                               " failed; the move stays journaled and is confirmed when " +
                                               dest.value() + " answers: " + why};
-    if (auto s = co_await offload(pool, [&] { return journal.remove(tp); }); !s)
+    if (auto s = co_await offload(pool, [&] { return journal.remove(tp, version + 1); }); !s)
       st.log.error("reassigner", "could not clear the journal entry of " + name_of(tp) + ": " + s.message());
     co_return status{};
   }
@@ -491,11 +575,7 @@ result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_p
   const broker_id& self = impl_->peers.directory().self;
   if (is_internal_topic(tp.topic)) return error{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
   if (dest == self) return error{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
-  if (!serves(impl_->st.ownership, tp, self)) {
-    auto o = impl_->st.ownership.owner(tp);
-    return error{errc::not_owner,
-                 name_of(tp) + " is served by " + (o ? o->value() : std::string("?")) + ", not by " + self.value()};
-  }
+  if (!serves(impl_->st.ownership, tp, self)) return error{errc::not_owner, not_served_reason(impl_->st.ownership, tp, self)};
   auto p = impl_->begin(tp, dest);
   if (!p) return p.err();
   const std::uint64_t id = (*p)->id;
@@ -523,32 +603,19 @@ asio::awaitable<status> reassigner::execute(autobalancer::described_action a, st
 asio::awaitable<std::size_t> reassigner::recover() {
   std::size_t unresolved = 0;
   auto& i = *impl_;
-  for (const auto& m : i.journal.pending()) {
-    const std::string name = name_of(m.partition) + " to " + m.dest.value();
-    if (!m.drained) {
-      // No confirm was ever sent for this version: the destination cannot serve it. Roll back.
-      auto back = co_await offload(i.pool, [&] { return i.roll_back(m.partition, m.version); });
-      auto now = i.st.ownership.entry(m.partition);
-      if (!back && !(now && now->version > m.version)) {
-        ++unresolved;
-        i.st.log.warn("reassigner", "journaled move of " + name + " is unresolved: " + back.message());
-        continue;
-      }
-      i.st.log.warn("reassigner", "move of " + name + " was interrupted before its tail was drained; ownership " +
-                                      (back ? "rolled back to " + i.peers.directory().self.value()
-                                            : "has moved on since (" + now->owner.value() + ")"));
-      if (back) co_await i.tell_rolled_back(m.partition, m.dest, m.version);
-    } else {
-      std::string why;
-      auto c = co_await i.confirm(m.partition, m.dest, m.version, std::nullopt, &why);
-      if (c != impl::confirmation::confirmed) {
-        ++unresolved;
-        i.st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + why);
-        continue;
-      }
-      i.st.log.info("reassigner", "move of " + name + " is confirmed");
+  for (const auto& listed : i.journal.pending()) {
+    // A partition that is moving now is that move's business; one being resolved is another recover()'s.
+    {
+      std::lock_guard lock(i.mu);
+      if (i.running.count(listed.partition) || i.recovering.count(listed.partition)) continue;
+      i.recovering.insert(listed.partition);
     }
-    (void)co_await offload(i.pool, [&] { return i.journal.remove(m.partition); });
+    auto outcome = co_await i.resolve(listed.partition);
+    {
+      std::lock_guard lock(i.mu);
+      i.recovering.erase(listed.partition);
+    }
+    if (!outcome) ++unresolved;
   }
   co_return unresolved;
 }

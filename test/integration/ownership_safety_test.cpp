@@ -4,6 +4,8 @@
 // still at its offset on the one that does.
 #include <catch2/catch.hpp>
 
+#include <asio/detached.hpp>
+
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "support/in_process_cluster.hpp"
 
@@ -313,4 +315,65 @@ TEST_CASE("E: a cutover whose answer was lost is rolled back through the log, af
   CHECK(c[1].journal->pending().empty());
   CHECK(servers(c, t0) == std::vector<int>{1});
   for (int i = 1; i <= 3; ++i) CHECK(c[i].ownership->entry(t0)->version == 2);
+}
+
+TEST_CASE("recovery of one journaled move leaves alone a move of another partition that is running",
+          "[ownership][safety]") {
+  in_process_cluster c(3, 4096);
+  seed(c, 30, 1);
+  const topic_partition t1{"t", 1};
+  for (int i = 0; i < 10; ++i) REQUIRE(c[1].store.append(t1, {rec("q" + std::to_string(i))}));
+  // A move of t-1 to b3 whose confirms are lost: journaled, drained.
+  c.net.set_hook([&](const std::string&, const std::string& to, const transport::request& r) {
+    return to == "b3" && is_confirm_to(r, "b3") ? fate::drop : fate::deliver;
+  });
+  REQUIRE_FALSE(c.move(1, t1, 3));
+  REQUIRE(c[1].journal->pending().size() == 1);
+  // A move of t-0 to b2: a record lands in its tail, and while the tail is on its way, a recovery runs alongside.
+  const std::uint64_t copy_end = *c[1].store.end_offset(t0);
+  int batches = 0;
+  bool recovering = false;
+  c.net.set_delay(std::chrono::milliseconds(1));
+  c.net.set_hook([&](const std::string&, const std::string& to, const transport::request& r) {
+    if (to != "b2" || r.path != "/cluster/append" || !r.params.count("expected_offset")) return fate::deliver;
+    if (++batches == 2) (void)c[1].router->try_local(t0, {rec("in the tail")});
+    if (!recovering && std::stoull(r.params.at("expected_offset")) >= copy_end && !r.body.empty()) {
+      recovering = true;
+      asio::co_spawn(c.io, c[1].reassigner->recover(), asio::detached);
+    }
+    return fate::deliver;
+  });
+  auto id = c[1].reassigner->start(c.io.get_executor(), t0, broker_id("b2"));
+  REQUIRE(id);
+  c.settle_moves();
+  for (int i = 0; i < 400 && !c[1].journal->pending().empty(); ++i) {
+    c.io.run_for(std::chrono::milliseconds(5));
+    c.io.restart();
+  }
+  REQUIRE(recovering);
+  CHECK(c[1].journal->pending().empty());
+  bool succeeded = false;
+  for (const auto& p : c[1].reassigner->progress())
+    if (p.id == *id) succeeded = p.succeeded;
+  CHECK(succeeded);
+  CHECK(servers(c, t0) == std::vector<int>{2});
+  CHECK(servers(c, t1) == std::vector<int>{3});
+  check_acked(c, 2, {});
+  CHECK(log_bytes(c[2].store, t0) == log_bytes(c[1].store, t0));
+}
+
+TEST_CASE("a journal entry written before ownership versions is resolved as that code did", "[ownership][safety]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 10, 1);
+  // What the older code left after a crash between cutover and confirm: b1 names b2 (version 0), b2 still names b1.
+  REQUIRE(c[1].ownership->record({t0, broker_id("b2"), 0, false}));
+  REQUIRE(c[2].store.ensure_topic("t", 2));
+  REQUIRE(c[2].ownership->record({t0, broker_id("b1"), 0, false}));
+  REQUIRE(c[1].journal_file->replace(R"({"moves":[{"topic":"t","partition":0,"dest":"b2"}]})"));
+  c.restart(1);
+  REQUIRE(c[1].journal->pending().size() == 1);
+  CHECK(c[1].journal->pending()[0].legacy);
+  CHECK(c.run(c[1].reassigner->recover()) == 0);
+  CHECK(servers(c, t0) == std::vector<int>{1});
+  CHECK(c[1].journal->pending().empty());
 }

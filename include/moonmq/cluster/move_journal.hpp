@@ -4,7 +4,8 @@
 // when the move's outcome is known. A journaled move is resolved (reassigner::recover) by its phase alone, never by
 // asking whether the destination serves: before `drained` no confirm was ever sent, so the move is rolled back; once
 // `drained`, the move can only go forward and its confirm is sent again until an answer says how it was decided.
-// An entry written before ownership versions existed (no "version") is read as version 0, not drained.
+// An entry written before ownership versions existed (no "version") is read as `legacy` and resolved the way that
+// code did: by asking whether the destination serves the partition.
 // Implemented in lib/ (RapidJSON).
 // Thread safety: concurrent calls are allowed.
 #pragma once
@@ -23,6 +24,7 @@ struct pending_move {
   broker_id dest;
   std::uint64_t version = 0;  ///< the ownership version the move gives `dest` (the source's version + 1)
   bool drained = false;       ///< the tail is on `dest`: a confirm may have been sent
+  bool legacy = false;        ///< written before ownership versions (no version, no phase)
   bool operator==(const pending_move&) const = default;
 };
 
@@ -31,7 +33,9 @@ class move_journal {
   virtual ~move_journal() = default;
   /// Records `m`, replacing an entry of the same partition.
   virtual status add(const pending_move& m) = 0;
-  virtual status remove(const topic_partition& tp) = 0;
+  /// Removes the entry of `tp` if it is still the one of the move at `version` (a newer move of the same partition
+  /// keeps its own).
+  virtual status remove(const topic_partition& tp, std::uint64_t version) = 0;
   virtual std::vector<pending_move> pending() const = 0;
 };
 
