@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 
+#include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/autobalancer/model/cluster_model.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
@@ -130,8 +131,7 @@ struct balance_loop::impl {
   static bool refused_by_fence(const response& r) {
     if (r.status != 409) return false;
     rapidjson::Document d;
-    d.Parse(r.body.c_str(), r.body.size());
-    return !d.HasParseError() && d.IsObject() && d.HasMember("error") && d["error"] == "stale_epoch";
+    return json::parse_object(r.body, d) && d.HasMember("error") && d["error"] == "stale_epoch";
   }
 
   void supersede(const std::string& why) {
@@ -324,8 +324,8 @@ struct balance_loop::impl {
       co_return refused;
     }
     rapidjson::Document d;
-    d.Parse(resp.body.c_str(), resp.body.size());
-    if (resp.status != 202 || d.HasParseError() || !d.IsObject() || !d.HasMember("id") || !d["id"].IsUint64()) {
+    const bool answer = json::parse_object(resp.body, d);
+    if (resp.status != 202 || !answer || !d.HasMember("id") || !d["id"].IsUint64()) {
       result<std::uint64_t> refused = error{errc::unavailable, fmt::format("{} answered {} {}", w.src,
                                                                            resp.status ? std::to_string(resp.status)
                                                                                        : std::string("nothing"),

@@ -140,9 +140,8 @@ void raft_ownership_table::apply(const raft::entry& e) {
     return;
   }
   rapidjson::Document d;
-  d.Parse(e.data.c_str(), e.data.size());
   // Written by write_owner and carried in CRC-checked logs, so always readable; one that is not changes nothing.
-  auto c = d.HasParseError() ? std::nullopt : read_owner(d);
+  auto c = json::parse_object(e.data, d) ? read_owner(d) : std::nullopt;
   bool applied = false;
   if (c) {
     auto it = replicated_.find(c->entry.partition);
@@ -162,11 +161,11 @@ void raft_ownership_table::apply(const raft::entry& e) {
 
 void raft_ownership_table::restore(const std::string& snapshot) {
   rapidjson::Document d;
-  d.Parse(snapshot.c_str(), snapshot.size());
+  const bool readable = json::parse_object(snapshot, d);
   std::lock_guard lock(mu_);
   replicated_.clear();
   controller_ = {};
-  if (d.HasParseError() || !d.IsObject()) return;
+  if (!readable) return;
   if (d.HasMember("owners") && d["owners"].IsArray())
     for (const auto& v : d["owners"].GetArray())
       if (auto c = read_owner(v)) replicated_[c->entry.partition] = c->entry;

@@ -15,9 +15,10 @@
 #include <set>
 #include <shared_mutex>
 
+#include "json/parse.hpp"
+#include "json/writer.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
-#include "json/writer.hpp"
 
 namespace moonmq::cluster {
 
@@ -79,8 +80,7 @@ std::string owner_body(const ownership_entry& e, std::optional<ownership_point> 
 std::optional<ownership_entry> conflicting_entry(const response& r, const topic_partition& tp) {
   if (r.status != 409) return std::nullopt;
   rapidjson::Document d;
-  d.Parse(r.body.c_str(), r.body.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("current") || !d["current"].IsObject()) return std::nullopt;
+  if (!json::parse_object(r.body, d) || !d.HasMember("current") || !d["current"].IsObject()) return std::nullopt;
   const auto& c = d["current"];
   if (!c.HasMember("broker") || !c["broker"].IsString() || !c.HasMember("version") || !c["version"].IsUint64())
     return std::nullopt;
@@ -91,8 +91,7 @@ std::optional<ownership_entry> conflicting_entry(const response& r, const topic_
 
 std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) {
   rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember(key) || !d[key].IsUint64()) return std::nullopt;
+  if (!json::parse_object(body, d) || !d.HasMember(key) || !d[key].IsUint64()) return std::nullopt;
   return d[key].GetUint64();
 }
 
@@ -376,8 +375,8 @@ struct reassigner::impl {
   asio::awaitable<bool> resolve_legacy(const pending_move& m) {
     auto resp = co_await peers.call(m.dest.value(), req("GET", "/cluster/owner", m.partition));
     rapidjson::Document d;
-    d.Parse(resp.body.c_str(), resp.body.size());
-    if (!resp.ok() || d.HasParseError() || !d.IsObject() || !d.HasMember("serves") || !d["serves"].IsBool()) {
+    const bool answer = json::parse_object(resp.body, d);
+    if (!resp.ok() || !answer || !d.HasMember("serves") || !d["serves"].IsBool()) {
       st.log.warn("reassigner", "journaled move of " + name_of(m.partition) + " to " + m.dest.value() +
                                     " (written by an older version) is unresolved: " + m.dest.value() +
                                     " did not answer");

@@ -9,6 +9,8 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "json/parse.hpp"
+
 namespace moonmq::cluster {
 
 namespace {
@@ -62,9 +64,8 @@ router::step router::interpret(forward_state& f, const transport::response& resp
   const broker_id& self = peers_.directory().self;
   const std::string name = f.tp.topic + "-" + std::to_string(f.tp.partition);
   rapidjson::Document d;
-  d.Parse(resp.body.c_str(), resp.body.size());
-  const bool json = !d.HasParseError() && d.IsObject();
-  if (resp.ok() && json && d.HasMember("offsets") && d["offsets"].IsArray()) {
+  const bool object = json::parse_object(resp.body, d);
+  if (resp.ok() && object && d.HasMember("offsets") && d["offsets"].IsArray()) {
     produce_result out{{}, f.owner};
     for (const auto& o : d["offsets"].GetArray())
       if (o.IsUint64()) out.offsets.push_back(o.GetUint64());
@@ -74,8 +75,8 @@ router::step router::interpret(forward_state& f, const transport::response& resp
     st_.metrics.add(metrics::forwarded_records, {}, static_cast<double>(out.offsets.size()));
     return step::finish(std::move(out));
   }
-  if (resp.status == 503 && json && d.HasMember("error") && d["error"] == "handover") return wait_for_handover(f);
-  if (resp.status == 421 && json && d.HasMember("owner") && d["owner"].IsString()) {
+  if (resp.status == 503 && object && d.HasMember("error") && d["error"] == "handover") return wait_for_handover(f);
+  if (resp.status == 421 && object && d.HasMember("owner") && d["owner"].IsString()) {
     broker_id hinted(d["owner"].GetString());
     // A handover in progress (or just rolled back): wait, then look again from the start.
     if (hinted == self || hinted.value().empty()) return wait_for_handover(f);

@@ -80,8 +80,7 @@ inline std::string moves_document(const char* key, const std::vector<move_progre
 /// The moves of a `{"moves": [...]}` answer; nullopt when it is not one.
 inline std::optional<std::vector<move_progress>> read_moves(const std::string& body) {
   rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray()) return std::nullopt;
+  if (!json::parse_object(body, d) || !d.HasMember("moves") || !d["moves"].IsArray()) return std::nullopt;
   std::vector<move_progress> out;
   for (const auto& m : d["moves"].GetArray()) {
     if (!m.IsObject() || !m.HasMember("id") || !m["id"].IsUint64() || !m.HasMember("topic") || !m["topic"].IsString() ||
@@ -128,8 +127,7 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
 /// The partitions of a load report; nullopt when the body is not one (a malformed report counts as no answer).
 inline std::optional<std::vector<partition_load>> read_loads(const std::string& body) {
   rapidjson::Document d;
-  d.Parse(body.c_str(), body.size());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("partitions") || !d["partitions"].IsArray())
+  if (!json::parse_object(body, d) || !d.HasMember("partitions") || !d["partitions"].IsArray())
     return std::nullopt;
   std::vector<partition_load> out;
   for (const auto& e : d["partitions"].GetArray()) {

@@ -7,16 +7,6 @@
 
 namespace moonmq::json {
 
-status parse_document(std::string_view text, rapidjson::Document& doc, std::string_view what) {
-  doc.Parse(text.data(), text.size());  // trailing non-space after the root is an error too
-  if (doc.HasParseError()) {
-    return {errc::invalid_argument, std::string(what) + ": not valid JSON at byte " +
-                                        std::to_string(doc.GetErrorOffset()) + ": " +
-                                        rapidjson::GetParseError_En(doc.GetParseError())};
-  }
-  return {};
-}
-
 const char* type_name(const rapidjson::Value& v) {
   switch (v.GetType()) {
     case rapidjson::kNullType:

@@ -13,12 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "json/parse.hpp"
 #include "moonmq/core/result.hpp"
 
 namespace moonmq::json {
-
-/// Parses `text` into `doc`; a syntax error is reported with its byte offset.
-status parse_document(std::string_view text, rapidjson::Document& doc, std::string_view what);
 
 /// The name of a JSON value's type, for messages ("a string", "an array", ...).
 const char* type_name(const rapidjson::Value& v);
