@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "moonmq/storage/record.hpp"
@@ -101,11 +102,14 @@ int main(int argc, char** argv) {
       mib = std::strtoull(argv[i], nullptr, 10);
   }
   temp_dir dir;
-  std::string cluster = "\"BatchBytes\": " + std::to_string(batch);
-  if (tls) cluster += ", " + mutual_tls_section(make_certificates(dir.path()));
+  std::optional<certificates> certs;
+  if (tls) certs = make_certificates(dir.path());
+  auto cluster = [&](const std::string& id) {
+    return "\"BatchBytes\": " + std::to_string(batch) + (certs ? ", " + mutual_tls_section(*certs, id) : std::string());
+  };
   moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-  b1.configure({&b1, &b2}, cluster);
-  b2.configure({&b1, &b2}, cluster);
+  b1.configure({&b1, &b2}, cluster("b1"));
+  b2.configure({&b1, &b2}, cluster("b2"));
   const std::uint64_t bytes = write_partition(b1.data_dir, mib << 20);
   const double plain_s = plain_copy(b1.data_dir + "/topics/bench/0.log", dir.path() + "/plain.out");
   std::remove((dir.path() + "/plain.out").c_str());

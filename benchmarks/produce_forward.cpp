@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "support/certificates.hpp"
@@ -41,11 +42,12 @@ int main(int argc, char** argv) {
       requests = std::atoi(argv[i]);
   }
   temp_dir dir;
-  std::string cluster_tls;
-  if (tls) cluster_tls = mutual_tls_section(make_certificates(dir.path()));
+  std::optional<certificates> certs;
+  if (tls) certs = make_certificates(dir.path());
+  auto cluster_tls = [&](const std::string& id) { return certs ? mutual_tls_section(*certs, id) : std::string(); };
   moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-  b1.configure({&b1, &b2}, cluster_tls);
-  b2.configure({&b1, &b2}, cluster_tls);
+  b1.configure({&b1, &b2}, cluster_tls("b1"));
+  b2.configure({&b1, &b2}, cluster_tls("b2"));
   b1.start();
   b2.start();
   auto c1 = b1.api(), c2 = b2.api();

@@ -122,11 +122,13 @@ class running_broker final : public broker {
     journal_ = std::move(*journal);
 
     std::map<std::string, std::string> peer_tokens;
+    std::vector<std::string> peer_ids;
     transport::http_transport_options topt;
     std::optional<transport::tls_options> tls;
     if (clustered) {
       for (const auto& p : cfg_.cluster->peers) {
         peer_tokens[p.id] = p.token;
+        peer_ids.push_back(p.id);
         topt.peers.push_back({p.id, p.host, p.port});
       }
       if (cfg_.cluster->tls)
@@ -151,7 +153,8 @@ class running_broker final : public broker {
                                          cluster::move_control_of(reassigner_, io_.get_executor()),
                                          raft_ ? std::function<transport::response(const transport::request&)>(
                                                      [this](const transport::request& r) { return raft_->handle(r); })
-                                               : nullptr},
+                                               : nullptr,
+                                         peer_ids, tls && tls->verify_peer},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
@@ -191,6 +194,7 @@ class running_broker final : public broker {
       lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
         refused_by_listener(why, client, detail);
       };
+      lo.authenticate = [svc = service_.get()](const transport::request& head) { return svc->authenticated(head); };
       auto l = transport::start_http_listener(
           lo, [svc = service_.get()](const transport::request& r) { return svc->handle(r); });
       if (!l) return error{l.code(), "cluster listener: " + l.message()};

@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <charconv>
 #include <shared_mutex>
 
@@ -66,12 +67,26 @@ struct cluster_service::impl {
   cluster_state st;
 
   bool authenticated(const request& req) const {
+    const auto from = req.headers.find(transport::header_from);
+    const bool has_from = from != req.headers.end() && !from->second.empty();
+    if (has_from && !opt.peers.empty() &&
+        std::find(opt.peers.begin(), opt.peers.end(), from->second) == opt.peers.end())
+      return false;  // not a broker of this cluster
+    if (opt.require_certificate_identity &&
+        (!has_from || std::find(req.peer_names.begin(), req.peer_names.end(), from->second) == req.peer_names.end()))
+      return false;  // the certificate does not name the broker the request claims to come from
     std::string expected = opt.token;
-    if (auto from = req.headers.find(transport::header_from); from != req.headers.end()) {
+    if (has_from) {
       auto own = opt.peer_tokens.find(from->second);
       if (own != opt.peer_tokens.end() && !own->second.empty()) expected = own->second;
     }
-    if (expected.empty()) return true;
+    if (expected.empty()) {
+      // No token for this sender: open only if no token is configured at all (a loopback-only cluster). With
+      // per-peer tokens alone, a request must say which peer it is.
+      for (const auto& [peer, token] : opt.peer_tokens)
+        if (!token.empty()) return false;
+      return true;
+    }
     auto got = req.headers.find(transport::header_token);
     return got != req.headers.end() && constant_time_equal(expected, got->second);
   }

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <cstring>
 #include <list>
@@ -54,6 +56,7 @@ class http_server final : public http_listener {
         limits_(limits),
         tls_(std::move(tls)) {
     acceptor_ = std::thread([this] { accept_loop(); });
+    watchdog_ = std::thread([this] { watch(); });
   }
   ~http_server() override { stop(); }
 
@@ -65,8 +68,14 @@ class http_server final : public http_listener {
     stopping_ = true;
     ::shutdown(fd_, SHUT_RDWR);  // wakes accept()
     if (acceptor_.joinable()) acceptor_.join();
+    {
+      std::lock_guard lock(watch_mu_);
+      watch_wake_.notify_all();
+    }
+    if (watchdog_.joinable()) watchdog_.join();
     ::close(fd_);
     // The acceptor is gone, so the list no longer grows: wake every connection and wait for it.
+    std::lock_guard lock(list_mu_);
     for (auto& c : connections_) c->stream.shutdown_both();
     for (auto& c : connections_)
       if (c->thread.joinable()) c->thread.join();
@@ -75,11 +84,20 @@ class http_server final : public http_listener {
   }
 
  private:
+  using clock = std::chrono::steady_clock;
+
   struct connection {
     tcp_stream stream;
     std::string client;  ///< address:port, for refusals
     std::thread thread;
+    clock::time_point accepted = clock::now();
     std::atomic<bool> done{false};
+    std::atomic<bool> authenticated{false};  ///< has sent an authenticated request
+    std::atomic<bool> cut{false};            ///< closed by the listener (evicted or past its deadline)
+    std::atomic<clock::rep> deadline{0};     ///< when the watchdog closes it (0: none)
+
+    void set_deadline(clock::duration from_now) { deadline = (clock::now() + from_now).time_since_epoch().count(); }
+    void clear_deadline() { deadline = 0; }
   };
 
   void refused(refusal_reason why, const std::string& client, const std::string& detail) const {
@@ -97,21 +115,28 @@ class http_server final : public http_listener {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));  // out of descriptors: let some close
         continue;
       }
-      reap();
       auto c = std::make_unique<connection>();
       c->stream = tcp_stream(fd);
       c->client = address_of(from);
-      if (connections_.size() >= limits_.max_connections) {
+      c->set_deadline(limits_.auth_timeout);
+      std::size_t open = 0;
+      {
+        std::lock_guard lock(list_mu_);
+        reap();
+        make_room_for_unauthenticated();
+        for (const auto& other : connections_) open += !other->done && !other->cut ? 1 : 0;
+      }
+      if (open >= limits_.max_connections) {
         // Without TLS the client learns why; with it, a handshake here would let one client stall the acceptor.
         c->stream.set_timeout(std::chrono::milliseconds(1000));
         if (!tls_) answer(c->stream, error_response(503, "unavailable", "too many connections"), true);
-        refused(refusal_reason::busy, c->client, std::to_string(connections_.size()) + " connections open");
+        refused(refusal_reason::busy, c->client, std::to_string(open) + " connections open");
         continue;
       }
       connection* raw = c.get();
       try {
         raw->thread = std::thread([this, raw] {
-          serve(raw->stream, raw->client);
+          serve(*raw);
           raw->stream.shutdown_both();  // the peer sees the end now; the descriptor goes when reaped
           raw->done = true;
         });
@@ -120,11 +145,53 @@ class http_server final : public http_listener {
         refused(refusal_reason::busy, c->client, "cannot start a thread for it");
         continue;
       }
+      std::lock_guard lock(list_mu_);
       connections_.push_back(std::move(c));
     }
   }
 
-  /// Joins connections that ended (on the acceptor thread, the only one that changes the list before stop()).
+  /// Evicts the oldest unauthenticated connections while there are `max_unauthenticated` or more, so that the one
+  /// being accepted has a slot. REQUIRES: list_mu_ held.
+  void make_room_for_unauthenticated() {
+    std::vector<connection*> waiting;
+    for (auto& c : connections_)
+      if (!c->done && !c->authenticated && !c->cut) waiting.push_back(c.get());
+    if (waiting.size() < limits_.max_unauthenticated) return;
+    std::sort(waiting.begin(), waiting.end(), [](auto* a, auto* b) { return a->accepted < b->accepted; });
+    for (std::size_t i = 0; i + limits_.max_unauthenticated <= waiting.size(); ++i) {
+      cut(*waiting[i], refusal_reason::unauthenticated,
+          "evicted: " + std::to_string(waiting.size()) + " connections had not authenticated yet");
+    }
+  }
+
+  void cut(connection& c, refusal_reason why, const std::string& detail) {
+    if (c.cut.exchange(true)) return;
+    refused(why, c.client, detail);
+    c.stream.shutdown_both();
+  }
+
+  /// Closes connections past their deadline (a request or handshake that did not arrive in time).
+  void watch() {
+    const auto tick = std::max(std::chrono::milliseconds(10),
+                               std::min({limits_.auth_timeout, limits_.request_timeout}) / 20);
+    std::unique_lock wait(watch_mu_);
+    while (!stopping_) {
+      watch_wake_.wait_for(wait, tick);
+      const auto now = clock::now().time_since_epoch().count();
+      std::lock_guard lock(list_mu_);
+      for (auto& c : connections_) {
+        const auto d = c->deadline.load();
+        if (d != 0 && d < now && !c->done)
+          cut(*c, c->authenticated ? refusal_reason::slow : refusal_reason::unauthenticated,
+              c->authenticated ? "a request did not arrive whole within " +
+                                     std::to_string(limits_.request_timeout.count()) + " ms"
+                               : "no authenticated request within " + std::to_string(limits_.auth_timeout.count()) +
+                                     " ms of connecting");
+      }
+    }
+  }
+
+  /// Joins connections that ended. REQUIRES: list_mu_ held.
   void reap() {
     for (auto it = connections_.begin(); it != connections_.end();) {
       if ((*it)->done) {
@@ -141,11 +208,13 @@ class http_server final : public http_listener {
     return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close), r.body);
   }
 
-  void serve(tcp_stream& s, const std::string& client) {
+  void serve(connection& c) {
+    tcp_stream& s = c.stream;
+    const std::string& client = c.client;
     s.set_timeout(limits_.idle_timeout);
     if (tls_) {
       if (auto t = s.start_tls_server(*tls_); !t) {  // e.g. no trusted client certificate under mutual TLS
-        refused(refusal_reason::tls, client, t.message());
+        if (!c.cut) refused(refusal_reason::tls, client, t.message());
         return;
       }
     }
@@ -162,6 +231,7 @@ class http_server final : public http_listener {
         return;
       }
       if (got != message_reader::outcome::ok) return;
+      c.set_deadline(limits_.request_timeout);
       auto parsed = http1::parse_request_head(head);
       if (auto* no = std::get_if<http1::refusal>(&parsed)) {
         refused(refusal_reason::malformed, client, std::to_string(no->status) + ": " + no->message);
@@ -169,6 +239,24 @@ class http_server final : public http_listener {
         return;
       }
       auto& h = std::get<http1::request_head>(parsed);
+      request req;
+      req.method = std::move(h.method);
+      req.path = std::move(h.path);
+      req.params = std::move(h.params);
+      for (const char* name : {header_token, header_epoch, header_controller, header_from})
+        if (const auto* v = h.headers.find(name)) req.headers[name] = *v;
+      const auto* type = h.headers.find("Content-Type");
+      req.content_type = type ? *type : std::string();
+      req.peer_names = s.peer_certificate_names();
+      // Credentials first: nothing of the body is read, buffered or even asked for (100-continue) before them.
+      if (options_.authenticate && !options_.authenticate(req)) {
+        refused(refusal_reason::unauthenticated, client, req.method + " " + req.path + " without valid credentials");
+        answer(s, error_response(401, "unauthorized", "missing or wrong credentials"), true);
+        ::shutdown(s.fd(), SHUT_WR);
+        reader.drain(std::min<std::size_t>(h.content_length, 64u << 10));
+        return;
+      }
+      c.authenticated = true;
       if (h.content_length > options_.max_body_bytes) {
         refused(refusal_reason::too_large, client, "request body of " + std::to_string(h.content_length) + " bytes");
         answer(s,
@@ -181,15 +269,8 @@ class http_server final : public http_listener {
         return;
       }
       if (h.expect_continue && h.content_length > 0 && !s.write_all(continue_line)) return;
-      request req;
-      req.method = std::move(h.method);
-      req.path = std::move(h.path);
-      req.params = std::move(h.params);
-      for (const char* name : {header_token, header_epoch, header_controller, header_from})
-        if (const auto* v = h.headers.find(name)) req.headers[name] = *v;
-      const auto* type = h.headers.find("Content-Type");
-      req.content_type = type ? *type : std::string();
       if (!reader.read_body(h.content_length, req.body)) return;
+      c.clear_deadline();
       response r;
       try {
         r = req.path.starts_with(options_.path_prefix)
@@ -212,8 +293,12 @@ class http_server final : public http_listener {
   std::atomic<bool> stopping_{false};
   std::mutex stop_mu_;
   bool stopped_ = false;
-  std::list<std::unique_ptr<connection>> connections_;  // touched by the acceptor, then by stop() after joining it
+  std::mutex list_mu_;  // guards connections_ (the acceptor, the watchdog, stop())
+  std::list<std::unique_ptr<connection>> connections_;
   std::thread acceptor_;
+  std::mutex watch_mu_;
+  std::condition_variable watch_wake_;
+  std::thread watchdog_;
 };
 
 }  // namespace
@@ -228,6 +313,10 @@ const char* to_string(refusal_reason r) {
       return "too_large";
     case refusal_reason::busy:
       return "busy";
+    case refusal_reason::unauthenticated:
+      return "unauthenticated";
+    case refusal_reason::slow:
+      return "slow";
   }
   return "unknown";
 }

@@ -1,9 +1,19 @@
 // The cluster listener, with the project's own HTTP/1.1 framing (http1.hpp), plain or under TLS (tls_context.hpp): a
 // thread per connection (after the TLS handshake, when configured) reads a request, hands it to the handler and writes
-// the answer with one system call each way. A body is received straight into the request (no chunk-by-chunk copy)
-// and refused with 413 before a byte of it is read when its Content-Length is over the limit. Connections live for
-// keep-alive until idle for `idle_timeout`; at most `max_connections` are served at once, further ones get 503 (or,
-// under TLS, are closed) at once.
+// the answer with one system call each way.
+//
+// What an untrusted client can make it spend is bounded:
+// - A request's head is authenticated (`http_listener_options::authenticate`) before a byte of its body is read:
+//   401 and closed otherwise. A body over `max_body_bytes` is refused with 413 before it is read. A body's buffer
+//   grows with what arrives, never sized up front from the Content-Length a client declared.
+// - A connection that has not yet sent an authenticated request is *unauthenticated*: it must do so within
+//   `auth_timeout` of being accepted (TLS handshake included), and at most `max_unauthenticated` are open at once;
+//   a new connection past that evicts the oldest unauthenticated one. So connections that never authenticate (or
+//   dribble a head a byte at a time) cannot crowd out a peer: its new connection takes a slot and authenticates
+//   with its first request, within a round trip.
+// - Once a head has arrived, the rest of the request must arrive within `request_timeout`.
+// - Connections live for keep-alive until idle for `idle_timeout`; at most `max_connections` are served at once,
+//   further ones get 503 (or, under TLS, are closed) at once.
 // Internal to lib/ (and its tests).
 // Thread safety: stop() may be called from any thread, once or more; the destructor stops.
 #pragma once
@@ -16,8 +26,11 @@
 namespace moonmq::transport {
 
 struct http_server_limits {
-  std::chrono::milliseconds idle_timeout{30'000};  ///< also the longest wait for the rest of a started request
+  std::chrono::milliseconds idle_timeout{30'000};     ///< a keep-alive connection with no request
+  std::chrono::milliseconds auth_timeout{10'000};     ///< accept to first authenticated head (TLS handshake included)
+  std::chrono::milliseconds request_timeout{30'000};  ///< head received to the last byte of its body
   std::size_t max_connections = 256;
+  std::size_t max_unauthenticated = 64;     ///< more evict the oldest of them
   std::size_t max_head_bytes = 64u << 10;  ///< request line and fields; larger gets 431
 };
 

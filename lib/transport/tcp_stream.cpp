@@ -295,14 +295,37 @@ message_reader::outcome message_reader::read_head(std::size_t limit, std::string
   }
 }
 
+std::vector<std::string> tcp_stream::peer_certificate_names() const {
+  std::vector<std::string> names;
+  if (!ssl_ || SSL_get_verify_result(ssl_) != X509_V_OK) return names;
+  X509* cert = SSL_get1_peer_certificate(ssl_);
+  if (!cert) return names;
+  if (auto* sans = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* n = sk_GENERAL_NAME_value(sans, i);
+      if (n->type != GEN_DNS) continue;
+      const auto* text = reinterpret_cast<const char*>(ASN1_STRING_get0_data(n->d.dNSName));
+      names.emplace_back(text, static_cast<std::size_t>(ASN1_STRING_length(n->d.dNSName)));
+    }
+    GENERAL_NAMES_free(sans);
+  }
+  char cn[256];
+  if (int len = X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn); len > 0)
+    names.emplace_back(cn, static_cast<std::size_t>(len));
+  X509_free(cert);
+  return names;
+}
+
 bool message_reader::read_body(std::size_t length, std::string& body) {
   const std::size_t have = std::min(length, pending_.size());
   body.assign(pending_, 0, have);
   pending_.erase(0, have);
-  if (have == length) return true;
-  body.resize(length);
+  // The buffer grows with what arrives (doubling, from 64 KiB): a declared length that the bytes never follow costs
+  // nothing, and a real body is still received straight into the string that keeps it.
+  constexpr std::size_t first_step = 64u << 10;
   for (std::size_t at = have; at < length;) {
-    const long n = stream_.read_some(body.data() + at, length - at);
+    if (at == body.size()) body.resize(std::min(length, std::max(first_step, body.size() * 2)));
+    const long n = stream_.read_some(body.data() + at, body.size() - at);
     if (n <= 0) return false;
     at += static_cast<std::size_t>(n);
   }

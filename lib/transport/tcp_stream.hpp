@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "moonmq/core/result.hpp"
@@ -37,6 +38,10 @@ class tcp_stream {
   status start_tls_client(const tls_context& context, const std::string& host);
   /// Runs the TLS handshake as the server (a client without a trusted certificate fails it under mutual TLS).
   status start_tls_server(const tls_context& context);
+
+  /// Under TLS, the names in the peer's certificate when it was verified (its DNS subject alternative names, then
+  /// its common name); empty without TLS or without a verified certificate.
+  std::vector<std::string> peer_certificate_names() const;
 
   bool is_open() const noexcept { return fd_ >= 0; }
   int fd() const noexcept { return fd_; }

@@ -250,10 +250,10 @@ TEST_CASE("e2e: a bad configuration exits 2 naming the key, and SIGTERM exits 0"
 TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses one without", "[e2e][tls]") {
   temp_dir dir;
   const std::string d = dir.path();
-  const std::string tls = mutual_tls_section(make_certificates(d));
+  const auto certs = make_certificates(d);
   moonmqd_process b1("b1", d), b2("b2", d);
-  b1.configure({&b1, &b2}, tls);
-  b2.configure({&b1, &b2}, tls);
+  b1.configure({&b1, &b2}, mutual_tls_section(certs, "b1"));
+  b2.configure({&b1, &b2}, mutual_tls_section(certs, "b2"));
   b1.start();
   b2.start();
   post_ok(b1, "/v1/topics", R"({"name":"orders","partitions":1})");
@@ -272,12 +272,22 @@ TEST_CASE("e2e: mutual TLS admits a peer with a trusted certificate and refuses 
   rogue.set_ca_cert_path((d + "/ca.crt").c_str());
   rogue.enable_server_certificate_verification(true);
   CHECK_FALSE(rogue.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}}));
-  httplib::Client trusted(url, d + "/node.crt", d + "/node.key");
+  httplib::Client trusted(url, certs.broker_cert("b2"), certs.broker_key("b2"));
   trusted.set_ca_cert_path((d + "/ca.crt").c_str());
   trusted.enable_server_certificate_verification(true);
-  auto ok = trusted.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}});
+  auto ok = trusted.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}, {"X-Cluster-From", "b2"}});
   REQUIRE(ok);
   CHECK(ok->status == 200);
+  // A certificate the CA signed is not enough: it must name the broker the request claims to come from.
+  auto posing = trusted.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}, {"X-Cluster-From", "b1"}});
+  REQUIRE(posing);
+  CHECK(posing->status == 401);
+  httplib::Client unnamed(url, d + "/node.crt", d + "/node.key");
+  unnamed.set_ca_cert_path((d + "/ca.crt").c_str());
+  unnamed.enable_server_certificate_verification(true);
+  auto anonymous = unnamed.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}, {"X-Cluster-From", "b2"}});
+  REQUIRE(anonymous);
+  CHECK(anonymous->status == 401);
   // The refused handshakes are counted and logged on the listener's side (once per 10 s).
   auto metrics = b1.api().Get("/metrics");
   REQUIRE(metrics);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -65,9 +66,16 @@ struct served {
     client = std::move(*t);
   }
 
-  /// The refusals reported so far, one line each.
-  std::string refused() {
-    std::this_thread::sleep_for(50ms);  // a refusal is reported on the connection's thread, maybe after the answer
+  /// The refusals reported, one line each, once there are `at_least` of them (a refusal is reported on the
+  /// connection's thread, maybe after the answer), or after 5 s.
+  std::string refused(std::size_t at_least = 1) {
+    for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
+      {
+        std::lock_guard lock(mu);
+        if (refusals.size() >= at_least) break;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
     std::lock_guard lock(mu);
     std::string all;
     for (const auto& r : refusals) all += r + "\n";
@@ -207,19 +215,139 @@ TEST_CASE("cluster http: limits and refusals answer with a status and nothing re
     auto bad = s.raw("GARBAGE\r\n\r\n");
     CHECK(bad.starts_with("HTTP/1.1 400 "));
     CHECK(bad.find("\"error\":\"invalid_request\"") != std::string::npos);
-    CHECK(s.refused() ==
+    CHECK(s.refused(2) ==
           "malformed: 411: Transfer-Encoding is not supported; send a Content-Length\n"
           "malformed: 400: malformed request line\n");
   }
-  SECTION("a half-sent request is dropped when its sender goes away") {
+  CHECK(s.calls <= 1);  // only the follow-up GET of the first section
+}
+
+TEST_CASE("cluster http: a half-sent request never reaches the handler, and its connection is freed", "[http]") {
+  http_server_limits limits;
+  limits.max_connections = 1;
+  limits.request_timeout = 300ms;
+  served s({}, limits);
+  SECTION("when its sender goes away") {
     {
       auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
       REQUIRE(c);
       REQUIRE(c->write_all("POST /cluster/x HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part"));
     }
-    std::this_thread::sleep_for(50ms);
   }
-  CHECK(s.calls <= 1);  // only the follow-up GET of the first section
+  SECTION("when the rest does not come within the request deadline") {
+    auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+    REQUIRE(c);
+    REQUIRE(c->write_all("POST /cluster/x HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly part"));
+    CHECK_THAT(s.refused(), Catch::StartsWith("slow: a request did not arrive whole within 300 ms"));
+  }
+  // The only slot is free again: a new connection is served (not 503), and the half-sent request was never handled.
+  std::string answer;
+  for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
+    answer = s.raw("GET /cluster/x HTTP/1.1\r\nConnection: close\r\n\r\n");
+    if (answer.starts_with("HTTP/1.1 200 ")) break;
+  }
+  CHECK(answer.starts_with("HTTP/1.1 200 "));
+  CHECK(s.calls == 1);
+}
+
+TEST_CASE("cluster http: credentials are checked on the head, before any of the body is read or buffered",
+          "[http][auth]") {
+  http_listener_options o;
+  o.authenticate = [](const request& head) {
+    auto t = head.headers.find(header_token);
+    return t != head.headers.end() && t->second == "secret" && head.body.empty();
+  };
+  served s(o);
+  // A head declaring 60 MB with no token: 401 at once, although not one body byte was sent.
+  auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(c);
+  c->set_timeout(2000ms);
+  REQUIRE(c->write_all("POST /cluster/append HTTP/1.1\r\nContent-Length: 60000000\r\n\r\n"));
+  message_reader reader(*c);
+  std::string head;
+  REQUIRE(reader.read_head(1 << 16, head) == message_reader::outcome::ok);
+  CHECK(head.starts_with("HTTP/1.1 401 "));
+  CHECK_THAT(s.refused(), Catch::StartsWith("unauthenticated: POST /cluster/append without valid credentials"));
+  CHECK(s.calls == 0);
+  request good = get_request("/cluster/loads");
+  good.headers[header_token] = "secret";
+  CHECK(s.call(good).status == 200);
+}
+
+namespace {
+/// This process's resident memory in bytes.
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+TEST_CASE("cluster http: a declared body length that the bytes never follow costs no memory", "[http][limits]") {
+  http_listener_options o;
+  o.authenticate = [](const request&) { return true; };  // even from an authenticated sender
+  served s(o);
+  const std::size_t before = resident_bytes();
+  std::vector<tcp_stream> open;
+  for (int i = 0; i < 20; ++i) {
+    auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+    REQUIRE(c);
+    REQUIRE(c->write_all("POST /cluster/append HTTP/1.1\r\nContent-Length: 60000000\r\n\r\n0123456789"));
+    open.push_back(std::move(*c));
+  }
+  // Each has been read up to where its bytes stop: a request that answers shows the listener got past them all.
+  request probe = get_request("/cluster/loads");
+  CHECK(s.call(probe).status == 200);
+  // 20 x 60 MB would be 1.2 GB sized from the headers; what arrived is 200 bytes.
+  CHECK(resident_bytes() < before + (64u << 20));
+}
+
+TEST_CASE("cluster http: connections that never authenticate cannot crowd out a peer", "[http][limits]") {
+  http_listener_options o;
+  o.authenticate = [](const request& head) {
+    auto t = head.headers.find(header_token);
+    return t != head.headers.end() && t->second == "secret";
+  };
+  http_server_limits limits;
+  limits.max_unauthenticated = 16;
+  limits.max_connections = 64;
+  served s(o, limits);
+  // 300 connections that dribble a request head (slowloris) and never finish it.
+  std::vector<tcp_stream> hostile;
+  for (int i = 0; i < 300; ++i) {
+    auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+    REQUIRE(c);
+    (void)c->write_all("POST /cluster/append HTT");
+    hostile.push_back(std::move(*c));
+  }
+  // A peer's requests, on fresh connections each time, are still answered at once.
+  auto client = make_http_transport({{{"p", "127.0.0.1", s.listener->port()}}, {}, 2});
+  REQUIRE(client);
+  for (int i = 0; i < 20; ++i) {
+    request r = get_request("/cluster/loads");
+    r.headers[header_token] = "secret";
+    auto started = std::chrono::steady_clock::now();
+    auto out = (*client)->send_now("p", r, 2000ms);
+    REQUIRE(out);
+    CHECK(out->status == 200);
+    CHECK(std::chrono::steady_clock::now() - started < 1000ms);
+  }
+  CHECK_THAT(s.refused(), Catch::Contains("unauthenticated: evicted"));
+}
+
+TEST_CASE("cluster http: a connection that does not authenticate in time is closed", "[http][limits]") {
+  http_listener_options o;
+  o.authenticate = [](const request&) { return true; };
+  http_server_limits limits;
+  limits.auth_timeout = 200ms;
+  served s(o, limits);
+  auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(c);
+  c->set_timeout(5000ms);
+  char byte = 0;
+  CHECK(c->read_some(&byte, 1) <= 0);  // closed by the listener, well before the 5 s receive timeout
+  CHECK_THAT(s.refused(), Catch::StartsWith("unauthenticated: no authenticated request within 200 ms"));
 }
 
 TEST_CASE("cluster http: Expect 100-continue gets the interim answer before the body is sent", "[http]") {
@@ -243,7 +371,11 @@ TEST_CASE("cluster http: connections over the limit get 503", "[http]") {
   served s({}, limits);
   auto first = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
   REQUIRE(first);
-  std::this_thread::sleep_for(50ms);  // the listener has taken it
+  first->set_timeout(2000ms);
+  REQUIRE(first->write_all("GET /cluster/x HTTP/1.1\r\n\r\n"));  // answered: the listener has taken it
+  message_reader reader(*first);
+  std::string head;
+  REQUIRE(reader.read_head(1 << 16, head) == message_reader::outcome::ok);
   CHECK(s.raw("GET /cluster/x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 503 "));
   CHECK(s.refused() == "busy: 1 connections open\n");
 }

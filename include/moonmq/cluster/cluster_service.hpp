@@ -47,6 +47,10 @@ struct cluster_service_options {
   move_control moves;
   /// The /cluster/raft/* routes (with Raft on): exempt from the epoch fence, behind the same token. Empty: 501.
   std::function<transport::response(const transport::request&)> raft;
+  /// The brokers allowed to call (Cluster.Peers). Non-empty: X-Cluster-From must be one of them.
+  std::vector<std::string> peers;
+  /// Under mutual TLS: the sender's certificate must name the broker its X-Cluster-From claims.
+  bool require_certificate_identity = false;
 };
 
 struct cluster_state {
@@ -67,7 +71,8 @@ class cluster_service {
 
   transport::response handle(const transport::request& req);
 
-  /// Whether `req` carries the right token for its sender (used by the HTTP listener for every route).
+  /// Whether `req`'s head carries valid credentials: the right token for its sender, a sender that is a peer, and
+  /// under mutual TLS a certificate naming that sender. The HTTP listener asks it before reading a body.
   bool authenticated(const transport::request& req) const;
 
  private:

@@ -64,6 +64,8 @@ enum class refusal_reason {
   malformed,  ///< a head it cannot take: 400, 411, 431, 501
   too_large,  ///< a body over max_body_bytes: 413
   busy,       ///< more connections than it serves at once: 503
+  unauthenticated,  ///< a request head without valid credentials (401), or a connection that presented none in time
+  slow,             ///< a request (or TLS handshake) that did not arrive whole within its deadline
 };
 
 const char* to_string(refusal_reason r);
@@ -77,6 +79,10 @@ struct http_listener_options {
   /// Told of every refusal, with the client's address and what was wrong; called on listener threads, so it must be
   /// quick and thread-safe (moonmqd counts and logs them).
   std::function<void(refusal_reason, const std::string& client, const std::string& detail)> on_refused;
+  /// Checks a request's credentials from its head alone (no body yet: `body` is empty), before a byte of the body is
+  /// read or buffered; false answers 401 and closes the connection. Unset: every request is let in. Called on
+  /// listener threads.
+  std::function<bool(const request& head)> authenticate;
 };
 
 /// Binds and starts serving in background threads; an error names the address or the TLS file at fault.

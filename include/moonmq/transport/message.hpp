@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "moonmq/core/result.hpp"
 
@@ -24,6 +25,9 @@ struct request {
   std::map<std::string, std::string> headers;
   std::string body;
   std::string content_type = "application/json";
+  /// Under mutual TLS, on the receiving side: the names the sender's verified certificate carries (its DNS names
+  /// and common name); empty otherwise.
+  std::vector<std::string> peer_names;
 };
 
 /// A GET of `path` (a request is otherwise a POST with a JSON body).
