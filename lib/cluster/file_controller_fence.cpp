@@ -34,6 +34,9 @@ class file_controller_fence final : public controller_fence {
 
   result<epoch> claim() override {
     std::lock_guard lock(mu_);
+    if (highest_.claim_epoch.value() >= max_controller_epoch)
+      return error{errc::unavailable, "controller epochs are exhausted at " + std::to_string(max_controller_epoch) +
+                                          " (" + file_->name() + "); an epoch never wraps"};
     controller_claim next{epoch(highest_.claim_epoch.value() + 1), self_};
     if (auto s = persist(next); !s) return s.err();
     own_ = next;
@@ -41,6 +44,7 @@ class file_controller_fence final : public controller_fence {
   }
 
   result<bool> observe(const controller_claim& c) override {
+    if (c.claim_epoch.value() > max_controller_epoch) return false;
     std::lock_guard lock(mu_);
     if (!(c > highest_)) return false;
     if (auto s = persist(c); !s) return s.err();
@@ -48,6 +52,10 @@ class file_controller_fence final : public controller_fence {
   }
 
   status check(const controller_claim& c) override {
+    if (c.claim_epoch.value() > max_controller_epoch)
+      return {errc::invalid_argument, "controller epoch " + std::to_string(c.claim_epoch.value()) + " of " +
+                                          c.controller.value() + " is above the highest there may be (" +
+                                          std::to_string(max_controller_epoch) + ")"};
     std::lock_guard lock(mu_);
     if (c < highest_)
       return {errc::conflict, "controller epoch " + std::to_string(c.claim_epoch.value()) + " of " +

@@ -149,7 +149,7 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
   if (const auto* tls = r.member("Tls"); tls && r.ok()) {
     json::object_reader tr(*tls, r.child_path("Tls"));
     tls_config t;
-    std::string verify = "none";
+    std::string verify = "required";  // mutual TLS unless "none" is asked for explicitly
     tr.get("CertFile", t.cert_file, true);
     tr.get("KeyFile", t.key_file, true);
     tr.get("CaFile", t.ca_file);
@@ -157,7 +157,8 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
     if (tr.ok() && verify != "none" && verify != "required")
       tr.fail("Verify", "expected \"none\" or \"required\", got \"" + verify + "\"");
     t.verify_peer = verify == "required";
-    if (tr.ok() && t.verify_peer && t.ca_file.empty()) tr.fail("CaFile", "is required when Verify is \"required\"");
+    if (tr.ok() && t.verify_peer && t.ca_file.empty())
+      tr.fail("CaFile", "is required when Verify is \"required\" (the default; \"none\" only encrypts)");
     if (auto s = tr.finish(); !s) return s;
     c.tls = t;
   }

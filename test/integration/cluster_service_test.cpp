@@ -58,6 +58,61 @@ TEST_CASE("service: a peer's own token overrides the cluster token", "[service][
   CHECK(svc.handle(r).status == 200);
 }
 
+TEST_CASE("service: a request's identity must hold together: a known peer, per-peer tokens need a sender, and under "
+          "mutual TLS the certificate names the sender",
+          "[service][auth]") {
+  storage::memory_partition_store store;
+  storage::memory_offset_store offsets;
+  auto table = cluster::open_local_ownership_table(broker_id("b1"), std::make_unique<storage::memory_state_file>());
+  auto fence = cluster::open_file_controller_fence(broker_id("b1"), std::make_unique<storage::memory_state_file>());
+  cluster::traffic counters;
+  cluster::partition_gates gates;
+  null_logger log;
+  cluster::cluster_state st{store, offsets, **table, **fence, counters, gates, log};
+  SECTION("with only per-peer tokens, a request that names no sender is refused") {
+    cluster::cluster_service svc({broker_id("b1"), "", {{"b2", "b2-secret"}}, 1 << 20, {}, {}, {"b2", "b3"}}, st);
+    auto r = make("GET", "/cluster/loads");
+    r.headers.erase(transport::header_token);
+    CHECK(svc.handle(r).status == 401);  // it used to be compared with the empty cluster token, and pass
+    r.headers[transport::header_from] = "b2";
+    r.headers[transport::header_token] = "b2-secret";
+    CHECK(svc.handle(r).status == 200);
+    r.headers[transport::header_from] = "b3";  // a peer without a token of its own, and no cluster token
+    CHECK(svc.handle(r).status == 401);
+  }
+  SECTION("a sender that is not a peer is refused, whatever token it has") {
+    cluster::cluster_service svc({broker_id("b1"), "secret", {}, 1 << 20, {}, {}, {"b2", "b3"}}, st);
+    auto r = make("GET", "/cluster/loads");
+    r.headers[transport::header_from] = "b9";
+    CHECK(svc.handle(r).status == 401);
+    r.headers[transport::header_from] = "b2";
+    CHECK(svc.handle(r).status == 200);
+  }
+  SECTION("under mutual TLS, the certificate must name the sender") {
+    cluster::cluster_service svc({broker_id("b1"), "secret", {}, 1 << 20, {}, {}, {"b2", "b3"}, true}, st);
+    auto r = make("GET", "/cluster/loads");
+    r.headers[transport::header_from] = "b2";
+    r.peer_names = {"localhost", "b2"};
+    CHECK(svc.handle(r).status == 200);
+    r.headers[transport::header_from] = "b3";  // b2's certificate, claiming to be b3
+    CHECK(svc.handle(r).status == 401);
+    r.headers.erase(transport::header_from);
+    CHECK(svc.handle(r).status == 401);
+  }
+}
+
+TEST_CASE("service: a controller epoch above the highest there may be is refused, never persisted", "[service][fence]") {
+  in_process_cluster c(1);
+  auto r = make("POST", "/cluster/ensure", R"({"topic":"t","partitions":1})");
+  r.headers[transport::header_epoch] = "18446744073709551615";
+  r.headers[transport::header_controller] = "b9";
+  CHECK(c[1].service->handle(r).status == 400);
+  CHECK(c[1].fence->highest().claim_epoch == epoch(0));
+  auto claim = make("POST", "/cluster/controller/claim", R"({"epoch":18446744073709551615,"controller":"b9"})");
+  CHECK(c[1].service->handle(claim).status == 400);
+  CHECK(c[1].fence->highest().claim_epoch == epoch(0));
+}
+
 TEST_CASE("service: control-plane routes refuse a superseded controller with 409 and data-plane routes never check",
           "[service][fence]") {
   in_process_cluster c(1);

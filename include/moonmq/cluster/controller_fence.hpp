@@ -32,6 +32,10 @@ struct controller_claim {
   bool operator==(const controller_claim&) const = default;
 };
 
+/// The highest controller epoch there may be. A claim above it is refused (400), and a fence at it claims no more,
+/// so an epoch never wraps to 0 (which would fence every later claim out for good).
+inline constexpr std::uint64_t max_controller_epoch = 0x7fffffffffffffffULL;
+
 class controller_fence {
  public:
   virtual ~controller_fence() = default;

@@ -98,3 +98,18 @@ TEST_CASE("fence: a corrupt epoch file stops start-up", "[fence][crash]") {
   CHECK(f.code() == errc::corrupt);
   CHECK_THAT(f.message(), Catch::Contains("controller-epoch.json"));
 }
+
+TEST_CASE("fence: an epoch never wraps: claims above the highest there may be are refused, and at it claims stop",
+          "[fence]") {
+  test::temp_dir dir;
+  auto f = open_at(dir.path(), "b1");
+  auto above = f->check(claim_of(max_controller_epoch + 1, "b2"));
+  CHECK(above.code() == errc::invalid_argument);
+  CHECK(f->highest().claim_epoch == epoch(0));
+  REQUIRE(f->check(claim_of(max_controller_epoch, "b2")));
+  auto next = f->claim();
+  REQUIRE_FALSE(next);
+  CHECK_THAT(next.message(), Catch::Contains("never wraps"));
+  CHECK(f->highest().claim_epoch == epoch(max_controller_epoch));  // and it survives a restart as it was
+  CHECK(open_at(dir.path(), "b1")->highest().claim_epoch == epoch(max_controller_epoch));
+}

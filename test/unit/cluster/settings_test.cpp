@@ -60,6 +60,15 @@ TEST_CASE("settings: defaults apply to what is left out", "[settings]") {
   CHECK_FALSE(c->autobalance.enabled);
 }
 
+TEST_CASE("settings: TLS between brokers is mutual unless Verify is \"none\"", "[settings]") {
+  auto mutual = parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Tls": {"CertFile": "c", "KeyFile": "k", "CaFile": "a"}}}})");
+  REQUIRE(mutual);
+  CHECK(mutual->cluster->tls->verify_peer);
+  auto plain = parse(R"({"Server": {"Cluster": {"BrokerId": "b1", "Tls": {"CertFile": "c", "KeyFile": "k", "Verify": "none"}}}})");
+  REQUIRE(plain);
+  CHECK_FALSE(plain->cluster->tls->verify_peer);
+}
+
 TEST_CASE("settings: environment variables override keys", "[settings]") {
   auto c = parse(full, {{"MOONMQ_Server__Cluster__BrokerId", "b7"},
                         {"MOONMQ_Server__Port", "9300"},
@@ -100,6 +109,9 @@ TEST_CASE("settings: faults are errors naming the key", "[settings]") {
         "Server.Cluster.Peers[0].Address: expected \"host:port\"");
   check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Tls": {"CertFile": "c", "KeyFile": "k", "Verify": "maybe"}}}})",
         "Server.Cluster.Tls.Verify");
+  // Verify is "required" unless set to "none": a CA to check peers with must be given.
+  check(R"({"Server": {"Cluster": {"BrokerId": "b1", "Tls": {"CertFile": "c", "KeyFile": "k"}}}})",
+        "Server.Cluster.Tls.CaFile");
   check(R"({"Server": {"Storage": {"Fsync": "sometimes"}}})", "Server.Storage.Fsync");
   check(R"({"Server": {"Autobalance": {"Enabled": true}}})", "needs a Server.Cluster section");
   check(R"({"Server": {"Autobalance": {"Windw": 3}}})", "Server.Autobalance.Windw: unknown key");
