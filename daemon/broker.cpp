@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "api_server_setup.hpp"
+#include "client_auth.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
@@ -206,6 +207,23 @@ class running_broker final : public broker {
     api_ = std::make_unique<httplib::Server>();
     transport::setup_http_server(*api_);
     api_->set_payload_max_length(64u << 20);
+    // Before routing, and so before cpp-httplib reads a body: the caller's token and role. Every body is JSON
+    // whatever its Content-Type says; cpp-httplib would otherwise parse a form body itself (and cap it at 8 KB), so
+    // the header is set to JSON here (the request object is the server's own, not const).
+    api_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      auto v = client_auth_.judge(req.method, req.path, req.get_header_value("Authorization"));
+      if (v.status != 200) {
+        if (v.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+        reply_error(res, v.status, v.status == 401 ? "unauthorized" : "forbidden", v.message);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      auto& writable = const_cast<httplib::Request&>(req);
+      if (writable.has_header("Content-Type")) {
+        writable.headers.erase("Content-Type");
+        writable.headers.emplace("Content-Type", "application/json");
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     routes();
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
@@ -739,6 +757,7 @@ class running_broker final : public broker {
   }
 
   cluster::server_config cfg_;
+  daemon::client_auth client_auth_{cfg_.auth};
   std::shared_ptr<logger> log_;
   std::mutex refusal_log_mu_;
   std::map<transport::refusal_reason, std::pair<std::chrono::steady_clock::time_point, std::size_t>> refusal_log_;

@@ -1,6 +1,10 @@
-// moonmqd: one MoonMQ broker. `moonmqd --config PATH` (default ./appsettings.json).
-// Exit status: 0 after SIGTERM/SIGINT and a clean stop; 2 for a bad configuration (the message names the key);
-// 1 when the broker cannot start (unreadable or corrupt state, an address in use).
+// moonmqd: one MoonMQ broker. `moonmqd --config PATH` (default ./appsettings.json); `--check-config` validates the
+// configuration and exits; `--version` prints the version.
+// Exit status: 0 after SIGTERM/SIGINT and a clean stop (or a valid configuration with --check-config); 2 for a bad
+// configuration or command line (the message names the key); 1 when the broker cannot start (unreadable or corrupt
+// state, an address in use).
+#include <CLI/CLI.hpp>
+
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -12,24 +16,24 @@
 
 int main(int argc, char** argv) {
   std::string config_path = "./appsettings.json";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--config" && i + 1 < argc) {
-      config_path = argv[++i];
-    } else if (a.rfind("--config=", 0) == 0) {
-      config_path = a.substr(9);
-    } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: moonmqd [--config PATH]\n";
-      return 0;
-    } else {
-      std::cerr << "moonmqd: unknown argument " << a << "; usage: moonmqd [--config PATH]\n";
-      return 2;
-    }
+  bool check_only = false;
+  CLI::App app{"moonmqd: one MoonMQ broker"};
+  app.add_option("--config", config_path, "the broker's appsettings.json")->capture_default_str();
+  app.add_flag("--check-config", check_only, "validate the configuration and exit (0: valid, 2: not)");
+  app.set_version_flag("--version", std::string("moonmqd ") + MOONMQ_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help and --version are not errors
   }
   auto config = moonmq::cluster::load_settings(config_path, moonmq::cluster::process_environment());
   if (!config) {
     std::cerr << "moonmqd: " << config.message() << "\n";
     return 2;
+  }
+  if (check_only) {
+    std::cout << "moonmqd: " << config_path << " is valid\n";
+    return 0;
   }
 
   // Signals are taken by one thread with sigwait, so every other thread starts with them blocked.

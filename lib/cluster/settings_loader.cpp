@@ -184,6 +184,33 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
   return {};
 }
 
+/// `Server.Auth`: {"Tokens": [{"Name","Token","Role"}], "AllowAnonymous": bool}.
+status read_auth(const rapidjson::Value& v, const std::string& path, server_config& out) {
+  json::object_reader r(v, path);
+  auth_config a;
+  r.get("AllowAnonymous", a.allow_anonymous);
+  const auto* tokens = r.member("Tokens");
+  if (r.ok() && tokens && !tokens->IsArray()) r.fail("Tokens", "expected an array");
+  if (auto s = r.finish(); !s) return s;
+  std::set<std::string> seen;
+  for (rapidjson::SizeType i = 0; tokens && i < tokens->Size(); ++i) {
+    json::object_reader t((*tokens)[i], path + ".Tokens[" + std::to_string(i) + "]");
+    client_token ct;
+    t.get("Name", ct.name, true);
+    t.get("Token", ct.token, true);
+    t.get("Role", ct.role, true);
+    if (t.ok() && ct.name.empty()) t.fail("Name", "must not be empty");
+    if (t.ok() && ct.token.size() < 16) t.fail("Token", "must be at least 16 characters");
+    if (t.ok() && ct.role != "client" && ct.role != "admin")
+      t.fail("Role", "expected \"client\" or \"admin\", got \"" + ct.role + "\"");
+    if (t.ok() && !seen.insert(ct.token).second) t.fail("Token", "is the same as another token's");
+    if (auto s = t.finish(); !s) return s;
+    a.tokens.push_back(std::move(ct));
+  }
+  out.auth = std::move(a);
+  return {};
+}
+
 }  // namespace
 
 environment process_environment() {
@@ -225,6 +252,20 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     if (sr.ok() && out.storage.fsync_interval_ms < 1) sr.fail("FsyncIntervalMs", "must be at least 1");
     if (auto s = sr.finish(); !s) return fail(s);
   }
+  if (const auto* auth = r.member("Auth"); auth && r.ok()) {
+    if (auto s = read_auth(*auth, "Server.Auth", out); !s) return fail(s);
+  }
+  if (const auto* lim = r.member("Limits"); lim && r.ok()) {
+    json::object_reader lr(*lim, "Server.Limits");
+    lr.get("MaxPartitionsPerTopic", out.limits.max_partitions_per_topic);
+    lr.get("MaxPartitionsPerBroker", out.limits.max_partitions_per_broker);
+    lr.get("MaxOpenPartitionFiles", out.limits.max_open_partition_files);
+    if (lr.ok() && (out.limits.max_partitions_per_topic < 1 || out.limits.max_partitions_per_topic > 10000))
+      lr.fail("MaxPartitionsPerTopic", "must be from 1 to 10000");
+    if (lr.ok() && out.limits.max_partitions_per_broker < 1) lr.fail("MaxPartitionsPerBroker", "must be at least 1");
+    if (lr.ok() && out.limits.max_open_partition_files < 16) lr.fail("MaxOpenPartitionFiles", "must be at least 16");
+    if (auto s = lr.finish(); !s) return fail(s);
+  }
   if (const auto* cl = r.member("Cluster"); cl && r.ok()) {
     cluster_config c;
     if (auto s = read_cluster(*cl, "Server.Cluster", c); !s) return fail(s);
@@ -236,6 +277,12 @@ result<server_config> parse_settings(std::string_view text, const environment& e
       return fail({errc::invalid_argument, "Server.Autobalance.Enabled: needs a Server.Cluster section"});
   }
   if (auto s = r.finish(); !s) return fail(s);
+  const bool open_api = !out.auth || (out.auth->tokens.empty());
+  const bool anonymous_allowed = out.auth && out.auth->allow_anonymous;
+  if (open_api && !anonymous_allowed && !is_loopback(out.host))
+    return fail({errc::invalid_argument, "Server.Auth: the client API binds " + out.host +
+                                             ", beyond loopback, without client tokens; set Server.Auth.Tokens (or "
+                                             "Server.Auth.AllowAnonymous: true)"});
   return out;
 }
 

@@ -28,7 +28,7 @@ struct tls_config {
   std::string cert_file;
   std::string key_file;
   std::string ca_file;
-  bool verify_peer = false;  ///< Verify: "required" = mutual TLS
+  bool verify_peer = true;  ///< Verify: "required" (the default) = mutual TLS; "none" only encrypts
 };
 
 struct raft_config {
@@ -58,11 +58,34 @@ struct storage_config {
   std::uint32_t fsync_interval_ms = 1000;
 };
 
+/// One client credential of `Server.Auth.Tokens`.
+struct client_token {
+  std::string name;   ///< who it belongs to, for logs
+  std::string token;  ///< sent as `Authorization: Bearer TOKEN`
+  std::string role;   ///< "client" or "admin"
+};
+
+/// `Server.Auth`: bearer tokens with roles for the client API. Without the section the API is open, which moonmqd
+/// allows only on a loopback Server.Host unless AllowAnonymous is true.
+struct auth_config {
+  std::vector<client_token> tokens;
+  bool allow_anonymous = false;
+};
+
+/// `Server.Limits`: what one broker takes on, so that no client can exhaust it.
+struct limits_config {
+  std::uint32_t max_partitions_per_topic = 1000;
+  std::uint32_t max_partitions_per_broker = 20000;
+  std::uint32_t max_open_partition_files = 1000;  ///< partition logs kept open at once (the rest opened on use)
+};
+
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9092;
   std::string data_dir = "./data";
   storage_config storage;
+  std::optional<auth_config> auth;
+  limits_config limits;
   std::optional<cluster_config> cluster;
   autobalancer::autobalance_config autobalance;
 };
