@@ -99,7 +99,10 @@ class running_broker final : public broker {
     const std::string& dir = cfg_.data_dir;
     if (auto s = posix::make_directories(dir); !s) return s;
     auto policy = storage::parse_fsync_policy(cfg_.storage.fsync);
-    auto store = storage::open_file_partition_store({dir, *policy, cfg_.storage.fsync_interval_ms, log_});
+    auto store = storage::open_file_partition_store(
+        {dir, *policy, cfg_.storage.fsync_interval_ms, log_,
+         static_cast<std::int32_t>(cfg_.limits.max_partitions_per_topic), cfg_.limits.max_partitions_per_broker,
+         cfg_.limits.max_open_partition_files});
     if (!store) return store.err();
     store_ = std::move(*store);
     auto offsets = storage::open_durable_offset_store(storage::make_file_state_file(dir + "/committed-offsets.json"));

@@ -164,8 +164,8 @@ struct cluster_service::impl {
     r.get("partitions", partitions, true);
     if (r.ok())
       if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
-    if (r.ok() && (partitions < 1 || partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic)))
-      r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic));
+    if (r.ok() && (partitions < 1 || partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
+      r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
     if (auto s = r.finish(); !s) return from_error(s.err());
     // Partitions created here on a peer's behalf are that peer's: this broker does not start serving (and taking
     // produces for) empty namesakes of partitions that live on the peer. They are recorded as the peer's *before*

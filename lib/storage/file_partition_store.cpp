@@ -12,6 +12,7 @@
 
 #include "json/object_reader.hpp"
 #include "moonmq/storage/file_state_file.hpp"
+#include "storage/descriptor_cache.hpp"
 #include "storage/posix_file.hpp"
 
 namespace moonmq::storage {
@@ -45,7 +46,7 @@ constexpr std::size_t recovery_chunk = 4u << 20;
 
 class partition_log {
  public:
-  partition_log(std::string path, posix::fd file) : path_(std::move(path)), file_(std::move(file)) {}
+  partition_log(std::string path, descriptor_cache& files) : path_(std::move(path)), files_(files) {}
 
   const std::string& path() const { return path_; }
   std::uint64_t end() const { return end_.load(std::memory_order_acquire); }
@@ -53,10 +54,12 @@ class partition_log {
   /// Scans the file, truncates a torn tail, and fills the frame index.
   /// Whether the log holds only zero bytes from `at` to `size` (a read error counts as "no": recovery then refuses).
   bool zero_to_end(std::uint64_t at, std::uint64_t size) const {
+    auto file = files_.acquire(path_);
+    if (!file) return false;
     std::string chunk;
     while (at < size) {
       chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(64u << 10, size - at)));
-      auto got = posix::pread_full(file_.get(), chunk.data(), chunk.size(), at, path_);
+      auto got = posix::pread_full((*file)->get(), chunk.data(), chunk.size(), at, path_);
       if (!got || *got == 0) return false;
       chunk.resize(*got);
       if (!all_zero_from(chunk, 0)) return false;
@@ -66,7 +69,10 @@ class partition_log {
   }
 
   status recover(logger& log) {
-    auto size = posix::file_size(file_.get(), path_);
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
+    const int fd = (*file)->get();
+    auto size = posix::file_size(fd, path_);
     if (!size) return size.err();
     std::string buf;
     std::uint64_t base = 0, read_pos = 0;
@@ -75,7 +81,7 @@ class partition_log {
         std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(recovery_chunk, *size - read_pos));
         std::size_t old = buf.size();
         buf.resize(old + n);
-        auto got = posix::pread_full(file_.get(), buf.data() + old, n, read_pos, path_);
+        auto got = posix::pread_full(fd, buf.data() + old, n, read_pos, path_);
         if (!got) return got.err();
         buf.resize(old + *got);
         read_pos += *got;
@@ -99,8 +105,8 @@ class partition_log {
                                       "); refusing to open the partition"};
     }
     if (base < *size) {
-      if (auto s = posix::truncate_file(file_.get(), base, path_); !s) return s;
-      if (auto s = posix::sync_data(file_.get(), path_); !s) return s;
+      if (auto s = posix::truncate_file(fd, base, path_); !s) return s;
+      if (auto s = posix::sync_data(fd, path_); !s) return s;
       log.warn("partition_log", path_ + ": truncated a torn tail of " + std::to_string(*size - base) +
                                     " bytes after offset " + std::to_string(base));
     }
@@ -164,8 +170,10 @@ class partition_log {
     if (from - start >= index_interval) return not_boundary(name, from);
     std::uint64_t want = (from - start) + std::max<std::uint64_t>(max_bytes, frame_header_size);
     want = std::min(want, r.end_offset - start);
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
     byte_buffer buf(static_cast<std::size_t>(want));
-    auto got = posix::pread_full(file_.get(), buf.data(), buf.size(), start, path_);
+    auto got = posix::pread_full((*file)->get(), buf.data(), buf.size(), start, path_);
     if (!got) return got.err();
     buf.truncate(*got);
     // Walk the frames before `from`: it must be one of their starts.
@@ -182,7 +190,7 @@ class partition_log {
     if (take == 0 && first > rest.size() && from + first <= r.end_offset) {
       // The first frame alone is larger than what was read: read it whole.
       byte_buffer big(first);
-      auto more = posix::pread_full(file_.get(), big.data(), big.size(), from, path_);
+      auto more = posix::pread_full((*file)->get(), big.data(), big.size(), from, path_);
       if (!more) return more.err();
       big.truncate(*more);
       auto scan = scan_frames(big.view());
@@ -204,18 +212,23 @@ class partition_log {
 
   status sync() {
     dirty_.store(false, std::memory_order_relaxed);
-    return posix::sync_data(file_.get(), path_);
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
+    return posix::sync_data((*file)->get(), path_);
   }
   bool take_dirty() { return dirty_.exchange(false, std::memory_order_acq_rel); }
 
  private:
   /// REQUIRES: mu_ held.
   status write_locked(std::uint64_t at, std::string_view bytes, fsync_policy policy) {
-    auto s = posix::pwrite_all(file_.get(), bytes.data(), bytes.size(), at, path_);
-    if (s && policy == fsync_policy::always) s = posix::sync_data(file_.get(), path_);
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
+    const int fd = (*file)->get();
+    auto s = posix::pwrite_all(fd, bytes.data(), bytes.size(), at, path_);
+    if (s && policy == fsync_policy::always) s = posix::sync_data(fd, path_);
     if (!s) {
       // Nothing half-applied: cut back whatever part of the write landed.
-      (void)posix::truncate_file(file_.get(), at, path_);
+      (void)posix::truncate_file(fd, at, path_);
       return s;
     }
     if (policy == fsync_policy::interval) dirty_.store(true, std::memory_order_release);
@@ -235,7 +248,7 @@ class partition_log {
   }
 
   std::string path_;
-  posix::fd file_;
+  descriptor_cache& files_;
   mutable std::mutex mu_;  // serializes writers; guards index_
   std::atomic<std::uint64_t> end_{0};
   std::atomic<bool> dirty_{false};
@@ -244,7 +257,7 @@ class partition_log {
 
 class file_partition_store final : public partition_store {
  public:
-  explicit file_partition_store(file_store_options o) : opt_(std::move(o)) {}
+  explicit file_partition_store(file_store_options o) : opt_(std::move(o)), files_(opt_.max_open_files) {}
 
   ~file_partition_store() override {
     {
@@ -273,6 +286,7 @@ class file_partition_store final : public partition_store {
         auto log = open_log(topic, i);
         if (!log) return log.err();
         parts.push_back(std::move(*log));
+        ++total_partitions_;
       }
     }
     if (opt_.fsync == fsync_policy::interval) flusher_ = std::thread([this] { flush_loop(); });
@@ -281,13 +295,20 @@ class file_partition_store final : public partition_store {
 
   result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
     if (auto s = validate_topic_name(topic); !s) return s.err();
-    if (partitions < 1 || partitions > max_partitions_per_topic)
-      return error{errc::invalid_argument,
-                   "partition count must be from 1 to " + std::to_string(max_partitions_per_topic)};
+    const auto per_topic = std::min<std::int32_t>(max_partitions_per_topic_hard, opt_.max_partitions_per_topic);
+    if (partitions < 1 || partitions > per_topic)
+      return error{errc::invalid_argument, "partition count must be from 1 to " + std::to_string(per_topic) +
+                                               " (Server.Limits.MaxPartitionsPerTopic)"};
     std::unique_lock lock(mu_);
     auto& parts = topics_[topic];
     const auto had = static_cast<std::int32_t>(parts.size());
     if (partitions <= had) return had;
+    if (total_partitions_ + static_cast<std::size_t>(partitions - had) > opt_.max_partitions_per_broker)
+      return rollback(topic, had,
+                      error{errc::resource_exhausted,
+                            "this broker holds " + std::to_string(total_partitions_) + " partitions; " +
+                                std::to_string(partitions - had) + " more would pass its limit of " +
+                                std::to_string(opt_.max_partitions_per_broker) + " (Server.Limits.MaxPartitionsPerBroker)"});
     if (auto s = posix::make_directories(topic_dir(topic)); !s) return rollback(topic, had, s.err());
     std::vector<std::unique_ptr<partition_log>> added;
     for (std::int32_t i = had; i < partitions; ++i) {
@@ -303,6 +324,7 @@ class file_partition_store final : public partition_store {
     if (auto s = meta->replace("{\"partitions\":" + std::to_string(partitions) + "}\n"); !s)
       return rollback(topic, had, s.err());
     for (auto& l : added) parts.push_back(std::move(l));
+    total_partitions_ += added.size();
     return partitions;
   }
 
@@ -369,9 +391,8 @@ class file_partition_store final : public partition_store {
 
   result<std::unique_ptr<partition_log>> open_log(const std::string& topic, std::int32_t i) {
     std::string path = topic_dir(topic) + "/" + std::to_string(i) + ".log";
-    auto f = posix::open_file(path, O_RDWR | O_CREAT, 0644);
-    if (!f) return f.err();
-    auto log = std::make_unique<partition_log>(path, std::move(*f));
+    if (auto created = posix::open_file(path, O_RDWR | O_CREAT, 0644); !created) return created.err();
+    auto log = std::make_unique<partition_log>(path, files_);
     if (auto s = log->recover(*opt_.log); !s) return s.err();
     return log;
   }
@@ -382,7 +403,7 @@ class file_partition_store final : public partition_store {
     json::object_reader r(doc, file);
     std::uint32_t n = 0;
     r.get("partitions", n, true);
-    if (r.ok() && (n < 1 || n > static_cast<std::uint32_t>(max_partitions_per_topic)))
+    if (r.ok() && (n < 1 || n > static_cast<std::uint32_t>(max_partitions_per_topic_hard)))
       r.fail("partitions", "out of range");
     if (auto s = r.finish(); !s) return error{errc::corrupt, s.message()};
     return static_cast<std::int32_t>(n);
@@ -422,8 +443,10 @@ class file_partition_store final : public partition_store {
   }
 
   file_store_options opt_;
+  descriptor_cache files_;  // before topics_: the logs refer to it
   mutable std::shared_mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<partition_log>>> topics_;
+  std::size_t total_partitions_ = 0;  // guarded by mu_
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
   bool stopping_ = false;

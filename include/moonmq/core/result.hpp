@@ -25,6 +25,7 @@ enum class errc {
   io_error,          ///< the operating system refused a file or socket operation
   corrupt,           ///< durable state failed its checksum or parse
   unauthorized,      ///< missing or wrong credentials
+  resource_exhausted,  ///< a configured limit would be passed (partitions, connections, ...)
   internal,          ///< a bug: an invariant did not hold
 };
 
@@ -51,6 +52,8 @@ constexpr const char* errc_name(errc e) noexcept {
       return "corrupt";
     case errc::unauthorized:
       return "unauthorized";
+    case errc::resource_exhausted:
+      return "resource_exhausted";
     case errc::internal:
       return "internal";
   }

@@ -7,6 +7,11 @@
 // (a background flusher syncs partitions written since its last round every `fsync_interval_ms`), `never` (the
 // kernel decides). `sync()` forces one partition.
 //
+// Descriptors. A log is opened when it is used and closed again, least recently used first, once more than
+// `max_open_files` are open, so a broker holds any number of partitions within a fixed number of descriptors.
+// Limits. A topic has at most `max_partitions_per_topic` partitions and the store at most `max_partitions_per_broker`
+// in all: ensure_topic past either is refused (invalid_argument, resource_exhausted) naming the limit.
+//
 // Recovery. Opening scans every log. A torn tail (an incomplete last frame, a zero-filled tail, or a last frame that
 // fails its checksum) is truncated back to the last whole record and reported through the logger; a bad frame
 // followed by more data is corruption, reported as an error naming the file and offset, and the store does not open.
@@ -35,6 +40,9 @@ struct file_store_options {
   fsync_policy fsync = fsync_policy::interval;
   std::uint32_t fsync_interval_ms = 1000;
   std::shared_ptr<logger> log = default_logger();
+  std::int32_t max_partitions_per_topic = max_partitions_per_topic_hard;  ///< Server.Limits.MaxPartitionsPerTopic
+  std::size_t max_partitions_per_broker = 20000;                           ///< Server.Limits.MaxPartitionsPerBroker
+  std::size_t max_open_files = 1000;  ///< partition logs open at once; the rest are opened on use (LRU)
 };
 
 /// Opens (creating the directories if needed) and recovers the store.

@@ -22,8 +22,8 @@
 
 namespace moonmq::storage {
 
-/// The most partitions one topic may have on a broker.
-inline constexpr std::int32_t max_partitions_per_topic = 10000;
+/// The most partitions one topic may have on a broker, whatever is configured.
+inline constexpr std::int32_t max_partitions_per_topic_hard = 10000;
 
 /// Whole frames read from a partition.
 struct read_result {

@@ -60,6 +60,8 @@ inline int http_status_of(errc e) {
       return 409;
     case errc::not_owner:
       return 421;
+    case errc::resource_exhausted:
+      return 429;
     case errc::unavailable:
       return 503;
     default:

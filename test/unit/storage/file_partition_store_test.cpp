@@ -1,6 +1,8 @@
 // What only the file-backed log does: survive reopening, and recover from crashes and damage.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -214,4 +216,60 @@ TEST_CASE("fsync policies are parsed by name", "[file_store]") {
   CHECK(*parse_fsync_policy("interval") == fsync_policy::interval);
   CHECK(*parse_fsync_policy("never") == fsync_policy::never);
   CHECK_FALSE(parse_fsync_policy("sometimes"));
+}
+
+namespace {
+/// How many file descriptors this process has open.
+std::size_t open_descriptors() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("file store: any number of partitions are held within a bounded number of open files", "[file_store][limits]") {
+  test::temp_dir dir;
+  const std::size_t before = open_descriptors();
+  file_store_options o{dir.path(), fsync_policy::interval, 20, default_logger()};
+  o.max_open_files = 32;
+  {
+    auto s = open_file_partition_store(o);
+    REQUIRE(s);
+    for (int t = 0; t < 4; ++t) REQUIRE((*s)->ensure_topic("t" + std::to_string(t), 500));
+    for (int t = 0; t < 4; ++t)
+      for (int p = 0; p < 500; ++p)
+        REQUIRE((*s)->append({"t" + std::to_string(t), p}, {rec("v" + std::to_string(p))}));
+    CHECK(open_descriptors() < before + 40);  // 2,000 partitions, every one written
+    for (int t = 0; t < 4; ++t)
+      for (int p = 0; p < 500; p += 7) {
+        auto r = (*s)->read({"t" + std::to_string(t), p}, 0, 1 << 16);
+        REQUIRE(r);
+        CHECK(decode_frames(r->bytes.view(), 0).size() == 1);
+      }
+    CHECK(open_descriptors() < before + 40);
+  }
+  auto again = open_file_partition_store(o);  // recovery opens every log, one at a time
+  REQUIRE(again);
+  CHECK(open_descriptors() < before + 40);
+  CHECK(*(*again)->end_offset({"t3", 499}) == frame_size(rec("v499")));
+}
+
+TEST_CASE("file store: partitions past the configured limits are refused naming the limit", "[file_store][limits]") {
+  test::temp_dir dir;
+  file_store_options o{dir.path(), fsync_policy::interval, 20, default_logger()};
+  o.max_partitions_per_topic = 100;
+  o.max_partitions_per_broker = 150;
+  auto s = open_file_partition_store(o);
+  REQUIRE(s);
+  auto too_wide = (*s)->ensure_topic("wide", 101);
+  REQUIRE_FALSE(too_wide);
+  CHECK(too_wide.code() == errc::invalid_argument);
+  CHECK_THAT(too_wide.message(), Catch::Contains("MaxPartitionsPerTopic"));
+  REQUIRE((*s)->ensure_topic("a", 100));
+  auto over = (*s)->ensure_topic("b", 60);
+  REQUIRE_FALSE(over);
+  CHECK(over.code() == errc::resource_exhausted);
+  CHECK_THAT(over.message(), Catch::Contains("MaxPartitionsPerBroker"));
+  CHECK_FALSE((*s)->partition_count("b"));  // nothing half-created
+  REQUIRE((*s)->ensure_topic("b", 50));
 }
