@@ -33,6 +33,7 @@ demo-plan: build
 bench: build
 	$(BUILD)/benchmarks/goal_eval
 	$(BUILD)/benchmarks/partition_log
+	$(BUILD)/benchmarks/offset_commit
 	$(BUILD)/benchmarks/migration
 	$(BUILD)/benchmarks/migration 1024 --tls
 	$(BUILD)/benchmarks/produce_forward

@@ -105,7 +105,7 @@ class running_broker final : public broker {
          cfg_.limits.max_open_partition_files});
     if (!store) return store.err();
     store_ = std::move(*store);
-    auto offsets = storage::open_durable_offset_store(storage::make_file_state_file(dir + "/committed-offsets.json"));
+    auto offsets = storage::open_durable_offset_store(dir, log_);
     if (!offsets) return offsets.err();
     offsets_ = std::move(*offsets);
 
@@ -568,12 +568,20 @@ class running_broker final : public broker {
     r.get("topic", topic, true);
     r.get("partition", partition, true);
     r.get("offset", offset, true);
-    if (r.ok() && (partition < 0 || offset < 0)) r.fail_here("partition and offset must be >= 0");
+    if (r.ok() && (partition < 0 || partition > INT32_MAX || offset < 0))
+      r.fail_here("partition and offset must be >= 0 (and partition a 32-bit number)");
+    if (r.ok() && (group.empty() || group.size() > 255)) r.fail_here("the group id must be 1 to 255 bytes");
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     // Refused where the partition is not served: what a move pushed is then complete.
     std::shared_lock gate(gates_.gate(tp));
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    // Only for a partition that exists here: a commit is durable state, and nobody may make a broker keep offsets
+    // of topics it does not have.
+    auto count = store_->partition_count(topic);
+    if (!count) return reply_error(res, 404, "not_found", "unknown topic '" + topic + "'");
+    if (tp.partition >= *count)
+      return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
     if (auto s = offsets_->commit(group, tp, static_cast<std::uint64_t>(offset)); !s) return reply_error(res, s.err());
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "group", group);

@@ -1,16 +1,23 @@
-// An offset_store kept in a state_file (`<data_dir>/committed-offsets.json` in the daemon): each commit rewrites the
-// document atomically before it is acknowledged. A corrupt document is an error naming the file; it is never
-// silently read as empty. Implemented in lib/ (RapidJSON).
+// The committed offsets of a broker, durable (`<dir>/committed-offsets.log`): each commit is appended to a log of
+// checksummed frames (record.hpp) and fdatasync'ed before it is acknowledged, so a commit costs one small write and
+// one sync whatever the number of groups and partitions. When the log has grown past `compact_at_bytes` and holds
+// more than four times what the latest commits need, it is rewritten with one commit per (group, partition) (a new
+// file, synced, renamed over the old, the directory synced). On open, a torn last commit is truncated; damage before
+// it is an error naming the file, never read as "no offsets". A `committed-offsets.json` written by an older version
+// is carried into the log and removed. Implemented in lib/.
 // Thread safety: all methods may be called concurrently (commits are serialized).
 #pragma once
 
 #include <memory>
+#include <string>
 
+#include "moonmq/core/logger.hpp"
 #include "moonmq/storage/offset_store.hpp"
-#include "moonmq/storage/state_file.hpp"
 
 namespace moonmq::storage {
 
-result<std::unique_ptr<offset_store>> open_durable_offset_store(std::unique_ptr<state_file> file);
+result<std::unique_ptr<offset_store>> open_durable_offset_store(const std::string& dir,
+                                                                std::shared_ptr<logger> log = default_logger(),
+                                                                std::size_t compact_at_bytes = 4u << 20);
 
 }  // namespace moonmq::storage

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "moonmq/storage/durable_offset_store.hpp"
+#include <fstream>
+
 #include "moonmq/storage/file_state_file.hpp"
 #include "support/process.hpp"
 
@@ -11,7 +13,7 @@ namespace {
 
 std::unique_ptr<offset_store> make(const std::string& kind, const std::string& dir) {
   if (kind == "memory") return std::make_unique<memory_offset_store>();
-  auto s = open_durable_offset_store(make_file_state_file(dir + "/committed-offsets.json"));
+  auto s = open_durable_offset_store(dir);
   REQUIRE(s);
   return std::move(*s);
 }
@@ -58,22 +60,70 @@ TEST_CASE("durable offset store: commits survive a reopen", "[offset_store]") {
   CHECK(*s->committed("g", {"t", 3}) == 1234);
 }
 
-TEST_CASE("durable offset store: a failed write is not acknowledged and changes nothing", "[offset_store]") {
-  auto file = std::make_unique<memory_state_file>("offsets");
-  auto* raw = file.get();
-  auto s = open_durable_offset_store(std::move(file));
+TEST_CASE("durable offset store: a commit appends to the log, which is compacted once it has grown", "[offset_store]") {
+  test::temp_dir dir;
+  const std::string log = dir.path() + "/committed-offsets.log";
+  {
+    auto s = open_durable_offset_store(dir.path(), default_logger(), 4096);
+    REQUIRE(s);
+    for (int i = 0; i < 2000; ++i) REQUIRE((*s)->commit("g" + std::to_string(i % 4), {"t", i % 3}, i));
+    // 2,000 commits of 12 (group, partition) pairs: the log holds about what 12 need, not 2,000.
+    CHECK(test::slurp(log).size() < 4 * 4096);
+    CHECK(*(*s)->committed("g3", {"t", 2}) == 1991);
+  }
+  auto s = open_durable_offset_store(dir.path());
   REQUIRE(s);
-  REQUIRE((*s)->commit("g", {"t", 0}, 10));
-  raw->fail_next_replace();
-  CHECK_FALSE((*s)->commit("g", {"t", 0}, 20));
-  CHECK(*(*s)->committed("g", {"t", 0}) == 10);
+  for (int g = 0; g < 4; ++g)
+    for (int p = 0; p < 3; ++p) CHECK((*s)->committed("g" + std::to_string(g), {"t", p}).has_value());
+  CHECK(*(*s)->committed("g3", {"t", 2}) == 1991);
+  CHECK(*(*s)->committed("g0", {"t", 0}) == 1992);
 }
 
-TEST_CASE("durable offset store: a corrupt document is an error naming the file", "[offset_store][crash]") {
-  auto file = std::make_unique<memory_state_file>("committed-offsets.json");
-  file->set(std::string("{\"version\":1,\"offsets\":[{\"group\":\"g\",\"topic\":\"t\"}]}"));
-  auto s = open_durable_offset_store(std::move(file));
-  REQUIRE_FALSE(s);
-  CHECK(s.code() == errc::corrupt);
-  CHECK_THAT(s.message(), Catch::Contains("committed-offsets.json"));
+TEST_CASE("durable offset store: a torn last commit is truncated, damage before it is refused naming the file",
+          "[offset_store][crash]") {
+  test::temp_dir dir;
+  const std::string log = dir.path() + "/committed-offsets.log";
+  {
+    auto s = make("durable", dir.path());
+    REQUIRE(s->commit("g", {"t", 0}, 10));
+    REQUIRE(s->commit("g", {"t", 0}, 20));
+  }
+  const std::string whole = test::slurp(log);
+  SECTION("torn tail, with zero fill after it") {
+    std::ofstream(log, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 3) + std::string(512, '\0');
+    auto s = make("durable", dir.path());
+    CHECK(*s->committed("g", {"t", 0}) == 10);  // the torn commit was never acknowledged
+    REQUIRE(s->commit("g", {"t", 0}, 30));
+    CHECK(*make("durable", dir.path())->committed("g", {"t", 0}) == 30);
+  }
+  SECTION("damage in the middle") {
+    std::string bad = whole;
+    bad[10] ^= 0x5a;
+    std::ofstream(log, std::ios::binary | std::ios::trunc) << bad;
+    auto s = open_durable_offset_store(dir.path());
+    REQUIRE_FALSE(s);
+    CHECK(s.code() == errc::corrupt);
+    CHECK_THAT(s.message(), Catch::Contains("committed-offsets.log"));
+  }
+}
+
+TEST_CASE("durable offset store: the document an older version wrote is carried over, or refused when corrupt",
+          "[offset_store]") {
+  test::temp_dir dir;
+  const std::string old = dir.path() + "/committed-offsets.json";
+  SECTION("readable") {
+    std::ofstream(old) << R"({"version":1,"offsets":[{"group":"g","topic":"t","partition":2,"offset":77}]})";
+    auto s = open_durable_offset_store(dir.path());
+    REQUIRE(s);
+    CHECK(*(*s)->committed("g", {"t", 2}) == 77);
+    CHECK_FALSE(std::ifstream(old).good());  // carried into the log, then removed
+    CHECK(*make("durable", dir.path())->committed("g", {"t", 2}) == 77);
+  }
+  SECTION("corrupt") {
+    std::ofstream(old) << R"({"version":1,"offsets":[{"group":"g","topic":"t"}]})";
+    auto s = open_durable_offset_store(dir.path());
+    REQUIRE_FALSE(s);
+    CHECK(s.code() == errc::corrupt);
+    CHECK_THAT(s.message(), Catch::Contains("committed-offsets.json"));
+  }
 }
