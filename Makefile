@@ -4,7 +4,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo demo-plan bench sanitize clean
+.PHONY: all deps configure build test demo demo-plan bench sanitize fuzz clean
 
 all: build
 
@@ -49,5 +49,10 @@ sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  RAFT_SIM_SEEDS=50 $(ASAN_BUILD)/test/moonmq_tests
 
+# libFuzzer targets (clang) for the parsers that meet untrusted input, FUZZ_SECONDS (default 60) each; one line per
+# target, "fuzz TARGET: N execs, M crashes", and a non-zero exit on any crash (scripts/fuzz.sh).
+fuzz: deps
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) scripts/fuzz.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

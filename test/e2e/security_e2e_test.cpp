@@ -181,3 +181,24 @@ TEST_CASE("e2e: 300 connections that never authenticate do not stop a move towar
   REQUIRE(metrics);
   CHECK_THAT(metrics->body, Catch::Contains("moonmq_cluster_listener_refusals_total{reason=\"unauthenticated\"}"));
 }
+
+TEST_CASE("e2e: offsets of topics or partitions a broker does not have are refused, not stored", "[e2e][security]") {
+  temp_dir dir;
+  moonmqd_process b("b1", dir.path());
+  b.configure({&b});
+  b.start();
+  auto api = b.api();
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  auto unknown = api.Post("/v1/groups/g/offsets", R"({"topic":"nope","partition":0,"offset":1})", "application/json");
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  auto beyond = api.Post("/v1/groups/g/offsets", R"({"topic":"t","partition":2,"offset":1})", "application/json");
+  REQUIRE(beyond);
+  CHECK(beyond->status == 404);
+  CHECK(api.Post("/v1/groups/g/offsets", R"({"topic":"t","partition":1,"offset":0})", "application/json")->status ==
+        200);
+  auto wide = api.Post("/v1/topics", R"({"name":"wide","partitions":5000})", "application/json");
+  REQUIRE(wide);
+  CHECK(wide->status == 400);
+  CHECK_THAT(wide->body, Catch::Contains("MaxPartitionsPerTopic"));
+}

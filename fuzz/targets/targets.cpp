@@ -1,0 +1,120 @@
+#include "targets.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "json/object_reader.hpp"
+#include "moonmq/autobalancer/snapshot_json.hpp"
+#include "moonmq/cluster/settings_loader.hpp"
+#include "moonmq/storage/record.hpp"
+#include "raft/message_json.hpp"
+#include "transport/http1.hpp"
+
+namespace moonmq::fuzz {
+
+namespace {
+
+std::string_view text_of(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+/// A property every input must keep; a break is a crash libFuzzer reports with the input.
+void must(bool holds) {
+  if (!holds) std::abort();
+}
+
+}  // namespace
+
+int http1_request(const std::uint8_t* data, std::size_t size) {
+  const std::string_view in = text_of(data, size);
+  const std::size_t end = transport::http1::head_end(in);
+  must(end == std::string_view::npos || end <= in.size());
+  auto parsed = transport::http1::parse_request_head(end == std::string_view::npos ? in : in.substr(0, end));
+  if (auto* head = std::get_if<transport::http1::request_head>(&parsed)) {
+    must(!head->method.empty());
+    (void)head->headers.find("Content-Type");
+  } else {
+    const int status = std::get<transport::http1::refusal>(parsed).status;
+    must(status == 400 || status == 411 || status == 413 || status == 431 || status == 501);
+  }
+  return 0;
+}
+
+int http1_response(const std::uint8_t* data, std::size_t size) {
+  auto parsed = transport::http1::parse_response_head(text_of(data, size));
+  if (parsed) must(parsed->status >= 100 && parsed->status <= 999);
+  return 0;
+}
+
+int json_reader(const std::uint8_t* data, std::size_t size) {
+  rapidjson::Document d;
+  if (!json::parse_document(text_of(data, size), d, "fuzz")) return 0;
+  if (!d.IsObject()) return 0;
+  // The strict reader over whatever arrived: every getter and the unknown-key check.
+  json::object_reader r(d, "");
+  std::string s;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double f = 0;
+  bool b = false;
+  std::vector<std::string> list;
+  r.get("topic", s);
+  r.get("partition", i);
+  r.get("offset", u);
+  r.get("rate", f);
+  r.get("flag", b);
+  r.get("names", list);
+  (void)r.member("records");
+  (void)r.finish();
+  return 0;
+}
+
+int config_loader(const std::uint8_t* data, std::size_t size) {
+  auto c = cluster::parse_settings(text_of(data, size), {}, "fuzz.json");
+  if (c && c->cluster) must(!c->cluster->broker_id.empty());
+  return 0;
+}
+
+int record_frames(const std::uint8_t* data, std::size_t size) {
+  const std::string_view in = text_of(data, size);
+  auto scan = storage::scan_frames(in);
+  must(scan.whole <= in.size());
+  auto views = storage::decode_frames(in.substr(0, scan.whole), 0);
+  std::uint64_t next = 0;
+  for (const auto& v : views) {
+    must(v.offset == next);
+    next += v.frame_size;
+  }
+  must(next == scan.whole);
+  if (scan.end == storage::frame_scan::ending::corrupt)
+    (void)storage::is_torn_last_write(in.substr(scan.whole), scan.whole, in.size(),
+                                      [&](std::uint64_t at) { return storage::all_zero_from(in, at); });
+  // Whatever decodes, encodes back to the same bytes.
+  std::string again;
+  for (const auto& v : views)
+    storage::encode_frame(
+        storage::record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
+                        v.timestamp_ms, v.attributes},
+        again);
+  must(again == in.substr(0, scan.whole));
+  return 0;
+}
+
+int raft_message(const std::uint8_t* data, std::size_t size) {
+  const std::string in(text_of(data, size));
+  if (auto m = raft::wire::decode(in)) {
+    auto back = raft::wire::decode(raft::wire::encode(*m));  // what decodes, survives a round trip
+    must(back.ok() && back->type == m->type && back->term == m->term && back->from == m->from);
+  }
+  (void)raft::wire::decode_proposal(in);
+  (void)raft::wire::decode_appended(in);
+  return 0;
+}
+
+int planner_snapshot(const std::uint8_t* data, std::size_t size) {
+  auto input = autobalancer::parse_planner_input(text_of(data, size));
+  if (input) must(input->snap.broker_count() <= size);
+  return 0;
+}
+
+}  // namespace moonmq::fuzz
