@@ -40,7 +40,8 @@ bench: build
 	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/raft
 
-# The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs this too). The Raft simulation runs
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
+# end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs
 # 50 seeds here (an unoptimized, instrumented build runs it ~60x slower); `make test` runs its 2,000.
 sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON \

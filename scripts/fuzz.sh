@@ -9,7 +9,7 @@ seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 targets=(http1_request http1_response json_reader config_loader record_frames raft_message planner_snapshot)
 
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DMOONMQ_FUZZ=ON -DMOONMQ_BUILD_TESTS=OFF -DMOONMQ_BUILD_BENCHMARKS=OFF \
   -DMOONMQ_BUILD_EXAMPLES=OFF -DMOONMQ_BUILD_TOOLS=OFF -DMOONMQ_INSTALL=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
@@ -23,12 +23,12 @@ for t in "${targets[@]}"; do
   log="$build/$t.log"
   set +e
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$build/fuzz_$t" "$scratch" "fuzz/corpus/$t" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
+    "$build/fuzz/fuzz_$t" "$scratch" "fuzz/corpus/$t" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/" >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -n 1)
-  [ -n "$execs" ] || execs=$(grep -oE 'Done [0-9]+ runs' "$log" | awk '{print $2}' | tail -n 1)
+  execs=$(grep -E '^stat::number_of_executed_units:' "$log" | awk '{print $2}' | tail -n 1 || true)
+  [ -n "$execs" ] || execs=$(grep -oE 'Done [0-9]+ runs' "$log" | awk '{print $2}' | tail -n 1 || true)
   crashes=$(find "$artifacts" -type f | wc -l)
   if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
   echo "fuzz $t: ${execs:-0} execs, $crashes crashes"
