@@ -126,20 +126,27 @@ TEST_CASE("e2e: a move while a producer keeps producing loses nothing and keeps 
   std::atomic<bool> stop{false};
   std::vector<std::pair<std::uint64_t, std::string>> acked;
   std::atomic<int> failures{0};
+  std::atomic<int> through_b2{0};  // acknowledged by the new owner
   std::thread producer([&] {
     auto cl = c.b1.api();
     for (int i = 0; !stop; ++i) {
       std::string v = "live-" + std::to_string(i);
       auto r = cl.Post("/v1/topics/orders/records", "{\"partition\":0,\"records\":[{\"value\":\"" + v + "\"}]}",
                        "application/json");
-      if (r && r->status == 200)
-        acked.emplace_back(parse(r->body)["offsets"][0].GetUint64(), v);
-      else
+      if (r && r->status == 200) {
+        auto d = parse(r->body);
+        acked.emplace_back(d["offsets"][0].GetUint64(), v);
+        if (std::string(d["broker"].GetString()) == "b2") ++through_b2;
+      } else {
         ++failures;
+      }
     }
   });
   auto done = move_and_wait(c.b1, "orders", "b2");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // keep producing through the new owner
+  // Keep producing through the new owner for a while: until it has acknowledged 50 records (or 10 s).
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       through_b2 < 50 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   stop = true;
   producer.join();
   INFO(done["error"].GetString());

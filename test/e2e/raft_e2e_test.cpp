@@ -76,8 +76,17 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   // A leader within a few election timeouts (2 s at most each).
   std::string leader = wait_for_leader(all, std::chrono::seconds(10));
   REQUIRE_FALSE(leader.empty());
-  // Only the leader's balance loop acts; the others stand by.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // Only the leader's balance loop acts; the others stand by. Wait until every loop has passed at least twice.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       std::chrono::steady_clock::now() < until;) {
+    bool all_passed = true;
+    for (auto* b : all) {
+      auto s = get_json(*b, "/v1/autobalancer");
+      all_passed = all_passed && s.IsObject() && s["passes"].GetUint64() >= 2;
+    }
+    if (all_passed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   leader = wait_for_leader(all, std::chrono::seconds(10));
   REQUIRE_FALSE(leader.empty());
   for (auto* b : all) {
@@ -138,8 +147,12 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   REQUIRE_FALSE(next.empty());
   REQUIRE(next != leader);
   const auto passes = get_json(*by_id.at(next), "/v1/autobalancer")["passes"].GetUint64();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   auto s = get_json(*by_id.at(next), "/v1/autobalancer");
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       s["passes"].GetUint64() <= passes && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = get_json(*by_id.at(next), "/v1/autobalancer");
+  }
   CHECK(s["passes"].GetUint64() > passes);
   CHECK(std::string(s["last_pass"]["result"].GetString()) == "ok");
   CHECK(std::string(s["controller"]["id"].GetString()) == next);

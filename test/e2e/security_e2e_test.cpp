@@ -202,3 +202,39 @@ TEST_CASE("e2e: offsets of topics or partitions a broker does not have are refus
   CHECK(wide->status == 400);
   CHECK_THAT(wide->body, Catch::Contains("MaxPartitionsPerTopic"));
 }
+
+TEST_CASE("e2e: a broker holds 20000 partitions under ulimit -n 4096 and recovers them", "[e2e][security][limits]") {
+  temp_dir dir;
+  moonmqd_process b("b1", dir.path());
+  b.open_files_limit = 4096;
+  b.configure({&b});
+  b.start();
+  auto api = b.api();
+  for (int t = 0; t < 20; ++t) {
+    auto r = api.Post("/v1/topics", "{\"name\":\"t" + std::to_string(t) + "\",\"partitions\":1000}", "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+  }
+  auto produce = [&](int t, int p, const std::string& v) {
+    auto r = api.Post(("/v1/topics/t" + std::to_string(t) + "/records").c_str(),
+                      "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"" + v + "\"}]}",
+                      "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    CHECK(r->status == 200);
+  };
+  for (int t = 0; t < 20; ++t)
+    for (int p = 0; p < 1000; p += 97) produce(t, p, "before");
+  // One more topic is one too many for the broker (MaxPartitionsPerBroker 20000).
+  auto over = api.Post("/v1/topics", R"({"name":"over","partitions":1})", "application/json");
+  REQUIRE(over);
+  CHECK(over->status == 429);
+  REQUIRE(b.terminate() == 0);
+  b.start();  // recovery opens all 20,000 logs, within the same limit
+  for (int t = 0; t < 20; ++t) produce(t, 999, "after");
+  auto r = api.Get("/v1/topics/t19/partitions/970/records");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK_THAT(r->body, Catch::Contains("\"value\":\"before\""));
+}

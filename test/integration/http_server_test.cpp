@@ -413,7 +413,8 @@ TEST_CASE("cluster http: stop returns with idle and busy connections open", "[ht
   served s;
   CHECK(s.call(get_request("/cluster/loads")).status == 200);  // an idle pooled connection stays open
   std::thread busy([&] { s.client->send_now("p", get_request("/cluster/slow"), 2000ms); });  // no Catch off main
-  std::this_thread::sleep_for(50ms);
+  for (auto until = std::chrono::steady_clock::now() + 2s; s.calls < 2 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(1ms);  // until the slow request is in the handler
   const auto t0 = std::chrono::steady_clock::now();
   s.listener->stop();
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);

@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,8 @@ class moonmqd_process {
   std::string data_dir;
   std::string config_path;
   std::string log_path;
+  /// RLIMIT_NOFILE for the process (like `ulimit -n`); 0 leaves the test runner's.
+  rlim_t open_files_limit = 0;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -83,6 +86,10 @@ class moonmqd_process {
     if (pid_ == 0) {
       if (!freopen(log_path.c_str(), "a", stderr)) _exit(127);
       closefrom(3);  // never hold the test runner's pipes open after it ends
+      if (open_files_limit) {
+        rlimit l{open_files_limit, open_files_limit};
+        if (setrlimit(RLIMIT_NOFILE, &l) != 0) _exit(126);
+      }
       execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
