@@ -76,18 +76,19 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   // A leader within a few election timeouts (2 s at most each).
   std::string leader = wait_for_leader(all, std::chrono::seconds(10));
   REQUIRE_FALSE(leader.empty());
-  // Only the leader's balance loop acts; the others stand by. Wait until every loop has passed at least twice.
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-       std::chrono::steady_clock::now() < until;) {
-    bool all_passed = true;
+  // Only the leader's balance loop acts; the others stand by: wait until every loop's last pass says so.
+  auto as_expected = [&] {
+    leader = wait_for_leader(all, std::chrono::seconds(10));
     for (auto* b : all) {
       auto s = get_json(*b, "/v1/autobalancer");
-      all_passed = all_passed && s.IsObject() && s["passes"].GetUint64() >= 2;
+      if (!s.IsObject() || s["passes"].GetUint64() < 2) return false;
+      if (std::string(s["last_pass"]["result"].GetString()) != (b->id == leader ? "ok" : "standby")) return false;
     }
-    if (all_passed) break;
+    return true;
+  };
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !as_expected() && std::chrono::steady_clock::now() < until;)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  leader = wait_for_leader(all, std::chrono::seconds(10));
   REQUIRE_FALSE(leader.empty());
   for (auto* b : all) {
     auto s = get_json(*b, "/v1/autobalancer");

@@ -39,7 +39,7 @@ std::string answer_to_head(std::uint16_t port, const std::string& head) {
 
 }  // namespace
 
-TEST_CASE("e2e: a megabyte of '[' is a 400, on the client API and on the cluster routes, and the broker lives on",
+TEST_CASE("e2e: a megabyte of open brackets is a 400, on the client API and on the cluster routes, and the broker lives on",
           "[e2e][security]") {
   temp_dir dir;
   moonmqd_process b("b1", dir.path());
