@@ -1,5 +1,10 @@
 # Thin wrapper over CMake. Every target installs missing dependencies, configures and builds first, so that on a
 # fresh Debian 12 machine `make demo` and `make test` are all one needs.
+# ccache may reuse objects compiled in another checkout of the project (CI builds a fresh clone elsewhere): paths
+# under the checkout are hashed relative to it, and the working directory is not hashed.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
