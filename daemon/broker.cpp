@@ -25,6 +25,7 @@
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/balance_loop.hpp"
+#include "moonmq/core/utf8.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
@@ -217,6 +218,7 @@ class running_broker final : public broker {
       auto v = client_auth_.judge(req.method, req.path, req.get_header_value("Authorization"));
       if (v.status != 200) {
         if (v.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+        res.set_header("Connection", "close");  // an unauthenticated client keeps no worker
         reply_error(res, v.status, v.status == 401 ? "unauthorized" : "forbidden", v.message);
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -570,7 +572,8 @@ class running_broker final : public broker {
     r.get("offset", offset, true);
     if (r.ok() && (partition < 0 || partition > INT32_MAX || offset < 0))
       r.fail_here("partition and offset must be >= 0 (and partition a 32-bit number)");
-    if (r.ok() && (group.empty() || group.size() > 255)) r.fail_here("the group id must be 1 to 255 bytes");
+    if (r.ok() && !valid_client_name(group))
+      r.fail_here("the group id must be 1 to 255 bytes of UTF-8 without control characters");
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     // Refused where the partition is not served: what a move pushed is then complete.

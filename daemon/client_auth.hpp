@@ -22,11 +22,13 @@ inline std::optional<role> role_needed(std::string_view method, std::string_view
   for (std::string_view open : {"/livez", "/readyz", "/v1/health", "/metrics"})
     if (path == open) return std::nullopt;
   if (method == "GET" || method == "HEAD") return role::client;
-  // Writes that change the cluster's shape rather than its data.
-  if (path == "/v1/topics" || (path.starts_with("/v1/topics/") && path.ends_with("/partitions"))) return role::admin;
-  for (std::string_view admin : {"/v1/reassignments", "/v1/brokers/", "/v1/autobalancer"})
-    if (path.starts_with(admin)) return role::admin;
-  return role::client;
+  // The writes of a client's data: produce, group membership and offsets, producers and transactions. Every other
+  // write (topics, partitions, reassignments, throttle, drain, autobalancer control, and any route added later
+  // without being listed here) needs admin.
+  if (method == "POST" && path.starts_with("/v1/topics/") && path.ends_with("/records")) return role::client;
+  for (std::string_view client : {"/v1/groups/", "/v1/producers", "/v1/transactions/"})
+    if (method == "POST" && path.starts_with(client)) return role::client;
+  return role::admin;
 }
 
 class client_auth {

@@ -69,9 +69,9 @@ struct cluster_service::impl {
   bool authenticated(const request& req) const {
     const auto from = req.headers.find(transport::header_from);
     const bool has_from = from != req.headers.end() && !from->second.empty();
-    if (has_from && !opt.peers.empty() &&
-        std::find(opt.peers.begin(), opt.peers.end(), from->second) == opt.peers.end())
-      return false;  // not a broker of this cluster
+    if (!opt.peers.empty() &&
+        (!has_from || std::find(opt.peers.begin(), opt.peers.end(), from->second) == opt.peers.end()))
+      return false;  // no sender, or not a broker of this cluster
     if (opt.require_certificate_identity &&
         (!has_from || std::find(req.peer_names.begin(), req.peer_names.end(), from->second) == req.peer_names.end()))
       return false;  // the certificate does not name the broker the request claims to come from

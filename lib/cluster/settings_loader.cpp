@@ -201,6 +201,9 @@ status read_auth(const rapidjson::Value& v, const std::string& path, server_conf
     t.get("Role", ct.role, true);
     if (t.ok() && ct.name.empty()) t.fail("Name", "must not be empty");
     if (t.ok() && ct.token.size() < 16) t.fail("Token", "must be at least 16 characters");
+    if (t.ok() && ct.token.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=") !=
+                      std::string::npos)
+      t.fail("Token", "may hold only letters, digits and - . _ ~ + / = (what a bearer token may carry)");
     if (t.ok() && ct.role != "client" && ct.role != "admin")
       t.fail("Role", "expected \"client\" or \"admin\", got \"" + ct.role + "\"");
     if (t.ok() && !seen.insert(ct.token).second) t.fail("Token", "is the same as another token's");

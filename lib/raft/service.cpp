@@ -265,9 +265,11 @@ struct service::impl {
     if (m->to != opt.self) return error_response(400, "invalid_argument", "message for " + m->to + ", not " + opt.self);
     // The message's sender is the broker the request says it comes from, and a member: a peer's token does not let
     // it speak for another broker.
-    if (auto from = req.headers.find(transport::header_from); from != req.headers.end() && from->second != m->from)
+    auto from = req.headers.find(transport::header_from);
+    if (from == req.headers.end() || from->second != m->from)
       return error_response(401, "unauthorized",
-                            "a Raft message from " + m->from + " sent as X-Cluster-From " + from->second);
+                            "a Raft message from " + m->from + " sent as X-Cluster-From " +
+                                (from == req.headers.end() ? std::string("(none)") : from->second));
     if (std::find(opt.peers.begin(), opt.peers.end(), m->from) == opt.peers.end())
       return error_response(400, "invalid_argument", m->from + " is not a member of this Raft group");
     asio::post(io, [this, msg = std::move(*m)] {

@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "json/state_document.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/core/utf8.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "moonmq/storage/record.hpp"
 #include "storage/posix_file.hpp"
@@ -45,6 +47,16 @@ std::optional<decoded_commit> read_commit(const record_view& v) {
       oe != v.value.data() + v.value.size())
     return std::nullopt;
   return c;
+}
+
+/// What may be stored: a group id of 1 to 255 bytes of UTF-8 without control characters (so never the NUL that
+/// separates the fields of a commit's key), a valid topic name and a partition >= 0.
+status valid_key(const std::string& group, const topic_partition& tp) {
+  if (!valid_client_name(group))
+    return {errc::invalid_argument, "group id must be 1 to 255 bytes of UTF-8 without control characters"};
+  if (auto s = validate_topic_name(tp.topic); !s) return s;
+  if (tp.partition < 0) return {errc::invalid_argument, "partition must be >= 0"};
+  return {};
 }
 
 class durable_offset_store final : public offset_store {
@@ -88,13 +100,13 @@ class durable_offset_store final : public offset_store {
   }
 
   status commit(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
-    if (group.empty()) return {errc::invalid_argument, "group id must not be empty"};
+    if (auto s = valid_key(group, tp); !s) return s;
     std::lock_guard lock(mu_);
     return append_locked(group, tp, offset);
   }
 
   result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
-    if (group.empty()) return error{errc::invalid_argument, "group id must not be empty"};
+    if (auto s = valid_key(group, tp); !s) return s.err();
     std::lock_guard lock(mu_);
     if (!table_.would_raise(group, tp, offset)) return false;
     if (auto s = append_locked(group, tp, offset); !s) return s.err();
@@ -121,7 +133,7 @@ class durable_offset_store final : public offset_store {
     if (!table_.get(group, tp)) live_bytes_ += frame.size();  // roughly what the compacted log would hold
     table_.set(group, tp, offset);
     if (end_ > compact_at_ && end_ > 4 * live_bytes_) {
-      if (auto c = compact_locked(); !c) log_->error("offsets", "compaction failed (the log is kept): " + c.message());
+      if (auto c = compact_locked(); !c) log_->error("offsets", "compaction of " + path_ + " failed: " + c.message());
     }
     return {};
   }
@@ -138,11 +150,11 @@ class durable_offset_store final : public offset_store {
     if (auto s = posix::pwrite_all(f->get(), all.data(), all.size(), 0, tmp); !s) return s;
     if (auto s = posix::sync_data(f->get(), tmp); !s) return s;
     if (std::rename(tmp.c_str(), path_.c_str()) != 0) return posix::os_error("cannot rename " + tmp + " to", path_);
-    if (auto s = posix::sync_directory(dir_); !s) return s;
+    // From the rename on, the path names the new file: commits go there, whether or not the directory syncs.
     file_ = std::move(*f);
     end_ = all.size();
     live_bytes_ = all.size();
-    return {};
+    return posix::sync_directory(dir_);
   }
 
   /// A `committed-offsets.json` left by an older version: its commits are carried into the log, then it goes.
@@ -171,13 +183,20 @@ class durable_offset_store final : public offset_store {
         r.get("offset", offset, true);
         if (r.ok() && (partition < 0 || partition > INT32_MAX || offset < 0 || group.empty()))
           r.fail_here("negative partition or offset, or no group");
+        if (r.ok() && !valid_key(group, {topic, static_cast<std::int32_t>(partition)})) {
+          log_->warn("offsets", old + ": skipped the offsets of group '" + group + "' (" + topic +
+                                    "): not a group id or topic this version keeps");
+          continue;
+        }
         if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
         table_.set(group, {topic, static_cast<std::int32_t>(partition)}, static_cast<std::uint64_t>(offset));
       }
     }
     if (auto s = compact_locked(); !s) return s;
-    if (std::remove(old.c_str()) != 0) return posix::os_error("cannot remove", old);
-    log_->info("offsets", "carried the committed offsets of " + old + " into " + path_);
+    // Kept beside the log, renamed: a downgrade can still find the offsets it wrote.
+    if (std::rename(old.c_str(), (old + ".migrated").c_str()) != 0) return posix::os_error("cannot rename", old);
+    log_->info("offsets", "carried the committed offsets of " + old + " into " + path_ + " (the old file is now " +
+                              old + ".migrated)");
     return posix::sync_directory(dir_);
   }
 

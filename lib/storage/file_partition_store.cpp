@@ -213,8 +213,9 @@ class partition_log {
   status sync() {
     dirty_.store(false, std::memory_order_relaxed);
     auto file = files_.acquire(path_);
-    if (!file) return file.err();
-    return posix::sync_data((*file)->get(), path_);
+    status s = file ? posix::sync_data((*file)->get(), path_) : status(file.err());
+    if (!s) dirty_.store(true, std::memory_order_release);  // the flusher tries again
+    return s;
   }
   bool take_dirty() { return dirty_.exchange(false, std::memory_order_acq_rel); }
 

@@ -217,6 +217,9 @@ class http_server final : public http_listener {
         if (!c.cut) refused(refusal_reason::tls, client, t.message());
         return;
       }
+      // Under mutual TLS the handshake proved a certificate the CA signed: no longer an anonymous connection that
+      // a flood of new ones may evict (each request is still checked).
+      if (options_.tls && options_.tls->verify_peer) c.authenticated = true;
     }
     message_reader reader(s);
     std::string head;

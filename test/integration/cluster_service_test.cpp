@@ -20,6 +20,20 @@ request make(const std::string& method, const std::string& path, std::string bod
   return r;
 }
 
+/// The state of one broker b1 in memory, for a cluster_service built by hand.
+struct standalone_state {
+  storage::memory_partition_store store;
+  storage::memory_offset_store offsets;
+  std::unique_ptr<cluster::ownership_table> table = std::move(
+      *cluster::open_local_ownership_table(broker_id("b1"), std::make_unique<storage::memory_state_file>()));
+  std::unique_ptr<cluster::controller_fence> fence = std::move(
+      *cluster::open_file_controller_fence(broker_id("b1"), std::make_unique<storage::memory_state_file>()));
+  cluster::traffic counters;
+  cluster::partition_gates gates;
+  null_logger log;
+  cluster::cluster_state state() { return {store, offsets, *table, *fence, counters, gates, log}; }
+};
+
 }  // namespace
 
 TEST_CASE("service: a missing or wrong token is 401 and nothing is done", "[service][auth]") {
@@ -37,15 +51,8 @@ TEST_CASE("service: a missing or wrong token is 401 and nothing is done", "[serv
 }
 
 TEST_CASE("service: a peer's own token overrides the cluster token", "[service][auth]") {
-  storage::memory_partition_store store;
-  storage::memory_offset_store offsets;
-  auto table = cluster::open_local_ownership_table(broker_id("b1"), std::make_unique<storage::memory_state_file>());
-  auto fence = cluster::open_file_controller_fence(broker_id("b1"), std::make_unique<storage::memory_state_file>());
-  cluster::traffic counters;
-  cluster::partition_gates gates;
-  null_logger log;
-  cluster::cluster_service svc({broker_id("b1"), "cluster-secret", {{"b2", "b2-secret"}}, 1 << 20, {}, {}},
-                               {store, offsets, **table, **fence, counters, gates, log});
+  standalone_state b;
+  cluster::cluster_service svc({broker_id("b1"), "cluster-secret", {{"b2", "b2-secret"}}, 1 << 20, {}, {}}, b.state());
   auto r = make("GET", "/cluster/loads");
   r.headers[transport::header_from] = "b2";
   r.headers[transport::header_token] = "cluster-secret";
@@ -61,14 +68,8 @@ TEST_CASE("service: a peer's own token overrides the cluster token", "[service][
 TEST_CASE("service: a request's identity must hold together: a known peer, per-peer tokens need a sender, and under "
           "mutual TLS the certificate names the sender",
           "[service][auth]") {
-  storage::memory_partition_store store;
-  storage::memory_offset_store offsets;
-  auto table = cluster::open_local_ownership_table(broker_id("b1"), std::make_unique<storage::memory_state_file>());
-  auto fence = cluster::open_file_controller_fence(broker_id("b1"), std::make_unique<storage::memory_state_file>());
-  cluster::traffic counters;
-  cluster::partition_gates gates;
-  null_logger log;
-  cluster::cluster_state st{store, offsets, **table, **fence, counters, gates, log};
+  standalone_state b;
+  cluster::cluster_state st = b.state();
   SECTION("with only per-peer tokens, a request that names no sender is refused") {
     cluster::cluster_service svc({broker_id("b1"), "", {{"b2", "b2-secret"}}, 1 << 20, {}, {}, {"b2", "b3"}}, st);
     auto r = make("GET", "/cluster/loads");
@@ -80,9 +81,10 @@ TEST_CASE("service: a request's identity must hold together: a known peer, per-p
     r.headers[transport::header_from] = "b3";  // a peer without a token of its own, and no cluster token
     CHECK(svc.handle(r).status == 401);
   }
-  SECTION("a sender that is not a peer is refused, whatever token it has") {
+  SECTION("a sender that is not a peer, or none, is refused, whatever token it has") {
     cluster::cluster_service svc({broker_id("b1"), "secret", {}, 1 << 20, {}, {}, {"b2", "b3"}}, st);
     auto r = make("GET", "/cluster/loads");
+    CHECK(svc.handle(r).status == 401);  // the shared token alone does not say which peer this is
     r.headers[transport::header_from] = "b9";
     CHECK(svc.handle(r).status == 401);
     r.headers[transport::header_from] = "b2";

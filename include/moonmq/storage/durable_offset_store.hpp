@@ -4,7 +4,8 @@
 // more than four times what the latest commits need, it is rewritten with one commit per (group, partition) (a new
 // file, synced, renamed over the old, the directory synced). On open, a torn last commit is truncated; damage before
 // it is an error naming the file, never read as "no offsets". A `committed-offsets.json` written by an older version
-// is carried into the log and removed. Implemented in lib/.
+// is carried into the log and renamed `committed-offsets.json.migrated`. Group ids are 1 to 255 bytes of UTF-8 without
+// control characters; anything else is refused (invalid_argument). Implemented in lib/.
 // Thread safety: all methods may be called concurrently (commits are serialized).
 #pragma once
 

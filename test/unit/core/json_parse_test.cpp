@@ -42,6 +42,20 @@ TEST_CASE("json: invalid UTF-8 is refused naming the field", "[json]") {
   REQUIRE_FALSE(s);
   CHECK_THAT(s.message(), Catch::Contains("'records[1].value' is not valid UTF-8"));
   CHECK(parse("{\"value\":\"caf\xc3\xa9 \xe2\x82\xac\"}"));  // valid multi-byte text
+  // An escape that makes a lone surrogate is not UTF-8 either (RapidJSON lets it through on its own).
+  auto surrogate = parse(R"({"group":"a\udc00b"})");
+  REQUIRE_FALSE(surrogate);
+  CHECK_THAT(surrogate.message(), Catch::Contains("'group' is not valid UTF-8"));
+  CHECK(parse(R"({"emoji":"\ud83d\ude00"})"));  // a pair is fine
+}
+
+TEST_CASE("json: a repeated key is found in an object of any size", "[json]") {
+  std::string big = "{";
+  for (int i = 0; i < 5000; ++i) big += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+  CHECK(parse(big + "\"last\":0}"));
+  auto dup = parse(big + "\"k4321\":0}");
+  REQUIRE_FALSE(dup);
+  CHECK_THAT(dup.message(), Catch::Contains("appears twice"));
 }
 
 TEST_CASE("json: text that is not one JSON value is refused with its byte offset", "[json]") {

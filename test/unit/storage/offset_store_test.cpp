@@ -127,3 +127,17 @@ TEST_CASE("durable offset store: the document an older version wrote is carried 
     CHECK_THAT(s.message(), Catch::Contains("committed-offsets.json"));
   }
 }
+
+TEST_CASE("durable offset store: a group id that is not printable UTF-8 is refused, and the log stays readable",
+          "[offset_store]") {
+  test::temp_dir dir;
+  {
+    auto s = make("durable", dir.path());
+    CHECK(s->commit(std::string("a\0b", 3), {"t", 0}, 1).code() == errc::invalid_argument);
+    CHECK(s->commit("bad \xff", {"t", 0}, 1).code() == errc::invalid_argument);
+    CHECK(s->commit_if_higher(std::string(256, 'g'), {"t", 0}, 1).code() == errc::invalid_argument);
+    CHECK(s->commit("t", {"bad/topic", 0}, 1).code() == errc::invalid_argument);
+    REQUIRE(s->commit("g", {"t", 0}, 5));
+  }
+  CHECK(*make("durable", dir.path())->committed("g", {"t", 0}) == 5);
+}

@@ -1,0 +1,130 @@
+// One consumer group's membership and assignment, as a pure state machine: calls and time in, answers out. No thread,
+// clock, socket or file (the group service owns those and persists what `state()` returns).
+//
+// The protocol follows Kafka's consumer group protocol (KIP-848), reduced to what this broker needs:
+// - A member joins with the topics it subscribes to and the broker its connection lives on (fetches are local, so it
+//   can only consume partitions that broker owns). It heartbeats every `heartbeat_interval_ms`, reporting the
+//   partitions it holds; a member silent for `session_timeout_ms` is removed.
+// - The group keeps a *target assignment*, recomputed whenever members, subscriptions or the partitions' owners
+//   change; each change bumps the group epoch. The target is balanced per owner broker (each owner's partitions are
+//   shared among the members connected to it) and sticky (a partition stays with its member while that stays fair).
+//   A partition whose owner has no connected subscriber is *unassigned*, with the reason.
+// - Revoke before assign: a member is handed a partition of its target only once no other member reports holding
+//   it (or that member is gone). So a partition is never held by two members.
+// - Every change of what a member is handed bumps that member's epoch. A commit by member M at epoch E for partition P
+//   is accepted only while P is handed to M, and E lies between the epoch at which M was handed P and M's current
+//   epoch. A member that was removed, or whose partition went elsewhere, is fenced.
+// Thread safety: none; the service serializes calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::groups {
+
+using time_ms = std::int64_t;
+
+struct group_timing {
+  time_ms session_timeout_ms = 10'000;
+  time_ms heartbeat_interval_ms = 1'000;
+};
+
+/// A partition of a subscribed topic and the broker that owns it now.
+struct placement {
+  topic_partition partition;
+  broker_id owner;
+  bool operator==(const placement&) const = default;
+};
+
+struct member {
+  std::string id;
+  broker_id broker;                 ///< where its connection lives
+  std::set<std::string> topics;     ///< subscription
+  std::uint64_t epoch = 0;          ///< bumped whenever what it is handed changes
+  std::uint64_t previous_epoch = 0;  ///< accepted in a heartbeat too (the answer that told the new one was lost)
+  std::set<topic_partition> owned;  ///< what it last reported holding
+  std::map<topic_partition, std::uint64_t> handed;  ///< what it may consume, with the member epoch it got each at
+  time_ms last_seen = 0;
+};
+
+struct unassigned {
+  topic_partition partition;
+  broker_id owner;
+  std::string reason;
+};
+
+/// What a member is told: its epoch and the partitions to converge to.
+struct member_answer {
+  std::string member_id;
+  std::uint64_t member_epoch = 0;
+  std::vector<topic_partition> assignment;
+  time_ms heartbeat_interval_ms = 0;
+};
+
+/// The durable part of a group (what survives a coordinator restart).
+struct group_state {
+  std::string id;
+  std::uint64_t epoch = 0;
+  std::map<std::string, member> members;
+  std::map<topic_partition, std::string> target;  ///< partition -> member id
+};
+
+class group {
+ public:
+  group(std::string id, group_timing timing) : timing_(timing) { s_.id = std::move(id); }
+  /// A group restored from its durable state: members count as seen at `now` (they have a session to come back).
+  group(group_state restored, group_timing timing, time_ms now);
+
+  /// Joins `member_id` (a new id chosen by the caller, or a known one rejoining: it keeps its partitions), connected
+  /// through `broker`, subscribing to `topics`.
+  member_answer join(const std::string& member_id, const broker_id& broker, std::set<std::string> topics, time_ms now);
+
+  /// A heartbeat reporting what the member holds. errc::not_found: unknown member (removed or never joined);
+  /// errc::conflict: `member_epoch` is neither the member's epoch nor the one before (a zombie of an older
+  /// incarnation, or an epoch it was never given): it must rejoin.
+  result<member_answer> heartbeat(const std::string& member_id, std::uint64_t member_epoch,
+                                  const std::vector<topic_partition>& owned, time_ms now);
+
+  /// The member leaves; its partitions go to others. errc::not_found when unknown.
+  status leave(const std::string& member_id);
+
+  /// Removes members silent for the session timeout; returns their ids.
+  std::vector<std::string> expire(time_ms now);
+
+  /// The partitions of the subscribed topics and their owners, as the cluster knows them now.
+  void set_placement(std::vector<placement> partitions);
+
+  /// Whether `member_id` at `member_epoch` may commit an offset for `tp` (errc::conflict naming why not).
+  status check_commit(const std::string& member_id, std::uint64_t member_epoch, const topic_partition& tp) const;
+
+  /// Who may commit `tp` now, and from which member epoch on: nullopt when nobody holds it.
+  std::optional<std::pair<std::string, std::uint64_t>> holder_of(const topic_partition& tp) const;
+
+  const group_state& state() const noexcept { return s_; }
+  const std::vector<unassigned>& unassigned_partitions() const noexcept { return unassigned_; }
+  /// The topics some member subscribes to.
+  std::set<std::string> subscribed_topics() const;
+  /// How many times the target assignment changed.
+  std::uint64_t rebalances() const noexcept { return rebalances_; }
+
+ private:
+  void rebalance();
+  member_answer answer_for(member& m);
+  /// Who else reports holding `tp`, if anyone.
+  bool held_by_other(const topic_partition& tp, const std::string& member_id) const;
+
+  group_timing timing_;
+  group_state s_;
+  std::vector<placement> placement_;
+  std::vector<unassigned> unassigned_;
+  std::uint64_t rebalances_ = 0;
+};
+
+}  // namespace moonmq::groups

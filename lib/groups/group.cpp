@@ -1,0 +1,177 @@
+#include "moonmq/groups/group.hpp"
+
+#include <algorithm>
+
+namespace moonmq::groups {
+
+namespace {
+
+std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+}  // namespace
+
+group::group(group_state restored, group_timing timing, time_ms now) : timing_(timing), s_(std::move(restored)) {
+  for (auto& [id, m] : s_.members) m.last_seen = now;
+}
+
+std::set<std::string> group::subscribed_topics() const {
+  std::set<std::string> out;
+  for (const auto& [id, m] : s_.members) out.insert(m.topics.begin(), m.topics.end());
+  return out;
+}
+
+member_answer group::join(const std::string& member_id, const broker_id& broker, std::set<std::string> topics,
+                          time_ms now) {
+  auto [it, added] = s_.members.try_emplace(member_id);
+  member& m = it->second;
+  m.last_seen = now;
+  const bool changed = added || m.broker != broker || m.topics != topics;
+  if (added) m.id = member_id;
+  m.broker = broker;
+  m.topics = std::move(topics);
+  if (changed) rebalance();
+  return answer_for(m);
+}
+
+result<member_answer> group::heartbeat(const std::string& member_id, std::uint64_t member_epoch,
+                                       const std::vector<topic_partition>& owned, time_ms now) {
+  auto it = s_.members.find(member_id);
+  if (it == s_.members.end())
+    return error{errc::not_found, "member " + member_id + " is not in group " + s_.id + " (rejoin)"};
+  member& m = it->second;
+  if (member_epoch != m.epoch && member_epoch != m.previous_epoch)
+    return error{errc::conflict, "member " + member_id + " of group " + s_.id + " is at epoch " +
+                                     std::to_string(m.epoch) + ", not " + std::to_string(member_epoch) + " (rejoin)"};
+  m.last_seen = now;
+  m.owned.clear();
+  for (const auto& tp : owned)
+    if (m.topics.count(tp.topic)) m.owned.insert(tp);
+  return answer_for(m);
+}
+
+status group::leave(const std::string& member_id) {
+  if (!s_.members.erase(member_id)) return {errc::not_found, "member " + member_id + " is not in group " + s_.id};
+  rebalance();
+  return {};
+}
+
+std::vector<std::string> group::expire(time_ms now) {
+  std::vector<std::string> gone;
+  for (auto it = s_.members.begin(); it != s_.members.end();) {
+    if (now - it->second.last_seen > timing_.session_timeout_ms) {
+      gone.push_back(it->first);
+      it = s_.members.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!gone.empty()) rebalance();
+  return gone;
+}
+
+void group::set_placement(std::vector<placement> partitions) {
+  std::sort(partitions.begin(), partitions.end(),
+            [](const placement& a, const placement& b) { return a.partition < b.partition; });
+  if (partitions == placement_) return;
+  placement_ = std::move(partitions);
+  rebalance();
+}
+
+void group::rebalance() {
+  const auto topics = subscribed_topics();
+  std::map<broker_id, std::vector<topic_partition>> by_owner;
+  for (const auto& p : placement_)
+    if (topics.count(p.partition.topic)) by_owner[p.owner].push_back(p.partition);
+  std::map<topic_partition, std::string> next;
+  unassigned_.clear();
+  for (const auto& [owner, parts] : by_owner) {
+    std::vector<const member*> local;
+    for (const auto& [id, m] : s_.members)
+      if (m.broker == owner) local.push_back(&m);
+    const std::size_t fair = local.empty() ? 0 : (parts.size() + local.size() - 1) / local.size();
+    std::map<std::string, std::size_t> count;
+    auto eligible = [&](const member& m, const topic_partition& tp) {
+      return m.broker == owner && m.topics.count(tp.topic) > 0;
+    };
+    // Sticky: a partition stays with its member while that member may still take it and has no more than its share.
+    for (const auto& tp : parts) {
+      auto prev = s_.target.find(tp);
+      if (prev == s_.target.end()) continue;
+      auto m = s_.members.find(prev->second);
+      if (m == s_.members.end() || !eligible(m->second, tp) || count[m->first] >= fair) continue;
+      next[tp] = m->first;
+      ++count[m->first];
+    }
+    // The rest to the eligible member with the fewest, by id on a tie.
+    for (const auto& tp : parts) {
+      if (next.count(tp)) continue;
+      const member* best = nullptr;
+      for (const auto* m : local)
+        if (eligible(*m, tp) && (!best || count[m->id] < count[best->id])) best = m;
+      if (!best) {
+        unassigned_.push_back({tp, owner,
+                               "no member connected to " + owner.value() + " subscribes to " + tp.topic +
+                                   " (fetches are served by the partition's owner only)"});
+        continue;
+      }
+      next[tp] = best->id;
+      ++count[best->id];
+    }
+  }
+  if (next != s_.target) {
+    s_.target = std::move(next);
+    ++s_.epoch;
+    ++rebalances_;
+  }
+}
+
+bool group::held_by_other(const topic_partition& tp, const std::string& member_id) const {
+  for (const auto& [id, m] : s_.members)
+    if (id != member_id && (m.owned.count(tp) || m.handed.count(tp))) return true;
+  return false;
+}
+
+member_answer group::answer_for(member& m) {
+  std::map<topic_partition, std::uint64_t> next;
+  std::vector<topic_partition> added;
+  for (const auto& [tp, holder] : s_.target) {
+    if (holder != m.id) continue;
+    if (auto had = m.handed.find(tp); had != m.handed.end()) {
+      next.insert(*had);
+    } else if (!held_by_other(tp, m.id)) {
+      added.push_back(tp);  // revoke before assign: only once nobody else holds it
+    }
+  }
+  if (!added.empty() || next.size() != m.handed.size()) {
+    m.previous_epoch = m.epoch;
+    ++m.epoch;
+    for (const auto& tp : added) next[tp] = m.epoch;
+    m.handed = std::move(next);
+  }
+  member_answer a{m.id, m.epoch, {}, timing_.heartbeat_interval_ms};
+  for (const auto& [tp, since] : m.handed) a.assignment.push_back(tp);
+  return a;
+}
+
+status group::check_commit(const std::string& member_id, std::uint64_t member_epoch, const topic_partition& tp) const {
+  auto it = s_.members.find(member_id);
+  if (it == s_.members.end())
+    return {errc::conflict, "member " + member_id + " is not in group " + s_.id + "; its commit is fenced"};
+  const member& m = it->second;
+  auto handed = m.handed.find(tp);
+  if (handed == m.handed.end())
+    return {errc::conflict, name_of(tp) + " is not held by member " + member_id + " of group " + s_.id};
+  if (member_epoch < handed->second || member_epoch > m.epoch)
+    return {errc::conflict, "member " + member_id + " holds " + name_of(tp) + " from epoch " +
+                                std::to_string(handed->second) + " to " + std::to_string(m.epoch) +
+                                "; a commit at epoch " + std::to_string(member_epoch) + " is stale"};
+  return {};
+}
+
+std::optional<std::pair<std::string, std::uint64_t>> group::holder_of(const topic_partition& tp) const {
+  for (const auto& [id, m] : s_.members)
+    if (auto h = m.handed.find(tp); h != m.handed.end()) return std::pair{id, h->second};
+  return std::nullopt;
+}
+
+}  // namespace moonmq::groups
