@@ -1,0 +1,97 @@
+// The group coordinator on a broker: every group whose coordinator this broker is (fnv1a of the group id over the
+// sorted ids of all configured brokers), as `group` state machines, with what they need around them: the partitions
+// of the subscribed topics and their owners (from a callback), member ids, the clock, and durability. The group state
+// (epochs, members, subscriptions, the target and what each member holds) is written to one state file whenever a
+// membership or an assignment changes, never for a heartbeat that changes nothing, so it survives a restart of the
+// coordinator: members that keep heartbeating keep their ids and partitions, and epochs never go backwards.
+//
+// Forwarding join/heartbeat/leave from other brokers and fencing commits at partition owners are the caller's (the
+// broker's API and its cluster routes); `coordinator_of` says where a group lives.
+// Thread safety: all methods may be called concurrently (one mutex).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "moonmq/core/logger.hpp"
+#include "moonmq/core/metrics_sink.hpp"
+#include "moonmq/groups/group.hpp"
+#include "moonmq/storage/state_file.hpp"
+
+namespace moonmq::groups {
+
+/// The coordinator of `group_id` among `brokers`: fnv1a(group id) modulo their number, over the ids sorted.
+broker_id coordinator_of(const std::string& group_id, std::vector<broker_id> brokers);
+
+/// Partitions of `topics` and their owners, as this broker knows them.
+using placement_source = std::function<std::vector<placement>(const std::set<std::string>& topics)>;
+
+struct group_service_options {
+  broker_id self;
+  group_timing timing;
+};
+
+/// What GET /v1/groups/{g} shows.
+struct group_description {
+  std::string id;
+  broker_id coordinator;
+  std::uint64_t epoch = 0;
+  std::vector<member> members;
+  std::vector<unassigned> unassigned_partitions;
+};
+
+class group_service {
+ public:
+  /// Opens the service over `file` (absent: no groups yet; unreadable: an error naming it).
+  static result<std::unique_ptr<group_service>> open(group_service_options options,
+                                                     std::unique_ptr<storage::state_file> file,
+                                                     placement_source placements, time_ms now,
+                                                     logger& log = *default_logger(),
+                                                     metrics_sink& metrics = no_metrics());
+
+  /// Joins (a new member when `member_id` is empty: the service picks its id).
+  result<member_answer> join(const std::string& group_id, const std::string& member_id, const broker_id& broker,
+                             std::set<std::string> topics, time_ms now);
+  result<member_answer> heartbeat(const std::string& group_id, const std::string& member_id,
+                                  std::uint64_t member_epoch, const std::vector<topic_partition>& owned, time_ms now);
+  status leave(const std::string& group_id, const std::string& member_id);
+
+  /// Expires silent members and follows the partitions' owners (call every few hundred milliseconds).
+  void tick(time_ms now);
+
+  /// Whether the member may commit `tp` (errc::conflict names why not). A group this broker does not coordinate, or
+  /// that has no members, has no holders: any commit without a member passes, any with one is fenced.
+  status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
+                      const topic_partition& tp) const;
+  /// Whether the group has members (then every commit must name one).
+  bool has_members(const std::string& group_id) const;
+
+  std::optional<group_description> describe(const std::string& group_id) const;
+  std::vector<std::string> groups() const;
+
+ private:
+  group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p, logger& l,
+                metrics_sink& m);
+  group& group_locked(const std::string& id, time_ms now);
+  void refresh_locked(group& g);
+  /// Writes every group when something durable changed since the last write.
+  status persist_locked();
+  std::string fingerprint_locked() const;
+  void publish_locked(const group& g);
+
+  group_service_options opt_;
+  std::unique_ptr<storage::state_file> file_;
+  placement_source placements_;
+  logger& log_;
+  metrics_sink& metrics_;
+  mutable std::mutex mu_;
+  std::map<std::string, group> groups_;
+  std::string written_;  ///< fingerprint of what the file holds
+};
+
+}  // namespace moonmq::groups

@@ -1,0 +1,320 @@
+#include "moonmq/groups/group_service.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "json/state_document.hpp"
+#include "json/writer.hpp"
+
+namespace moonmq::groups {
+
+namespace {
+
+inline constexpr metric_family members_gauge{"moonmq_group_members", "Members of a group on its coordinator {group}",
+                                             metric_kind::gauge};
+inline constexpr metric_family epoch_gauge{"moonmq_group_epoch", "A group's epoch on its coordinator {group}",
+                                           metric_kind::gauge};
+inline constexpr metric_family rebalances_counter{"moonmq_group_rebalances_total",
+                                                  "Changes of a group's target assignment {group}",
+                                                  metric_kind::counter};
+inline constexpr metric_family unassigned_gauge{
+    "moonmq_group_unassigned_partitions",
+    "Partitions of a group's topics no member can take (no member on their owner) {group}", metric_kind::gauge};
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+/// A fresh member id: 128 random bits in hex.
+std::string new_member_id() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock(mu);
+  char text[33];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return text;
+}
+
+void write_partition(json::writer& w, const topic_partition& tp) {
+  json::put(w, "topic", tp.topic);
+  json::put(w, "partition", tp.partition);
+}
+
+std::string render(const std::map<std::string, group>& groups) {
+  return json::object([&](json::writer& w) {
+           json::put(w, "version", 1);
+           w.Key("groups");
+           w.StartArray();
+           for (const auto& [id, g] : groups) {
+             const auto& s = g.state();
+             w.StartObject();
+             json::put(w, "id", s.id);
+             json::put(w, "epoch", s.epoch);
+             w.Key("members");
+             w.StartArray();
+             for (const auto& [mid, m] : s.members) {
+               w.StartObject();
+               json::put(w, "id", m.id);
+               json::put(w, "broker", m.broker.value());
+               json::put(w, "epoch", m.epoch);
+               json::put(w, "previous_epoch", m.previous_epoch);
+               w.Key("topics");
+               w.StartArray();
+               for (const auto& t : m.topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+               w.EndArray();
+               w.Key("handed");
+               w.StartArray();
+               for (const auto& [tp, since] : m.handed) {
+                 w.StartObject();
+                 write_partition(w, tp);
+                 json::put(w, "since", since);
+                 w.EndObject();
+               }
+               w.EndArray();
+               w.EndObject();
+             }
+             w.EndArray();
+             w.Key("target");
+             w.StartArray();
+             for (const auto& [tp, member] : s.target) {
+               w.StartObject();
+               write_partition(w, tp);
+               json::put(w, "member", member);
+               w.EndObject();
+             }
+             w.EndArray();
+             w.EndObject();
+           }
+           w.EndArray();
+         }) +
+         "\n";
+}
+
+result<topic_partition> read_partition(json::object_reader& r) {
+  std::string topic;
+  std::int64_t partition = -1;
+  r.get("topic", topic, true);
+  r.get("partition", partition, true);
+  if (r.ok() && (topic.empty() || partition < 0 || partition > INT32_MAX)) r.fail_here("bad topic or partition");
+  if (!r.ok()) return r.first_error().err();
+  return topic_partition{topic, static_cast<std::int32_t>(partition)};
+}
+
+result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const std::string& file) {
+  json::object_reader top(doc, file);
+  std::uint32_t version = 0;
+  top.get("version", version, true);
+  const auto* list = top.member("groups");
+  if (top.ok() && version != 1) top.fail("version", "unsupported version " + std::to_string(version));
+  if (top.ok() && (!list || !list->IsArray())) top.fail("groups", "expected an array");
+  if (auto s = top.finish(); !s) return s.err();
+  std::vector<group_state> out;
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    const std::string at = file + ": groups[" + std::to_string(i) + "]";
+    json::object_reader g((*list)[i], at);
+    group_state s;
+    g.get("id", s.id, true);
+    g.get("epoch", s.epoch, true);
+    const auto* members = g.member("members");
+    const auto* target = g.member("target");
+    if (g.ok() && (!members || !members->IsArray() || !target || !target->IsArray()))
+      g.fail_here("members and target must be arrays");
+    if (auto st = g.finish(); !st) return st.err();
+    for (rapidjson::SizeType k = 0; k < members->Size(); ++k) {
+      json::object_reader m((*members)[k], at + ".members[" + std::to_string(k) + "]");
+      member mem;
+      std::string broker;
+      std::vector<std::string> topics;
+      m.get("id", mem.id, true);
+      m.get("broker", broker, true);
+      m.get("epoch", mem.epoch, true);
+      m.get("previous_epoch", mem.previous_epoch, true);
+      m.get("topics", topics, true);
+      const auto* handed = m.member("handed");
+      if (m.ok() && (!handed || !handed->IsArray())) m.fail("handed", "expected an array");
+      if (auto st = m.finish(); !st) return st.err();
+      mem.broker = broker_id(broker);
+      mem.topics = {topics.begin(), topics.end()};
+      for (rapidjson::SizeType h = 0; h < handed->Size(); ++h) {
+        json::object_reader hr((*handed)[h], at + ".members[" + std::to_string(k) + "].handed[" + std::to_string(h) + "]");
+        auto tp = read_partition(hr);
+        std::uint64_t since = 0;
+        hr.get("since", since, true);
+        if (auto st = hr.finish(); !st || !tp) return st ? tp.err() : st.err();
+        mem.handed[*tp] = since;
+      }
+      s.members[mem.id] = std::move(mem);
+    }
+    for (rapidjson::SizeType k = 0; k < target->Size(); ++k) {
+      json::object_reader t((*target)[k], at + ".target[" + std::to_string(k) + "]");
+      auto tp = read_partition(t);
+      std::string holder;
+      t.get("member", holder, true);
+      if (auto st = t.finish(); !st || !tp) return st ? tp.err() : st.err();
+      s.target[*tp] = holder;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+broker_id coordinator_of(const std::string& group_id, std::vector<broker_id> brokers) {
+  std::sort(brokers.begin(), brokers.end());
+  brokers.erase(std::unique(brokers.begin(), brokers.end()), brokers.end());
+  if (brokers.empty()) return broker_id();
+  return brokers[fnv1a(group_id) % brokers.size()];
+}
+
+group_service::group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p,
+                             logger& l, metrics_sink& m)
+    : opt_(std::move(o)), file_(std::move(f)), placements_(std::move(p)), log_(l), metrics_(m) {}
+
+result<std::unique_ptr<group_service>> group_service::open(group_service_options options,
+                                                           std::unique_ptr<storage::state_file> file,
+                                                           placement_source placements, time_ms now, logger& log,
+                                                           metrics_sink& metrics) {
+  std::unique_ptr<group_service> s(
+      new group_service(std::move(options), std::move(file), std::move(placements), log, metrics));
+  rapidjson::Document d;
+  auto present = json::read_state_document(*s->file_, d);
+  if (!present) return present.err();
+  if (*present) {
+    auto states = parse_groups(d, s->file_->name());
+    if (!states) return error{errc::corrupt, states.message()};
+    for (auto& st : *states) {
+      std::string id = st.id;
+      s->groups_.emplace(id, group(std::move(st), s->opt_.timing, now));
+    }
+  }
+  std::lock_guard lock(s->mu_);
+  s->written_ = s->fingerprint_locked();
+  for (auto& [id, g] : s->groups_) s->refresh_locked(g);
+  return s;
+}
+
+group& group_service::group_locked(const std::string& id, time_ms) {
+  auto it = groups_.find(id);
+  if (it == groups_.end()) it = groups_.emplace(id, group(id, opt_.timing)).first;
+  return it->second;
+}
+
+void group_service::refresh_locked(group& g) {
+  if (placements_) g.set_placement(placements_(g.subscribed_topics()));
+  publish_locked(g);
+}
+
+void group_service::publish_locked(const group& g) {
+  const metric_labels labels{{"group", g.state().id}};
+  metrics_.set(members_gauge, labels, static_cast<double>(g.state().members.size()));
+  metrics_.set(epoch_gauge, labels, static_cast<double>(g.state().epoch));
+  metrics_.set(unassigned_gauge, labels, static_cast<double>(g.unassigned_partitions().size()));
+}
+
+std::string group_service::fingerprint_locked() const { return render(groups_); }
+
+status group_service::persist_locked() {
+  std::string now = render(groups_);
+  if (now == written_) return {};
+  if (auto s = file_->replace(now); !s) {
+    log_.error("groups", "could not write the group state (it is kept in memory): " + s.message());
+    return s;
+  }
+  written_ = std::move(now);
+  return {};
+}
+
+result<member_answer> group_service::join(const std::string& group_id, const std::string& member_id,
+                                          const broker_id& broker, std::set<std::string> topics, time_ms now) {
+  if (topics.empty()) return error{errc::invalid_argument, "topics: a member subscribes to at least one topic"};
+  std::lock_guard lock(mu_);
+  group& g = group_locked(group_id, now);
+  const auto rebalances = g.rebalances();
+  auto all = g.subscribed_topics();
+  all.insert(topics.begin(), topics.end());
+  if (placements_) g.set_placement(placements_(all));
+  auto a = g.join(member_id.empty() ? new_member_id() : member_id, broker, std::move(topics), now);
+  metrics_.add(rebalances_counter, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
+  publish_locked(g);
+  (void)persist_locked();
+  return a;
+}
+
+result<member_answer> group_service::heartbeat(const std::string& group_id, const std::string& member_id,
+                                               std::uint64_t member_epoch, const std::vector<topic_partition>& owned,
+                                               time_ms now) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error{errc::not_found, "member " + member_id + " is not in group " + group_id};
+  const auto before = it->second.state().members.find(member_id);
+  const std::uint64_t epoch_before = before == it->second.state().members.end() ? 0 : before->second.epoch;
+  auto a = it->second.heartbeat(member_id, member_epoch, owned, now);
+  if (a && a->member_epoch != epoch_before) (void)persist_locked();  // what the member holds changed
+  return a;
+}
+
+status group_service::leave(const std::string& group_id, const std::string& member_id) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return {errc::not_found, "member " + member_id + " is not in group " + group_id};
+  const auto rebalances = it->second.rebalances();
+  if (auto s = it->second.leave(member_id); !s) return s;
+  metrics_.add(rebalances_counter, {{"group", group_id}},
+               static_cast<double>(it->second.rebalances() - rebalances));
+  publish_locked(it->second);
+  (void)persist_locked();
+  return {};
+}
+
+void group_service::tick(time_ms now) {
+  std::lock_guard lock(mu_);
+  for (auto& [id, g] : groups_) {
+    const auto rebalances = g.rebalances();
+    for (const auto& gone : g.expire(now))
+      log_.info("groups", "member " + gone + " of group " + id + " missed its session timeout; it was removed");
+    refresh_locked(g);
+    metrics_.add(rebalances_counter, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
+  }
+  (void)persist_locked();
+}
+
+status group_service::check_commit(const std::string& group_id, const std::string& member_id,
+                                   std::uint64_t member_epoch, const topic_partition& tp) const {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end() || it->second.state().members.empty()) {
+    if (member_id.empty()) return {};
+    return {errc::conflict, "member " + member_id + " is not in group " + group_id + "; its commit is fenced"};
+  }
+  if (member_id.empty())
+    return {errc::conflict, "group " + group_id + " has members: a commit must name the member and its epoch"};
+  return it->second.check_commit(member_id, member_epoch, tp);
+}
+
+bool group_service::has_members(const std::string& group_id) const {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  return it != groups_.end() && !it->second.state().members.empty();
+}
+
+std::optional<group_description> group_service::describe(const std::string& group_id) const {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return std::nullopt;
+  group_description d{group_id, opt_.self, it->second.state().epoch, {}, it->second.unassigned_partitions()};
+  for (const auto& [id, m] : it->second.state().members) d.members.push_back(m);
+  return d;
+}
+
+std::vector<std::string> group_service::groups() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, g] : groups_) out.push_back(id);
+  return out;
+}
+
+}  // namespace moonmq::groups

@@ -1,0 +1,102 @@
+// The group coordinator around the state machine: where a group lives, durable group state, and commit checks.
+#include <catch2/catch.hpp>
+
+#include "moonmq/groups/group_service.hpp"
+
+using namespace moonmq;
+using namespace moonmq::groups;
+
+namespace {
+
+/// A state file that outlives the service using it (a coordinator restart keeps its disk).
+struct kept_file final : storage::state_file {
+  storage::memory_state_file* f;
+  explicit kept_file(storage::memory_state_file* file) : f(file) {}
+  result<std::optional<std::string>> read() const override { return f->read(); }
+  status replace(std::string_view c) override { return f->replace(c); }
+  std::string name() const override { return f->name(); }
+};
+
+placement_source two_partitions_on(const broker_id& owner) {
+  return [owner](const std::set<std::string>& topics) {
+    std::vector<placement> out;
+    for (const auto& t : topics)
+      for (int p = 0; p < 2; ++p) out.push_back({{t, p}, owner});
+    return out;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("groups service: a group's coordinator is the same on every broker and groups spread over brokers",
+          "[groups]") {
+  const std::vector<broker_id> brokers{broker_id("b2"), broker_id("b1"), broker_id("b3")};
+  std::map<broker_id, int> count;
+  for (int i = 0; i < 300; ++i) {
+    const std::string g = "group-" + std::to_string(i);
+    auto c = coordinator_of(g, brokers);
+    CHECK(c == coordinator_of(g, {broker_id("b3"), broker_id("b2"), broker_id("b1")}));  // order does not matter
+    ++count[c];
+  }
+  CHECK(count.size() == 3);
+  for (const auto& [b, n] : count) CHECK(n > 50);
+}
+
+TEST_CASE("groups service: group state survives a restart of the coordinator, epochs and all", "[groups]") {
+  storage::memory_state_file disk("group-state.json");
+  const broker_id b1("b1");
+  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  REQUIRE(svc);
+  auto a = (*svc)->join("g", "", b1, {"t"}, 0);
+  REQUIRE(a);
+  CHECK(a->member_id.size() == 32);  // chosen by the coordinator
+  auto b = (*svc)->join("g", "", b1, {"t"}, 0);
+  REQUIRE(b);
+  for (int t = 1; t <= 3; ++t) {
+    a = (*svc)->heartbeat("g", a->member_id, a->member_epoch, a->assignment, t);
+    b = (*svc)->heartbeat("g", b->member_id, b->member_epoch, b->assignment, t);
+    REQUIRE(a);
+    REQUIRE(b);
+  }
+  REQUIRE(a->assignment.size() == 1);
+  const auto epoch = (*svc)->describe("g")->epoch;
+  svc->reset();  // kill -9: only the disk remains
+
+  auto again = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 1000);
+  REQUIRE(again);
+  auto d = (*again)->describe("g");
+  REQUIRE(d);
+  CHECK(d->epoch == epoch);
+  CHECK(d->members.size() == 2);
+  auto a2 = (*again)->heartbeat("g", a->member_id, a->member_epoch, a->assignment, 1001);
+  REQUIRE(a2);
+  CHECK(a2->assignment == a->assignment);  // kept its partition
+  CHECK((*again)->check_commit("g", a->member_id, a->member_epoch, a->assignment[0]));
+  // The other member's partition is still its own: a's commit of it is fenced.
+  CHECK((*again)->check_commit("g", a->member_id, a->member_epoch, b->assignment[0]).code() == errc::conflict);
+}
+
+TEST_CASE("groups service: without members a commit needs no member, with members it must name one", "[groups]") {
+  storage::memory_state_file disk("group-state.json");
+  const broker_id b1("b1");
+  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  REQUIRE(svc);
+  CHECK((*svc)->check_commit("g", "", 0, {"t", 0}));
+  CHECK((*svc)->check_commit("g", "ghost", 1, {"t", 0}).code() == errc::conflict);
+  auto a = (*svc)->join("g", "", b1, {"t"}, 0);
+  REQUIRE(a);
+  CHECK((*svc)->has_members("g"));
+  CHECK((*svc)->check_commit("g", "", 0, {"t", 0}).code() == errc::conflict);
+  REQUIRE((*svc)->leave("g", a->member_id));
+  CHECK((*svc)->check_commit("g", "", 0, {"t", 0}));
+  CHECK((*svc)->join("g", "", b1, {}, 0).code() == errc::invalid_argument);
+}
+
+TEST_CASE("groups service: an unreadable group state stops the coordinator, naming the file", "[groups]") {
+  storage::memory_state_file disk("group-state.json");
+  REQUIRE(disk.replace(R"({"version":1,"groups":[{"id":"g","epoch":2}]})"));
+  auto svc = group_service::open({broker_id("b1"), {}}, std::make_unique<kept_file>(&disk), {}, 0);
+  REQUIRE_FALSE(svc);
+  CHECK(svc.code() == errc::corrupt);
+  CHECK_THAT(svc.message(), Catch::Contains("group-state.json"));
+}
