@@ -16,11 +16,15 @@
 #include <charconv>
 #include <map>
 #include <mutex>
+#include <condition_variable>
+#include <set>
 #include <thread>
 #include <utility>
 
+#include "api_reply.hpp"
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
+#include "group_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
@@ -49,34 +53,12 @@ namespace moonmq::daemon {
 
 namespace {
 
+inline constexpr metric_family groups_fenced_commits{
+    "moonmq_group_fenced_commits_total", "Offset commits refused because the member does not hold the partition at "
+    "that epoch {group}", metric_kind::counter};
+
 using json_writer = json::writer;
 using json::put;
-
-void reply(httplib::Response& res, int status, const std::string& body) {
-  res.status = status;
-  res.set_content(body, "application/json");
-}
-
-void reply_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
-  reply(res, status, transport::error_response(status, code, message).body);
-}
-
-void reply_error(httplib::Response& res, const error& e) {
-  reply_error(res, transport::http_status_of(e.code), errc_name(e.code), e.message);
-}
-
-template <typename F>
-std::string json_object(F&& fill) {
-  return json::object(std::forward<F>(fill));
-}
-
-/// A whole number in [0, max]; nullopt for anything else (no exceptions, no silent wrap).
-std::optional<std::uint64_t> whole_number(const std::string& s, std::uint64_t max) {
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v > max) return std::nullopt;
-  return v;
-}
 
 std::uint32_t fnv1a(std::string_view s) {
   std::uint32_t h = 2166136261u;
@@ -159,12 +141,14 @@ class running_broker final : public broker {
                                          raft_ ? std::function<transport::response(const transport::request&)>(
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr,
-                                         peer_ids, tls && tls->verify_peer},
+                                         peer_ids, tls && tls->verify_peer,
+                                         [this](const transport::request& r) { return group_api_->handle_cluster(r); }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
         cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024}, st, *peers_, *journal_,
         blocking_);
+    if (auto s = open_groups(peer_ids); !s) return s;
 
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);
@@ -230,6 +214,7 @@ class running_broker final : public broker {
       return httplib::Server::HandlerResponse::Unhandled;
     });
     routes();
+    group_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
     api_thread_ = std::thread([this] { api_->listen_after_bind(); });
@@ -251,6 +236,12 @@ class running_broker final : public broker {
     if (api_) api_->stop();
     if (api_thread_.joinable()) api_thread_.join();
     if (cluster_listener_) cluster_listener_->stop();
+    {
+      std::lock_guard lock(ticker_mu_);
+      ticker_stop_ = true;
+    }
+    ticker_wake_.notify_all();
+    if (group_ticker_.joinable()) group_ticker_.join();
     if (balancer_) balancer_->stop();
     if (raft_) raft_->stop();
     work_.reset();
@@ -290,6 +281,66 @@ class running_broker final : public broker {
     raft_table_->attach(*raft_);
     fence_ = std::make_unique<cluster::raft_fence>(self_, *raft_);
     return {};
+  }
+
+  /// The consumer groups this broker coordinates (group-state.json), their routes, and the thread that expires silent
+  /// members and follows the partitions' owners.
+  status open_groups(std::vector<std::string> peer_ids) {
+    std::vector<broker_id> brokers{self_};
+    for (const auto& p : peer_ids) brokers.emplace_back(p);
+    // Who owns what comes from every broker's own report of the partitions it serves (GET /cluster/loads), refreshed
+    // by the ticker outside the coordinator's lock; without Raft no single table knows every move.
+    auto placements = [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
+      std::lock_guard lock(placement_mu_);
+      if (!placement_known_) return std::nullopt;
+      std::vector<groups::placement> out;
+      for (const auto& [tp, owner] : placement_cache_)
+        if (topics.count(tp.topic)) out.push_back({tp, owner});
+      return out;
+    };
+    auto svc = groups::group_service::open(
+        {self_, {cfg_.groups.session_timeout_ms, cfg_.groups.heartbeat_interval_ms}},
+        storage::make_file_state_file(cfg_.data_dir + "/group-state.json"), placements, steady_ms(), *log_, metrics_);
+    if (!svc) return svc.err();
+    groups_ = std::move(*svc);
+    group_api_ = std::make_unique<group_api>(*groups_, *peers_, brokers);
+    group_ticker_ = std::thread([this, brokers] {
+      std::unique_lock lock(ticker_mu_);
+      while (!ticker_stop_) {
+        ticker_wake_.wait_for(lock, std::chrono::milliseconds(250));
+        if (ticker_stop_) break;
+        lock.unlock();
+        if (!groups_->groups().empty()) refresh_placements(brokers);
+        groups_->tick(steady_ms());
+        lock.lock();
+      }
+    });
+    return {};
+  }
+
+  /// Every partition served somewhere and by whom: this broker's own, then each peer's report (a peer that does not
+  /// answer keeps its last report). A partition two brokers report (a topic created on both) goes to the first by id.
+  void refresh_placements(const std::vector<broker_id>& brokers) {
+    for (const auto& b : brokers) {
+      if (b == self_) {
+        last_reports_[b] = cluster::collect_local_loads(*store_, counters_, *ownership_, self_);
+        continue;
+      }
+      auto r = peers_->call_now(b.value(), transport::get_request("/cluster/loads"));
+      if (!r || !r->ok()) continue;
+      if (auto loads = cluster::wire::read_loads(r->body)) last_reports_[b] = std::move(*loads);
+    }
+    std::map<topic_partition, broker_id> next;
+    for (const auto& [b, loads] : last_reports_)
+      for (const auto& l : loads) next.try_emplace(l.partition, b);
+    std::lock_guard lock(placement_mu_);
+    placement_cache_ = std::move(next);
+    placement_known_ = true;
+  }
+
+  static groups::time_ms steady_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   cluster::cluster_state state() {
@@ -349,15 +400,6 @@ class running_broker final : public broker {
       else
         reply_error(res, res.status, "error", "HTTP " + std::to_string(res.status));
     });
-  }
-
-  /// Parses a JSON body; on failure answers 400 and returns false.
-  static bool parse_body(const httplib::Request& req, httplib::Response& res, rapidjson::Document& doc) {
-    if (auto s = json::parse_document(req.body, doc, "body"); !s) {
-      reply_error(res, 400, "invalid_argument", s.message());
-      return false;
-    }
-    return true;
   }
 
   void create_topic(const httplib::Request& req, httplib::Response& res) {
@@ -565,17 +607,29 @@ class running_broker final : public broker {
     rapidjson::Document d;
     if (!parse_body(req, res, d)) return;
     json::object_reader r(d, "");
-    std::string topic;
+    std::string topic, member_id;
     std::int64_t partition = -1, offset = -1;
+    std::uint64_t member_epoch = 0;
     r.get("topic", topic, true);
     r.get("partition", partition, true);
     r.get("offset", offset, true);
+    r.get("member_id", member_id);
+    r.get("member_epoch", member_epoch, !member_id.empty());
     if (r.ok() && (partition < 0 || partition > INT32_MAX || offset < 0))
       r.fail_here("partition and offset must be >= 0 (and partition a 32-bit number)");
     if (r.ok() && !valid_client_name(group))
       r.fail_here("the group id must be 1 to 255 bytes of UTF-8 without control characters");
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    // Fenced by the group's coordinator: only the member that holds the partition, at an epoch it held it, commits;
+    // without a member only while the group has none.
+    if (auto s = group_api_->check_commit(group, member_id, member_epoch, tp); !s) {
+      if (s.code() == errc::conflict) {
+        metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
+        return reply_error(res, 409, "stale_member_epoch", s.message());
+      }
+      return reply_error(res, 503, "coordinator_unavailable", s.message());
+    }
     // Refused where the partition is not served: what a move pushed is then complete.
     std::shared_lock gate(gates_.gate(tp));
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
@@ -599,6 +653,8 @@ class running_broker final : public broker {
     auto number = whole_number(req.get_param_value("partition"), INT32_MAX);
     if (!number) return reply_error(res, 400, "invalid_argument", "partition: expected a whole number");
     topic_partition tp{req.get_param_value("topic"), static_cast<std::int32_t>(*number)};
+    // Like a commit: a broker that moved the partition away answers with its owner, never a stale offset.
+    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
     auto o = offsets_->committed(group, tp);
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "group", group);
@@ -792,6 +848,16 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::peer_client> peers_;
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;
+  std::unique_ptr<groups::group_service> groups_;
+  std::unique_ptr<group_api> group_api_;
+  std::thread group_ticker_;
+  std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only
+  std::mutex placement_mu_;
+  std::map<topic_partition, broker_id> placement_cache_;
+  bool placement_known_ = false;
+  std::mutex ticker_mu_;
+  std::condition_variable ticker_wake_;
+  bool ticker_stop_ = false;
   std::unique_ptr<cluster::reassigner> reassigner_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;

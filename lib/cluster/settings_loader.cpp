@@ -258,6 +258,16 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   if (const auto* auth = r.member("Auth"); auth && r.ok()) {
     if (auto s = read_auth(*auth, "Server.Auth", out); !s) return fail(s);
   }
+  if (const auto* gr = r.member("Groups"); gr && r.ok()) {
+    json::object_reader g(*gr, "Server.Groups");
+    g.get("SessionTimeoutMs", out.groups.session_timeout_ms);
+    g.get("HeartbeatIntervalMs", out.groups.heartbeat_interval_ms);
+    if (g.ok() && (out.groups.heartbeat_interval_ms < 10 || out.groups.heartbeat_interval_ms > 60'000))
+      g.fail("HeartbeatIntervalMs", "must be from 10 to 60000");
+    if (g.ok() && out.groups.session_timeout_ms < 2 * out.groups.heartbeat_interval_ms)
+      g.fail("SessionTimeoutMs", "must be at least twice HeartbeatIntervalMs");
+    if (auto s = g.finish(); !s) return fail(s);
+  }
   if (const auto* lim = r.member("Limits"); lim && r.ok()) {
     json::object_reader lr(*lim, "Server.Limits");
     lr.get("MaxPartitionsPerTopic", out.limits.max_partitions_per_topic);

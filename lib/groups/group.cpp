@@ -72,12 +72,14 @@ std::vector<std::string> group::expire(time_ms now) {
 void group::set_placement(std::vector<placement> partitions) {
   std::sort(partitions.begin(), partitions.end(),
             [](const placement& a, const placement& b) { return a.partition < b.partition; });
-  if (partitions == placement_) return;
+  if (placed_ && partitions == placement_) return;
   placement_ = std::move(partitions);
+  placed_ = true;
   rebalance();
 }
 
 void group::rebalance() {
+  if (!placed_) return;  // not knowing the partitions is not knowing there are none
   const auto topics = subscribed_topics();
   std::map<broker_id, std::vector<topic_partition>> by_owner;
   for (const auto& p : placement_)

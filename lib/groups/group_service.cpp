@@ -204,7 +204,8 @@ group& group_service::group_locked(const std::string& id, time_ms) {
 }
 
 void group_service::refresh_locked(group& g) {
-  if (placements_) g.set_placement(placements_(g.subscribed_topics()));
+  if (placements_)
+    if (auto p = placements_(g.subscribed_topics())) g.set_placement(std::move(*p));
   publish_locked(g);
 }
 
@@ -236,7 +237,8 @@ result<member_answer> group_service::join(const std::string& group_id, const std
   const auto rebalances = g.rebalances();
   auto all = g.subscribed_topics();
   all.insert(topics.begin(), topics.end());
-  if (placements_) g.set_placement(placements_(all));
+  if (placements_)
+    if (auto p = placements_(all)) g.set_placement(std::move(*p));
   auto a = g.join(member_id.empty() ? new_member_id() : member_id, broker, std::move(topics), now);
   metrics_.add(rebalances_counter, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);

@@ -51,6 +51,8 @@ struct cluster_service_options {
   std::vector<std::string> peers;
   /// Under mutual TLS: the sender's certificate must name the broker its X-Cluster-From claims.
   bool require_certificate_identity = false;
+  /// The /cluster/group/* routes (the broker's group coordinator), behind the same token; never fenced. Empty: 501.
+  std::function<transport::response(const transport::request&)> groups;
 };
 
 struct cluster_state {

@@ -79,6 +79,12 @@ struct limits_config {
   std::uint32_t max_open_partition_files = 1000;  ///< partition logs kept open at once (the rest opened on use)
 };
 
+/// `Server.Groups`: consumer group timing.
+struct groups_config {
+  std::int64_t session_timeout_ms = 10'000;
+  std::int64_t heartbeat_interval_ms = 1'000;
+};
+
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9092;
@@ -86,6 +92,7 @@ struct server_config {
   storage_config storage;
   std::optional<auth_config> auth;
   limits_config limits;
+  groups_config groups;
   std::optional<cluster_config> cluster;
   autobalancer::autobalance_config autobalance;
 };

@@ -98,7 +98,8 @@ class group {
   /// Removes members silent for the session timeout; returns their ids.
   std::vector<std::string> expire(time_ms now);
 
-  /// The partitions of the subscribed topics and their owners, as the cluster knows them now.
+  /// The partitions of the subscribed topics and their owners, as the cluster knows them now. Until the first call
+  /// the target is left as it is (a group restored after a restart keeps its assignment until it knows the cluster).
   void set_placement(std::vector<placement> partitions);
 
   /// Whether `member_id` at `member_epoch` may commit an offset for `tp` (errc::conflict naming why not).
@@ -123,6 +124,7 @@ class group {
   group_timing timing_;
   group_state s_;
   std::vector<placement> placement_;
+  bool placed_ = false;  ///< set_placement was called
   std::vector<unassigned> unassigned_;
   std::uint64_t rebalances_ = 0;
 };

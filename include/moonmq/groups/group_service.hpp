@@ -28,8 +28,10 @@ namespace moonmq::groups {
 /// The coordinator of `group_id` among `brokers`: fnv1a(group id) modulo their number, over the ids sorted.
 broker_id coordinator_of(const std::string& group_id, std::vector<broker_id> brokers);
 
-/// Partitions of `topics` and their owners, as this broker knows them.
-using placement_source = std::function<std::vector<placement>(const std::set<std::string>& topics)>;
+/// Partitions of `topics` and their owners, as this broker knows them; nullopt while it does not know yet (then the
+/// groups keep what they have).
+using placement_source =
+    std::function<std::optional<std::vector<placement>>(const std::set<std::string>& topics)>;
 
 struct group_service_options {
   broker_id self;

@@ -18,7 +18,7 @@ struct kept_file final : storage::state_file {
 };
 
 placement_source two_partitions_on(const broker_id& owner) {
-  return [owner](const std::set<std::string>& topics) {
+  return [owner](const std::set<std::string>& topics) -> std::optional<std::vector<placement>> {
     std::vector<placement> out;
     for (const auto& t : topics)
       for (int p = 0; p < 2; ++p) out.push_back({{t, p}, owner});
@@ -62,7 +62,13 @@ TEST_CASE("groups service: group state survives a restart of the coordinator, ep
   const auto epoch = (*svc)->describe("g")->epoch;
   svc->reset();  // kill -9: only the disk remains
 
-  auto again = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 1000);
+  // It starts before it knows the cluster's partitions: the restored assignment stands meanwhile.
+  bool known = false;
+  auto later = [&](const std::set<std::string>& topics) -> std::optional<std::vector<placement>> {
+    if (!known) return std::nullopt;
+    return two_partitions_on(b1)(topics);
+  };
+  auto again = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), later, 1000);
   REQUIRE(again);
   auto d = (*again)->describe("g");
   REQUIRE(d);
@@ -71,6 +77,12 @@ TEST_CASE("groups service: group state survives a restart of the coordinator, ep
   auto a2 = (*again)->heartbeat("g", a->member_id, a->member_epoch, a->assignment, 1001);
   REQUIRE(a2);
   CHECK(a2->assignment == a->assignment);  // kept its partition
+  known = true;
+  (*again)->tick(1002);
+  a2 = (*again)->heartbeat("g", a->member_id, a2->member_epoch, a2->assignment, 1003);
+  REQUIRE(a2);
+  CHECK(a2->assignment == a->assignment);  // and keeps it once the partitions are known: sticky
+  CHECK((*again)->describe("g")->epoch == epoch);
   CHECK((*again)->check_commit("g", a->member_id, a->member_epoch, a->assignment[0]));
   // The other member's partition is still its own: a's commit of it is fenced.
   CHECK((*again)->check_commit("g", a->member_id, a->member_epoch, b->assignment[0]).code() == errc::conflict);

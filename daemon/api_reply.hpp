@@ -1,0 +1,54 @@
+// How moonmqd's client API answers: JSON bodies, errors as {"error": CODE, "message": ...}, and the parsing of path
+// numbers and bodies every route file shares.
+#pragma once
+
+#include <httplib.h>
+#include <rapidjson/document.h>
+
+#include <charconv>
+#include <optional>
+#include <string>
+
+#include "json/parse.hpp"
+#include "json/writer.hpp"
+#include "moonmq/core/result.hpp"
+#include "moonmq/transport/message.hpp"
+
+namespace moonmq::daemon {
+
+inline void reply(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+inline void reply_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+  reply(res, status, transport::error_response(status, code, message).body);
+}
+
+inline void reply_error(httplib::Response& res, const error& e) {
+  reply_error(res, transport::http_status_of(e.code), errc_name(e.code), e.message);
+}
+
+template <typename F>
+std::string json_object(F&& fill) {
+  return json::object(std::forward<F>(fill));
+}
+
+/// A whole number in [0, max]; nullopt for anything else (no exceptions, no silent wrap).
+inline std::optional<std::uint64_t> whole_number(const std::string& s, std::uint64_t max) {
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v > max) return std::nullopt;
+  return v;
+}
+
+/// Parses a JSON body; on failure answers 400 and returns false.
+inline bool parse_body(const httplib::Request& req, httplib::Response& res, rapidjson::Document& doc) {
+  if (auto s = json::parse_document(req.body, doc, "body"); !s) {
+    reply_error(res, 400, "invalid_argument", s.message());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,49 @@
+// moonmqd's consumer group routes: the client API's join, heartbeat, leave and describe, and the inter-broker
+// /cluster/group/* routes that carry them to a group's coordinator, plus the commit check the partition owner asks.
+//
+// A call arriving at a broker that does not coordinate the group is forwarded to the coordinator, on the caller's
+// thread (a listener thread), and its answer relayed; an unreachable coordinator is 503 naming it. A member's
+// connection lives on the broker it joined through: that broker is named in the join, and the member is handed only
+// partitions that broker owns (fetches are served by the owner).
+// Thread safety: every method may be called concurrently.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moonmq/cluster/peer.hpp"
+#include "moonmq/groups/group_service.hpp"
+
+namespace moonmq::daemon {
+
+class group_api {
+ public:
+  group_api(groups::group_service& service, cluster::peer_client& peers, std::vector<broker_id> brokers)
+      : service_(service), peers_(peers), brokers_(std::move(brokers)) {}
+
+  /// Registers POST /v1/groups/{g}/{join,heartbeat,leave}, GET /v1/groups and GET /v1/groups/{g}.
+  void routes(httplib::Server& api);
+
+  /// The /cluster/group/* routes (join, heartbeat, leave, describe, check), on the coordinator.
+  transport::response handle_cluster(const transport::request& req);
+
+  /// Whether `member_id` at `member_epoch` may commit `tp` for `group_id`, asked of the group's coordinator (here, or
+  /// over /cluster/group/check). errc::conflict when fenced, errc::unavailable when the coordinator does not answer.
+  status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
+                      const topic_partition& tp);
+
+  broker_id coordinator_of(const std::string& group_id) const { return groups::coordinator_of(group_id, brokers_); }
+
+ private:
+  /// Runs `body` (a /cluster/group/ROUTE request body) on the coordinator of `group_id`: here, or forwarded.
+  transport::response on_coordinator(const std::string& group_id, const std::string& route, const std::string& body);
+
+  groups::group_service& service_;
+  cluster::peer_client& peers_;
+  std::vector<broker_id> brokers_;  ///< every configured broker, this one included
+};
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,184 @@
+// Consumer groups across three real moonmqd: members joined through different brokers share the partitions their
+// brokers own, a silent member's partitions go to the others and its commits are fenced, and the group outlives a
+// kill -9 of its coordinator.
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+struct consumer {
+  const moonmqd_process* via = nullptr;
+  std::string id;
+  std::uint64_t epoch = 0;
+  std::set<int> partitions;
+
+  void take(const rapidjson::Document& d) {
+    epoch = d["member_epoch"].GetUint64();
+    partitions.clear();
+    for (const auto& p : d["assignment"].GetArray()) partitions.insert(p["partition"].GetInt());
+  }
+
+  void join() {
+    auto r = via->api().Post("/v1/groups/g/join", R"({"topics":["t"]})", "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+    auto d = parse(r->body);
+    id = d["member_id"].GetString();
+    take(d);
+  }
+
+  /// One heartbeat reporting what it holds; the HTTP status.
+  int beat() {
+    std::string owned = "[";
+    for (int p : partitions) owned += (owned.size() > 1 ? "," : "") + std::string("{\"topic\":\"t\",\"partition\":") +
+                                      std::to_string(p) + "}";
+    auto r = via->api().Post("/v1/groups/g/heartbeat",
+                             "{\"member_id\":\"" + id + "\",\"member_epoch\":" + std::to_string(epoch) +
+                                 ",\"owned\":" + owned + "]}",
+                             "application/json");
+    if (!r) return 0;
+    if (r->status == 200) take(parse(r->body));
+    return r->status;
+  }
+
+  int commit(int partition, std::uint64_t offset, const moonmqd_process& owner) const {
+    auto r = owner.api().Post("/v1/groups/g/offsets",
+                              "{\"topic\":\"t\",\"partition\":" + std::to_string(partition) +
+                                  ",\"offset\":" + std::to_string(offset) + ",\"member_id\":\"" + id +
+                                  "\",\"member_epoch\":" + std::to_string(epoch) + "}",
+                              "application/json");
+    return r ? r->status : 0;
+  }
+};
+
+void move(const moonmqd_process& from, int partition, const std::string& dest) {
+  auto api = from.api();
+  auto r = api.Post("/v1/reassignments",
+                    "{\"topic\":\"t\",\"partition\":" + std::to_string(partition) + ",\"dest\":\"" + dest + "\"}",
+                    "application/json");
+  REQUIRE(r);
+  REQUIRE(r->status == 202);
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
+    auto p = api.Get("/v1/reassignments");
+    REQUIRE(p);
+    auto d = parse(p->body);
+    const auto& list = d["reassignments"];
+    const auto& last = list[list.Size() - 1];
+    if (last["finished"].GetBool()) {
+      REQUIRE(last["succeeded"].GetBool());
+      return;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("the move of t-" << partition << " did not finish");
+}
+
+/// Heartbeats everyone until each partition is held by exactly one member and nobody's assignment changes.
+void settle(std::vector<consumer*> members, std::size_t partitions) {
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
+    std::map<int, int> holders;
+    bool changed = false;
+    for (auto* m : members) {
+      const auto before = m->partitions;
+      REQUIRE(m->beat() == 200);
+      changed = changed || before != m->partitions;
+      for (int p : m->partitions) ++holders[p];
+    }
+    bool once = holders.size() == partitions;
+    for (const auto& [p, n] : holders) once = once && n == 1;
+    if (once && !changed) return;
+    std::this_thread::sleep_for(100ms);
+  }
+  FAIL("the group did not settle");
+}
+
+}  // namespace
+
+TEST_CASE("e2e groups: members share what their brokers own, a silent member is replaced and fenced, and the group "
+          "outlives its coordinator",
+          "[e2e][groups]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  const std::string timing = R"("Groups": {"SessionTimeoutMs": 1500, "HeartbeatIntervalMs": 100})";
+  for (auto* b : all) b->configure(all, "", timing);
+  for (auto* b : all) b->start();
+  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":6})", "application/json")->status == 200);
+  move(b1, 2, "b2");
+  move(b1, 3, "b2");
+  move(b1, 4, "b3");
+  move(b1, 5, "b3");
+  const std::map<int, moonmqd_process*> owner{{0, &b1}, {1, &b1}, {2, &b2}, {3, &b2}, {4, &b3}, {5, &b3}};
+
+  consumer m1{&b1}, m2{&b1}, m3{&b2}, m4{&b2}, m5{&b3}, m6{&b3};
+  std::vector<consumer*> members{&m1, &m2, &m3, &m4, &m5, &m6};
+  for (auto* m : members) m->join();
+  settle(members, 6);
+  for (auto* m : members) {
+    INFO(m->id << " via " << m->via->id);
+    REQUIRE(m->partitions.size() == 1);
+    CHECK(owner.at(*m->partitions.begin()) == m->via);  // only what its broker owns
+  }
+  // A commit by the holder is taken by the owner; by anyone else, or with no member named, it is fenced.
+  const int p5 = *m5.partitions.begin();
+  CHECK(m5.commit(p5, 0, *owner.at(p5)) == 200);
+  CHECK(m6.commit(p5, 0, *owner.at(p5)) == 409);
+  auto anonymous = owner.at(p5)->api().Post("/v1/groups/g/offsets",
+                                            "{\"topic\":\"t\",\"partition\":" + std::to_string(p5) + ",\"offset\":0}",
+                                            "application/json");
+  REQUIRE(anonymous);
+  CHECK(anonymous->status == 409);
+
+  // m5 falls silent: after the session timeout its partition goes to m6, and m5 is a zombie whose commit is fenced.
+  members = {&m1, &m2, &m3, &m4, &m6};
+  bool taken = false;
+  for (auto until = std::chrono::steady_clock::now() + 10s; !taken && std::chrono::steady_clock::now() < until;) {
+    for (auto* m : members) REQUIRE(m->beat() == 200);
+    taken = m6.partitions.count(p5) > 0;
+    std::this_thread::sleep_for(100ms);
+  }
+  REQUIRE(taken);
+  CHECK(m6.partitions.size() == 2);
+  CHECK(m5.commit(p5, 0, *owner.at(p5)) == 409);
+  CHECK(m6.commit(p5, 0, *owner.at(p5)) == 200);
+  CHECK(m5.beat() == 404);  // unknown now: it must rejoin
+
+  // kill -9 of the coordinator, and back: the members keep their ids, partitions and epochs.
+  auto described = parse(b1.api().Get("/v1/groups/g")->body);
+  const std::string coordinator = described["coordinator"].GetString();
+  const auto epoch = described["epoch"].GetUint64();
+  by_id.at(coordinator)->kill9();
+  by_id.at(coordinator)->start();
+  settle(members, 6);
+  auto after = parse(b1.api().Get("/v1/groups/g")->body);
+  CHECK(after["epoch"].GetUint64() >= epoch);
+  CHECK(after["members"].Size() == 5);
+  CHECK(m6.commit(p5, 0, *owner.at(p5)) == 200);
+
+  // With the coordinator down, a join through another broker is 503 naming it.
+  by_id.at(coordinator)->kill9();
+  const moonmqd_process* other = coordinator == "b1" ? &b2 : &b1;
+  auto refused = other->api().Post("/v1/groups/g/join", R"({"topics":["t"]})", "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK_THAT(refused->body, Catch::Contains(coordinator));
+}
