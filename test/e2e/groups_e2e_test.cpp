@@ -182,3 +182,59 @@ TEST_CASE("e2e groups: members share what their brokers own, a silent member is 
   CHECK(refused->status == 503);
   CHECK_THAT(refused->body, Catch::Contains(coordinator));
 }
+
+TEST_CASE("e2e groups: a moved partition goes to a member on its new owner, which resumes from the committed offset",
+          "[e2e][groups]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2};
+  const std::string timing = R"("Groups": {"SessionTimeoutMs": 1500, "HeartbeatIntervalMs": 100})";
+  for (auto* b : all) b->configure(all, "", timing);
+  for (auto* b : all) b->start();
+  auto api = b1.api();
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  std::vector<std::uint64_t> offsets;
+  for (int i = 0; i < 10; ++i) {
+    auto r = api.Post("/v1/topics/t/records", "{\"partition\":1,\"records\":[{\"value\":\"r" + std::to_string(i) + "\"}]}",
+                      "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    offsets.push_back(parse(r->body)["offsets"][0].GetUint64());
+  }
+  consumer m1{&b1}, m2{&b2};
+  m1.join();
+  m2.join();
+  settle({&m1, &m2}, 2);
+  REQUIRE(m1.partitions == std::set<int>{0, 1});  // b1 owns both
+  CHECK(m2.partitions.empty());
+  // m1 consumed t-1 up to record 6 and committed that.
+  REQUIRE(m1.commit(1, offsets[6], b1) == 200);
+
+  move(b1, 1, "b2");
+  // The coordinator learns the new owner within a tick; m1 lets t-1 go, then m2 is handed it.
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       m2.partitions != std::set<int>{1} && std::chrono::steady_clock::now() < until;) {
+    REQUIRE(m1.beat() == 200);
+    REQUIRE(m2.beat() == 200);
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(m1.partitions == std::set<int>{0});
+  CHECK(m2.partitions == std::set<int>{1});
+  // The committed offset followed the partition; the old owner no longer answers for it.
+  auto committed = b2.api().Get("/v1/groups/g/offsets?topic=t&partition=1");
+  REQUIRE(committed);
+  REQUIRE(committed->status == 200);
+  CHECK(parse(committed->body)["offset"].GetUint64() == offsets[6]);
+  auto stale = b1.api().Get("/v1/groups/g/offsets?topic=t&partition=1");
+  REQUIRE(stale);
+  CHECK(stale->status == 421);
+  // m2 resumes there: the records from 6 on, nothing lost, nothing before it.
+  auto fetched = b2.api().Get(("/v1/topics/t/partitions/1/records?offset=" + std::to_string(offsets[6])).c_str());
+  REQUIRE(fetched);
+  REQUIRE(fetched->status == 200);
+  auto records = parse(fetched->body)["records"].GetArray();
+  REQUIRE(records.Size() == 4);
+  CHECK(std::string(records[0]["value"].GetString()) == "r6");
+  CHECK(m2.commit(1, offsets[9], b2) == 200);
+  CHECK(m1.commit(1, offsets[9], b2) == 409);  // its former holder is fenced
+}
