@@ -39,6 +39,7 @@ bench: build
 	$(BUILD)/benchmarks/goal_eval
 	$(BUILD)/benchmarks/partition_log
 	$(BUILD)/benchmarks/offset_commit
+	$(BUILD)/benchmarks/groups
 	$(BUILD)/benchmarks/migration
 	$(BUILD)/benchmarks/migration 1024 --tls
 	$(BUILD)/benchmarks/produce_forward

@@ -235,7 +235,9 @@ TEST_CASE("e2e: the cluster listener refuses a wrong token with 401", "[e2e][aut
   CHECK(wrong->status == 401);
   auto none = cl.Get("/cluster/loads");
   CHECK(none->status == 401);
-  auto right = cl.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}});
+  auto anonymous = cl.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}});
+  CHECK(anonymous->status == 401);  // the shared token alone does not say which peer this is
+  auto right = cl.Get("/cluster/loads", {{"X-Cluster-Token", "e2e-secret"}, {"X-Cluster-From", "b2"}});
   CHECK(right->status == 200);
   auto topics = c.b1.api().Get("/v1/topics");
   CHECK(topics->body.find("\"x\"") == std::string::npos);
