@@ -109,7 +109,8 @@ class Cluster:
 
 
 class Traffic:
-    """Producers through b1 (forwarded to owners) and consumers that follow each partition to its owner."""
+    """Producers through b1 (forwarded to owners), and a consumer group with one member on each broker that follows
+    its partitions as the balancer moves them."""
 
     def __init__(self, cluster):
         self.c = cluster
@@ -118,8 +119,9 @@ class Traffic:
         self.acked = {}  # (topic, partition) -> [(offset, value)]
         self.errors = 0
         self.consumed = 0
-        self.threads = [threading.Thread(target=self.produce, daemon=True),
-                        threading.Thread(target=self.consume, daemon=True)]
+        self.group_log = []  # assignment changes of the consumer group's members, printed as they happen
+        self.threads = [threading.Thread(target=self.produce, daemon=True)] + [
+            threading.Thread(target=self.consume, args=(b,), daemon=True) for b in ("b1", "b2", "b3")]
 
     def produce(self):
         n = 0
@@ -147,22 +149,50 @@ class Traffic:
             return self.c.api[body["owner"]]
         return self.c.api["b1"]
 
-    def consume(self):
-        positions = {}
+    def consume(self, broker):
+        """One member of consumer group "demo", connected through `broker`: it consumes what the group hands it (only
+        partitions its broker owns), commits as that member, and follows its assignment as partitions move."""
+        port = self.c.api[broker]
+        member, epoch, held, positions = None, 0, set(), {}
         while not self.stop.is_set():
-            for t, count in TOPICS.items():
-                for p in range(count):
-                    try:
-                        port = self.owner_port(t, p)
-                        offset = positions.get((t, p), 0)
-                        code, body = call(port, "GET", f"/v1/topics/{t}/partitions/{p}/records?offset={offset}")
-                        if code == 200:
-                            positions[(t, p)] = body["next_offset"]
-                            self.consumed += len(body["records"])
-                            call(port, "POST", "/v1/groups/demo/offsets",
-                                 {"topic": t, "partition": p, "offset": body["next_offset"]})
-                    except (OSError, KeyError):
-                        pass
+            try:
+                if member is None:
+                    code, body = call(port, "POST", "/v1/groups/demo/join", {"topics": list(TOPICS)})
+                else:
+                    owned = [{"topic": t, "partition": p} for t, p in sorted(held)]
+                    code, body = call(port, "POST", "/v1/groups/demo/heartbeat",
+                                      {"member_id": member, "member_epoch": epoch, "owned": owned})
+                if code in (404, 409):
+                    member, held = None, set()
+                    continue
+                if code == 200:
+                    member, epoch = body["member_id"], body["member_epoch"]
+                    now = {(a["topic"], a["partition"]) for a in body["assignment"]}
+                    if now != held:
+                        names = ", ".join(f"{t}-{p}" for t, p in sorted(now)) or "nothing"
+                        with self.lock:
+                            self.group_log.append(f"group demo: the member on {broker} now holds {names}")
+                        for tp in held - now:
+                            positions.pop(tp, None)
+                        held = now
+                for t, p in sorted(held):
+                    if (t, p) not in positions:  # newly held: resume from the group's committed offset
+                        code, body = call(port, "GET", f"/v1/groups/demo/offsets?topic={t}&partition={p}")
+                        if code != 200:
+                            continue
+                        positions[(t, p)] = body["offset"] or 0
+                    code, body = call(port, "GET",
+                                      f"/v1/topics/{t}/partitions/{p}/records?offset={positions[(t, p)]}")
+                    if code != 200:
+                        continue
+                    positions[(t, p)] = body["next_offset"]
+                    with self.lock:
+                        self.consumed += len(body["records"])
+                    call(port, "POST", "/v1/groups/demo/offsets",
+                         {"topic": t, "partition": p, "offset": body["next_offset"], "member_id": member,
+                          "member_epoch": epoch})
+            except (OSError, KeyError, TypeError):
+                pass
             time.sleep(0.2)
 
     def start(self):
@@ -226,8 +256,8 @@ def main():
         for t, n in TOPICS.items():
             call(c.api["b1"], "POST", "/v1/topics", {"name": t, "partitions": n})
         print("topics " + ", ".join(f"{t} ({n} partitions)" for t, n in TOPICS.items()) +
-              " created on b1; producers and consumers running; b1's autobalancer passes every "
-              f"{PASS_INTERVAL} s")
+              " created on b1; producers running, and consumer group 'demo' with a member on each broker; b1's "
+              f"autobalancer passes every {PASS_INTERVAL} s")
         traffic = Traffic(c)
         traffic.start()
         seen = 0
@@ -238,6 +268,10 @@ def main():
                 continue
             seen = status["passes"]
             show(status)
+            with traffic.lock:
+                for line in traffic.group_log:
+                    print("   " + line)
+                traffic.group_log.clear()
             spread = all(b["partitions"] > 0 for b in status["brokers"]) and len(status["brokers"]) == 3
             if seen >= 3 and status["satisfied"] and spread and not status["moves"] and not status["plan"]:
                 ok = True
