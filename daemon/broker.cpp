@@ -312,6 +312,7 @@ class running_broker final : public broker {
         lock.unlock();
         if (!groups_->groups().empty()) refresh_placements(brokers);
         groups_->tick(steady_ms());
+        group_api_->clear_pending();
         lock.lock();
       }
     });
@@ -622,24 +623,35 @@ class running_broker final : public broker {
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
     // Fenced by the group's coordinator: only the member that holds the partition, at an epoch it held it, commits;
-    // without a member only while the group has none.
-    if (auto s = group_api_->check_commit(group, member_id, member_epoch, tp); !s) {
-      if (s.code() == errc::conflict) {
-        metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
-        return reply_error(res, 409, "stale_member_epoch", s.message());
+    // without a member only while the group has none. Check and write happen under the (group, partition) commit
+    // gate, which a clearance passes before the partition is handed to its next holder.
+    bool not_served = false, missing = false;
+    auto written = group_api_->fenced_commit(group, member_id, member_epoch, tp, [&]() -> status {
+      // Refused where the partition is not served: what a move pushed is then complete.
+      std::shared_lock gate(gates_.gate(tp));
+      if (!cluster::serves(*ownership_, tp, self_)) {
+        not_served = true;
+        return {};
       }
-      return reply_error(res, 503, "coordinator_unavailable", s.message());
+      // Only for a partition that exists here: a commit is durable state, and nobody may make a broker keep offsets
+      // of topics it does not have.
+      auto count = store_->partition_count(topic);
+      if (!count || tp.partition >= *count) {
+        missing = true;
+        return {};
+      }
+      return offsets_->commit(group, tp, static_cast<std::uint64_t>(offset));
+    });
+    if (!written) {
+      if (written.code() == errc::conflict) {
+        metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
+        return reply_error(res, 409, "stale_member_epoch", written.message());
+      }
+      if (written.code() == errc::unavailable) return reply_error(res, 503, "coordinator_unavailable", written.message());
+      return reply_error(res, written.err());
     }
-    // Refused where the partition is not served: what a move pushed is then complete.
-    std::shared_lock gate(gates_.gate(tp));
-    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
-    // Only for a partition that exists here: a commit is durable state, and nobody may make a broker keep offsets
-    // of topics it does not have.
-    auto count = store_->partition_count(topic);
-    if (!count) return reply_error(res, 404, "not_found", "unknown topic '" + topic + "'");
-    if (tp.partition >= *count)
-      return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
-    if (auto s = offsets_->commit(group, tp, static_cast<std::uint64_t>(offset)); !s) return reply_error(res, s.err());
+    if (not_served) return not_owner(res, tp);
+    if (missing) return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "group", group);
             put(w, "offset", offset);

@@ -151,12 +151,12 @@ response group_api::handle_cluster(const request& req) {
   json::object_reader r(d, "");
   std::string group_id, member_id;
   r.get("group", group_id, true);
-  r.get("member_id", member_id, route != "join" && route != "check");
+  r.get("member_id", member_id, route == "heartbeat" || route == "leave");
   if (r.ok() && !valid_client_name(group_id)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
   if (r.ok() && !member_id.empty() && !valid_client_name(member_id, 64)) r.fail("member_id", "is not a member id");
   if (!r.ok()) return error_response(400, "invalid_argument", r.first_error().message());
   const broker_id coordinator = coordinator_of(group_id);
-  if (coordinator != peers_.directory().self)
+  if (coordinator != peers_.directory().self && route != "clear")
     return {421, json::object([&](json::writer& w) {
               json::put(w, "error", "not_coordinator");
               json::put(w, "coordinator", coordinator.value());
@@ -192,6 +192,17 @@ response group_api::handle_cluster(const request& req) {
     if (auto s = service_.leave(group_id, member_id); !s) return refused(s.err(), "fenced_member");
     return json_ok("{}");
   }
+  if (route == "clear") {
+    // On the partition's owner: every commit of it that passed its check before now has been written.
+    std::string topic;
+    std::int64_t partition = -1;
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    std::lock_guard passed(commit_gate(group_id, {topic, static_cast<std::int32_t>(partition)}));
+    return json_ok("{}");
+  }
   if (route == "check") {
     std::uint64_t epoch = 0;
     std::string topic;
@@ -223,6 +234,42 @@ status group_api::check_commit(const std::string& group_id, const std::string& m
   std::string why = r.body;
   if (json::parse_object(r.body, d) && d.HasMember("message") && d["message"].IsString()) why = d["message"].GetString();
   return {r.status == 409 ? errc::conflict : errc::unavailable, why};
+}
+
+std::mutex& group_api::commit_gate(const std::string& group_id, const topic_partition& tp) {
+  std::lock_guard lock(gates_mu_);
+  auto& g = commit_gates_[{group_id, tp}];
+  if (!g) g = std::make_unique<std::mutex>();
+  return *g;
+}
+
+status group_api::fenced_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
+                                const topic_partition& tp, const std::function<status()>& write) {
+  std::lock_guard gate(commit_gate(group_id, tp));
+  if (auto s = check_commit(group_id, member_id, member_epoch, tp); !s) return s;
+  return write();
+}
+
+void group_api::clear_pending() {
+  for (const auto& [group_id, p] : service_.pending_clearances()) {
+    const std::string body = json::object([&](json::writer& w) {
+      json::put(w, "group", group_id);
+      json::put(w, "topic", p.partition.topic);
+      json::put(w, "partition", p.partition.partition);
+    });
+    request r;
+    r.path = std::string(cluster_prefix) + "clear";
+    r.body = body;
+    response answer;
+    if (p.owner == peers_.directory().self) {
+      answer = handle_cluster(r);
+    } else {
+      auto a = peers_.call_now(p.owner.value(), std::move(r));
+      if (!a) continue;
+      answer = std::move(*a);
+    }
+    if (answer.status == 200) service_.clearance_done(group_id, p.partition);
+  }
 }
 
 void group_api::routes(httplib::Server& api) {

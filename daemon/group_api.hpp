@@ -10,7 +10,10 @@
 
 #include <httplib.h>
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,20 +33,31 @@ class group_api {
   /// The /cluster/group/* routes (join, heartbeat, leave, describe, check), on the coordinator.
   transport::response handle_cluster(const transport::request& req);
 
-  /// Whether `member_id` at `member_epoch` may commit `tp` for `group_id`, asked of the group's coordinator (here, or
-  /// over /cluster/group/check). errc::conflict when fenced, errc::unavailable when the coordinator does not answer.
-  status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
-                      const topic_partition& tp);
+  /// On the partition's owner: asks the group's coordinator (here, or over /cluster/group/check) whether
+  /// `member_id` at `member_epoch` may commit `tp`, and runs `write` if so, all under the (group, partition) commit
+  /// gate that a clearance (/cluster/group/clear) passes through. errc::conflict when fenced, errc::unavailable when
+  /// the coordinator does not answer; otherwise what `write` returns.
+  status fenced_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
+                       const topic_partition& tp, const std::function<status()>& write);
+
+  /// Asks the owners of partitions waiting for clearance and reports their answers to the service (the ticker).
+  void clear_pending();
 
   broker_id coordinator_of(const std::string& group_id) const { return groups::coordinator_of(group_id, brokers_); }
 
  private:
   /// Runs `body` (a /cluster/group/ROUTE request body) on the coordinator of `group_id`: here, or forwarded.
   transport::response on_coordinator(const std::string& group_id, const std::string& route, const std::string& body);
+  status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
+                      const topic_partition& tp);
+  /// The commit gate of (group, partition) on this broker.
+  std::mutex& commit_gate(const std::string& group_id, const topic_partition& tp);
 
   groups::group_service& service_;
   cluster::peer_client& peers_;
   std::vector<broker_id> brokers_;  ///< every configured broker, this one included
+  std::mutex gates_mu_;
+  std::map<std::pair<std::string, topic_partition>, std::unique_ptr<std::mutex>> commit_gates_;
 };
 
 }  // namespace moonmq::daemon

@@ -127,6 +127,22 @@ void group::rebalance() {
   }
 }
 
+std::vector<placement> group::needing_clearance() const {
+  std::map<topic_partition, broker_id> owners;
+  for (const auto& p : placement_) owners[p.partition] = p.owner;
+  std::vector<placement> out;
+  for (const auto& [tp, holder] : s_.target) {
+    if (s_.cleared.count(tp) || held_by_other(tp, std::string())) continue;
+    auto o = owners.find(tp);
+    if (o != owners.end()) out.push_back({tp, o->second});
+  }
+  return out;
+}
+
+void group::cleared_by_owner(const topic_partition& tp) {
+  if (!held_by_other(tp, std::string())) s_.cleared.insert(tp);
+}
+
 bool group::held_by_other(const topic_partition& tp, const std::string& member_id) const {
   for (const auto& [id, m] : s_.members)
     if (id != member_id && (m.owned.count(tp) || m.handed.count(tp))) return true;
@@ -140,14 +156,17 @@ member_answer group::answer_for(member& m) {
     if (holder != m.id) continue;
     if (auto had = m.handed.find(tp); had != m.handed.end()) {
       next.insert(*had);
-    } else if (!held_by_other(tp, m.id)) {
-      added.push_back(tp);  // revoke before assign: only once nobody else holds it
+    } else if (!held_by_other(tp, m.id) && s_.cleared.count(tp)) {
+      added.push_back(tp);  // revoke before assign: only once nobody else holds it, and its owner cleared it
     }
   }
   if (!added.empty() || next.size() != m.handed.size()) {
     m.previous_epoch = m.epoch;
     ++m.epoch;
-    for (const auto& tp : added) next[tp] = m.epoch;
+    for (const auto& tp : added) {
+      next[tp] = m.epoch;
+      s_.cleared.erase(tp);  // held again: the next handover needs a fresh clearance
+    }
     m.handed = std::move(next);
   }
   member_answer a{m.id, m.epoch, {}, timing_.heartbeat_interval_ms};

@@ -86,6 +86,14 @@ std::string render(const std::map<std::string, group>& groups) {
                w.EndObject();
              }
              w.EndArray();
+             w.Key("cleared");
+             w.StartArray();
+             for (const auto& tp : s.cleared) {
+               w.StartObject();
+               write_partition(w, tp);
+               w.EndObject();
+             }
+             w.EndArray();
              w.EndObject();
            }
            w.EndArray();
@@ -120,8 +128,10 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
     g.get("epoch", s.epoch, true);
     const auto* members = g.member("members");
     const auto* target = g.member("target");
-    if (g.ok() && (!members || !members->IsArray() || !target || !target->IsArray()))
-      g.fail_here("members and target must be arrays");
+    const auto* cleared = g.member("cleared");
+    if (g.ok() && (!members || !members->IsArray() || !target || !target->IsArray() || !cleared ||
+                   !cleared->IsArray()))
+      g.fail_here("members, target and cleared must be arrays");
     if (auto st = g.finish(); !st) return st.err();
     for (rapidjson::SizeType k = 0; k < members->Size(); ++k) {
       json::object_reader m((*members)[k], at + ".members[" + std::to_string(k) + "]");
@@ -155,6 +165,12 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
       t.get("member", holder, true);
       if (auto st = t.finish(); !st || !tp) return st ? tp.err() : st.err();
       s.target[*tp] = holder;
+    }
+    for (rapidjson::SizeType k = 0; k < cleared->Size(); ++k) {
+      json::object_reader c((*cleared)[k], at + ".cleared[" + std::to_string(k) + "]");
+      auto tp = read_partition(c);
+      if (auto st = c.finish(); !st || !tp) return st ? tp.err() : st.err();
+      s.cleared.insert(*tp);
     }
     out.push_back(std::move(s));
   }
@@ -310,6 +326,22 @@ std::optional<group_description> group_service::describe(const std::string& grou
   group_description d{group_id, opt_.self, it->second.state().epoch, {}, it->second.unassigned_partitions()};
   for (const auto& [id, m] : it->second.state().members) d.members.push_back(m);
   return d;
+}
+
+std::vector<std::pair<std::string, placement>> group_service::pending_clearances() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, placement>> out;
+  for (const auto& [id, g] : groups_)
+    for (const auto& p : g.needing_clearance()) out.emplace_back(id, p);
+  return out;
+}
+
+void group_service::clearance_done(const std::string& group_id, const topic_partition& tp) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return;
+  it->second.cleared_by_owner(tp);
+  (void)persist_locked();
 }
 
 std::vector<std::string> group_service::groups() const {

@@ -11,6 +11,11 @@
 //   A partition whose owner has no connected subscriber is *unassigned*, with the reason.
 // - Revoke before assign: a member is handed a partition of its target only once no other member reports holding
 //   it (or that member is gone). So a partition is never held by two members.
+// - Cleared before handed: a partition is handed to a member only after the partition's owner has confirmed, since
+//   the partition was last held, that no commit of a former holder is still being written there
+//   (`needing_clearance` / `cleared_by_owner`; the owner serializes each commit, check included, with that
+//   confirmation). So a commit checked just before its member lost the partition can never land after the next
+//   holder read the committed offset.
 // - Every change of what a member is handed bumps that member's epoch. A commit by member M at epoch E for partition P
 //   is accepted only while P is handed to M, and E lies between the epoch at which M was handed P and M's current
 //   epoch. A member that was removed, or whose partition went elsewhere, is fenced.
@@ -74,6 +79,7 @@ struct group_state {
   std::uint64_t epoch = 0;
   std::map<std::string, member> members;
   std::map<topic_partition, std::string> target;  ///< partition -> member id
+  std::set<topic_partition> cleared;  ///< held by nobody, and the owner confirmed no former holder's commit is in flight
 };
 
 class group {
@@ -104,6 +110,13 @@ class group {
 
   /// Whether `member_id` at `member_epoch` may commit an offset for `tp` (errc::conflict naming why not).
   status check_commit(const std::string& member_id, std::uint64_t member_epoch, const topic_partition& tp) const;
+
+  /// Partitions of the target that wait for their owner's clearance before they can be handed: held by nobody, not
+  /// cleared since they were last held. With their owners.
+  std::vector<placement> needing_clearance() const;
+
+  /// The owner of `tp` confirmed that no commit of a former holder is in flight (ignored while someone holds it).
+  void cleared_by_owner(const topic_partition& tp);
 
   /// Who may commit `tp` now, and from which member epoch on: nullopt when nobody holds it.
   std::optional<std::pair<std::string, std::uint64_t>> holder_of(const topic_partition& tp) const;

@@ -73,6 +73,11 @@ class group_service {
   /// Whether the group has members (then every commit must name one).
   bool has_members(const std::string& group_id) const;
 
+  /// Partitions waiting for their owner's clearance before they can be handed (group::needing_clearance), with the
+  /// group and the owner to ask; and the owner's answer.
+  std::vector<std::pair<std::string, placement>> pending_clearances() const;
+  void clearance_done(const std::string& group_id, const topic_partition& tp);
+
   std::optional<group_description> describe(const std::string& group_id) const;
   std::vector<std::string> groups() const;
 

@@ -35,8 +35,14 @@ void check_exclusive(const group& g) {
     }
 }
 
-/// A member that heartbeats reporting exactly what it was handed (a well-behaved consumer).
+/// Every owner clears what waits for it (the owners answer at once).
+void clear(group& g) {
+  for (const auto& p : g.needing_clearance()) g.cleared_by_owner(p.partition);
+}
+
+/// A member that heartbeats reporting exactly what it was handed (a well-behaved consumer); owners clear first.
 member_answer beat(group& g, const member_answer& last, time_ms now) {
+  clear(g);
   auto a = g.heartbeat(last.member_id, last.member_epoch, last.assignment, now);
   REQUIRE(a);
   return *a;
@@ -69,7 +75,7 @@ TEST_CASE("groups: partitions are shared evenly among the members on their owner
 TEST_CASE("groups: a partition changes member only after its holder no longer holds it", "[groups]") {
   group g("g", {});
   g.set_placement(spread("t", 4, {b1}));
-  auto a = g.join("m-a", b1, {"t"}, 0);
+  auto a = beat(g, g.join("m-a", b1, {"t"}, 0), 0);
   REQUIRE(a.assignment.size() == 4);
   const auto epoch_before = g.state().epoch;
   auto b = g.join("m-b", b1, {"t"}, 1);
@@ -133,7 +139,7 @@ TEST_CASE("groups: assignment is sticky: a new member takes only its share, from
 TEST_CASE("groups: commits are fenced by member and epoch", "[groups]") {
   group g("g", {});
   g.set_placement(spread("t", 2, {b1}));
-  auto a = g.join("m-a", b1, {"t"}, 0);
+  auto a = beat(g, g.join("m-a", b1, {"t"}, 0), 0);
   REQUIRE(a.assignment.size() == 2);
   const topic_partition p0{"t", 0}, p1{"t", 1};
   CHECK(g.check_commit("m-a", a.member_epoch, p0));
@@ -160,10 +166,11 @@ TEST_CASE("groups: commits are fenced by member and epoch", "[groups]") {
 TEST_CASE("groups: a heartbeat needs the member's epoch (or the one before it), and others are fenced", "[groups]") {
   group g("g", {});
   g.set_placement(spread("t", 2, {b1}));
-  auto a = g.join("m-a", b1, {"t"}, 0);
+  auto a = beat(g, g.join("m-a", b1, {"t"}, 0), 0);
   auto lost = g.heartbeat("m-a", a.member_epoch, a.assignment, 1);  // say this answer never arrives
   REQUIRE(lost);
   g.join("m-b", b1, {"t"}, 2);
+  clear(g);
   auto bumped = g.heartbeat("m-a", a.member_epoch, a.assignment, 3);  // the previous epoch: accepted
   REQUIRE(bumped);
   CHECK(bumped->member_epoch > a.member_epoch);
@@ -175,7 +182,7 @@ TEST_CASE("groups: a heartbeat needs the member's epoch (or the one before it), 
 TEST_CASE("groups: a partition that moves to another broker goes to a member connected there", "[groups]") {
   group g("g", {});
   g.set_placement({{{"t", 0}, b1}, {{"t", 1}, b1}});
-  auto a = g.join("m-a", b1, {"t"}, 0);
+  auto a = beat(g, g.join("m-a", b1, {"t"}, 0), 0);
   auto c = g.join("m-c", b2, {"t"}, 0);
   REQUIRE(a.assignment.size() == 2);
   CHECK(c.assignment.empty());
@@ -232,6 +239,7 @@ TEST_CASE("groups: under random joins, leaves, silences and moves no partition i
       where[rng() % where.size()].owner = brokers[rng() % 3];  // a move
       g.set_placement(where);
     } else {
+      clear(g);
       for (auto it = live.begin(); it != live.end();) {
         if (rng() % 20 == 0) {  // falls silent for good
           it = live.erase(it);
@@ -258,4 +266,30 @@ TEST_CASE("groups: under random joins, leaves, silences and moves no partition i
   for (const auto& [id, a] : live) handed += a.assignment.size();
   CHECK(handed + g.unassigned_partitions().size() == where.size());
   check_exclusive(g);
+}
+
+TEST_CASE("groups: a partition is handed only after its owner cleared it since its last holder lost it", "[groups]") {
+  group g("g", {});
+  g.set_placement({{{"t", 0}, b2}});
+  auto a = g.join("m-a", b2, {"t"}, 0);
+  CHECK(a.assignment.empty());  // not cleared yet
+  REQUIRE(g.needing_clearance() == std::vector<placement>{{{"t", 0}, b2}});
+  g.cleared_by_owner({"t", 0});
+  auto a1 = g.heartbeat("m-a", a.member_epoch, {}, 1);
+  REQUIRE(a1);
+  CHECK(a1->assignment == std::vector<topic_partition>{{"t", 0}});
+  CHECK(g.needing_clearance().empty());
+  g.cleared_by_owner({"t", 0});  // while someone holds it: ignored
+  CHECK(g.state().cleared.empty());
+  // a leaves: the partition waits for a fresh clearance before b gets it.
+  auto b = g.join("m-b", b2, {"t"}, 2);
+  REQUIRE(g.leave("m-a"));
+  auto b1_ = g.heartbeat("m-b", b.member_epoch, {}, 3);
+  REQUIRE(b1_);
+  CHECK(b1_->assignment.empty());
+  CHECK(g.needing_clearance().size() == 1);
+  g.cleared_by_owner({"t", 0});
+  auto b2_ = g.heartbeat("m-b", b1_->member_epoch, {}, 4);
+  REQUIRE(b2_);
+  CHECK(b2_->assignment == std::vector<topic_partition>{{"t", 0}});
 }
