@@ -310,8 +310,8 @@ class running_broker final : public broker {
         ticker_wake_.wait_for(lock, std::chrono::milliseconds(250));
         if (ticker_stop_) break;
         lock.unlock();
+        groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
         if (!groups_->groups().empty()) refresh_placements(brokers);
-        groups_->tick(steady_ms());
         group_api_->clear_pending();
         lock.lock();
       }
@@ -327,8 +327,15 @@ class running_broker final : public broker {
         last_reports_[b] = cluster::collect_local_loads(*store_, counters_, *ownership_, self_);
         continue;
       }
+      // A peer that did not answer is asked again only after a while, so that one dead peer does not slow every
+      // round by a whole peer timeout.
+      if (auto wait = retry_at_.find(b); wait != retry_at_.end() && steady_ms() < wait->second) continue;
       auto r = peers_->call_now(b.value(), transport::get_request("/cluster/loads"));
-      if (!r || !r->ok()) continue;
+      if (!r || !r->ok()) {
+        retry_at_[b] = steady_ms() + 5000;
+        continue;
+      }
+      retry_at_.erase(b);
       if (auto loads = cluster::wire::read_loads(r->body)) last_reports_[b] = std::move(*loads);
     }
     std::map<topic_partition, broker_id> next;
@@ -336,7 +343,11 @@ class running_broker final : public broker {
       for (const auto& l : loads) next.try_emplace(l.partition, b);
     std::lock_guard lock(placement_mu_);
     placement_cache_ = std::move(next);
-    placement_known_ = true;
+    // Known once every broker has reported at least once (or, with one down, after a session timeout): before that,
+    // a partition missing from the picture may just be on a broker not heard from, and the groups keep what they have.
+    if (!first_refresh_) first_refresh_ = steady_ms();
+    placement_known_ = last_reports_.size() == brokers.size() ||
+                       steady_ms() - *first_refresh_ > cfg_.groups.session_timeout_ms;
   }
 
   static groups::time_ms steady_ms() {
@@ -625,6 +636,10 @@ class running_broker final : public broker {
     // Fenced by the group's coordinator: only the member that holds the partition, at an epoch it held it, commits;
     // without a member only while the group has none. Check and write happen under the (group, partition) commit
     // gate, which a clearance passes before the partition is handed to its next holder.
+    // Where the partition is not served or does not exist, say so before asking the coordinator anything.
+    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    if (auto count = store_->partition_count(topic); !count || tp.partition >= *count)
+      return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
     bool not_served = false, missing = false;
     auto written = group_api_->fenced_commit(group, member_id, member_epoch, tp, [&]() -> status {
       // Refused where the partition is not served: what a move pushed is then complete.
@@ -644,7 +659,8 @@ class running_broker final : public broker {
     });
     if (!written) {
       if (written.code() == errc::conflict) {
-        metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
+        if (groups_->has_members(group) || group_api_->coordinator_of(group) != self_)
+          metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
         return reply_error(res, 409, "stale_member_epoch", written.message());
       }
       if (written.code() == errc::unavailable) return reply_error(res, 503, "coordinator_unavailable", written.message());
@@ -864,6 +880,8 @@ class running_broker final : public broker {
   std::unique_ptr<group_api> group_api_;
   std::thread group_ticker_;
   std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only
+  std::map<broker_id, groups::time_ms> retry_at_;                           // the ticker's only
+  std::optional<groups::time_ms> first_refresh_;                            // the ticker's only
   std::mutex placement_mu_;
   std::map<topic_partition, broker_id> placement_cache_;
   bool placement_known_ = false;

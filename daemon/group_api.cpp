@@ -16,6 +16,8 @@ using transport::request;
 using transport::response;
 
 constexpr std::string_view cluster_prefix = "/cluster/group/";
+constexpr std::size_t max_topics = 100;         ///< topics one member subscribes to
+constexpr std::size_t max_partitions = 10000;  ///< partitions one heartbeat reports
 
 groups::time_ms now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -51,6 +53,8 @@ result<std::vector<topic_partition>> read_partitions(json::object_reader& r, con
   const auto* list = r.member(key);
   if (!list) return out;
   if (!list->IsArray()) return error{errc::invalid_argument, std::string(key) + ": expected an array"};
+  if (list->Size() > max_partitions)
+    return error{errc::invalid_argument, std::string(key) + ": at most " + std::to_string(max_partitions) + " partitions"};
   for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
     json::object_reader p((*list)[i], std::string(key) + "[" + std::to_string(i) + "]");
     std::string topic;
@@ -112,6 +116,12 @@ response group_api::handle_cluster(const request& req) {
   if (route == "describe" && req.method == "GET") {
     auto g = req.params.find("group");
     if (g == req.params.end()) return error_response(400, "invalid_argument", "query parameter 'group' is required");
+    if (const broker_id c = coordinator_of(g->second); c != peers_.directory().self)
+      return {421, json::object([&](json::writer& w) {
+                json::put(w, "error", "not_coordinator");
+                json::put(w, "coordinator", c.value());
+              }),
+              "application/json"};
     auto d = service_.describe(g->second);
     if (!d) return error_response(404, "not_found", "no group " + g->second + " on its coordinator " +
                                                        peers_.directory().self.value());
@@ -169,6 +179,11 @@ response group_api::handle_cluster(const request& req) {
     r.get("topics", topics, true);
     if (r.ok() && std::find(brokers_.begin(), brokers_.end(), broker_id(broker)) == brokers_.end())
       r.fail("broker", "'" + broker + "' is not a broker of this cluster");
+    if (auto from = req.headers.find(transport::header_from);
+        r.ok() && from != req.headers.end() && from->second != broker)
+      r.fail("broker", "a join forwarded by " + from->second + " names " + broker + " as the member's broker");
+    if (r.ok() && (topics.empty() || topics.size() > max_topics))
+      r.fail("topics", "a member subscribes to 1 to " + std::to_string(max_topics) + " topics");
     for (const auto& t : topics)
       if (r.ok())
         if (auto v = validate_topic_name(t); !v) r.fail("topics", v.message());
@@ -233,7 +248,11 @@ status group_api::check_commit(const std::string& group_id, const std::string& m
   rapidjson::Document d;
   std::string why = r.body;
   if (json::parse_object(r.body, d) && d.HasMember("message") && d["message"].IsString()) why = d["message"].GetString();
-  return {r.status == 409 ? errc::conflict : errc::unavailable, why};
+  const errc code = r.status == 409   ? errc::conflict
+                    : r.status == 400 ? errc::invalid_argument
+                    : r.status == 0 || r.status == 503 ? errc::unavailable
+                                                       : errc::internal;
+  return {code, why};
 }
 
 std::mutex& group_api::commit_gate(const std::string& group_id, const topic_partition& tp) {

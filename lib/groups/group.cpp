@@ -26,7 +26,16 @@ member_answer group::join(const std::string& member_id, const broker_id& broker,
   member& m = it->second;
   m.last_seen = now;
   const bool changed = added || m.broker != broker || m.topics != topics;
-  if (added) m.id = member_id;
+  if (added) {
+    m.id = member_id;
+  } else {
+    // A rejoin: whatever incarnation held this id before is fenced (its epochs end here) and what it was handed is
+    // revoked; the member is handed its partitions again through clearance, like anyone.
+    m.handed.clear();
+    m.owned.clear();
+    m.previous_epoch = m.epoch;
+    ++m.epoch;
+  }
   m.broker = broker;
   m.topics = std::move(topics);
   if (changed) rebalance();
@@ -43,9 +52,7 @@ result<member_answer> group::heartbeat(const std::string& member_id, std::uint64
     return error{errc::conflict, "member " + member_id + " of group " + s_.id + " is at epoch " +
                                      std::to_string(m.epoch) + ", not " + std::to_string(member_epoch) + " (rejoin)"};
   m.last_seen = now;
-  m.owned.clear();
-  for (const auto& tp : owned)
-    if (m.topics.count(tp.topic)) m.owned.insert(tp);
+  m.owned = {owned.begin(), owned.end()};  // whatever it says it holds keeps others from being handed it
   return answer_for(m);
 }
 
@@ -90,8 +97,15 @@ void group::rebalance() {
     std::vector<const member*> local;
     for (const auto& [id, m] : s_.members)
       if (m.broker == owner) local.push_back(&m);
-    const std::size_t fair = local.empty() ? 0 : (parts.size() + local.size() - 1) / local.size();
-    std::map<std::string, std::size_t> count;
+    // Quotas: every local member gets floor(P/n), and P mod n of them one more, those holding the most now first
+    // (so that as little as possible moves).
+    std::map<std::string, std::size_t> quota, count, holding;
+    for (const auto& [tp, holder] : s_.target) ++holding[holder];
+    std::vector<const member*> by_holding = local;
+    std::stable_sort(by_holding.begin(), by_holding.end(),
+                     [&](const member* a, const member* b) { return holding[a->id] > holding[b->id]; });
+    for (std::size_t i = 0; i < by_holding.size(); ++i)
+      quota[by_holding[i]->id] = parts.size() / local.size() + (i < parts.size() % local.size() ? 1 : 0);
     auto eligible = [&](const member& m, const topic_partition& tp) {
       return m.broker == owner && m.topics.count(tp.topic) > 0;
     };
@@ -100,16 +114,21 @@ void group::rebalance() {
       auto prev = s_.target.find(tp);
       if (prev == s_.target.end()) continue;
       auto m = s_.members.find(prev->second);
-      if (m == s_.members.end() || !eligible(m->second, tp) || count[m->first] >= fair) continue;
+      if (m == s_.members.end() || !eligible(m->second, tp) || count[m->first] >= quota[m->first]) continue;
       next[tp] = m->first;
       ++count[m->first];
     }
     // The rest to the eligible member with the fewest, by id on a tie.
     for (const auto& tp : parts) {
       if (next.count(tp)) continue;
+      // The eligible member furthest below its quota (then the fewest, then by id).
       const member* best = nullptr;
+      auto room = [&](const member* m) {
+        return static_cast<long>(quota[m->id]) - static_cast<long>(count[m->id]);
+      };
       for (const auto* m : local)
-        if (eligible(*m, tp) && (!best || count[m->id] < count[best->id])) best = m;
+        if (eligible(*m, tp) && (!best || room(m) > room(best) || (room(m) == room(best) && count[m->id] < count[best->id])))
+          best = m;
       if (!best) {
         unassigned_.push_back({tp, owner,
                                "no member connected to " + owner.value() + " subscribes to " + tp.topic +

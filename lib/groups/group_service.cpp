@@ -27,14 +27,13 @@ std::uint32_t fnv1a(std::string_view s) {
   return h;
 }
 
-/// A fresh member id: 128 random bits in hex.
+/// A fresh member id: 128 bits from the operating system's random source, in hex (not guessable).
 std::string new_member_id() {
   static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
+  static std::random_device source;
   std::lock_guard lock(mu);
   char text[33];
-  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng()));
+  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", static_cast<unsigned>(source()));
   return text;
 }
 
@@ -64,6 +63,14 @@ std::string render(const std::map<std::string, group>& groups) {
                w.Key("topics");
                w.StartArray();
                for (const auto& t : m.topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+               w.EndArray();
+               w.Key("owned");
+               w.StartArray();
+               for (const auto& tp : m.owned) {
+                 w.StartObject();
+                 write_partition(w, tp);
+                 w.EndObject();
+               }
                w.EndArray();
                w.Key("handed");
                w.StartArray();
@@ -144,7 +151,9 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
       m.get("previous_epoch", mem.previous_epoch, true);
       m.get("topics", topics, true);
       const auto* handed = m.member("handed");
+      const auto* owned = m.member("owned");
       if (m.ok() && (!handed || !handed->IsArray())) m.fail("handed", "expected an array");
+      if (m.ok() && (!owned || !owned->IsArray())) m.fail("owned", "expected an array");
       if (auto st = m.finish(); !st) return st.err();
       mem.broker = broker_id(broker);
       mem.topics = {topics.begin(), topics.end()};
@@ -155,6 +164,12 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
         hr.get("since", since, true);
         if (auto st = hr.finish(); !st || !tp) return st ? tp.err() : st.err();
         mem.handed[*tp] = since;
+      }
+      for (rapidjson::SizeType h = 0; h < owned->Size(); ++h) {
+        json::object_reader o((*owned)[h], at + ".members[" + std::to_string(k) + "].owned[" + std::to_string(h) + "]");
+        auto tp = read_partition(o);
+        if (auto st = o.finish(); !st || !tp) return st ? tp.err() : st.err();
+        mem.owned.insert(*tp);
       }
       s.members[mem.id] = std::move(mem);
     }
@@ -249,6 +264,12 @@ result<member_answer> group_service::join(const std::string& group_id, const std
                                           const broker_id& broker, std::set<std::string> topics, time_ms now) {
   if (topics.empty()) return error{errc::invalid_argument, "topics: a member subscribes to at least one topic"};
   std::lock_guard lock(mu_);
+  if (!member_id.empty()) {
+    auto known = groups_.find(group_id);
+    if (known == groups_.end() || !known->second.state().members.count(member_id))
+      return error{errc::not_found, "member " + member_id + " is not in group " + group_id +
+                                        " (the coordinator gives ids: join without one)"};
+  }
   group& g = group_locked(group_id, now);
   const auto rebalances = g.rebalances();
   auto all = g.subscribed_topics();
@@ -290,12 +311,19 @@ status group_service::leave(const std::string& group_id, const std::string& memb
 
 void group_service::tick(time_ms now) {
   std::lock_guard lock(mu_);
-  for (auto& [id, g] : groups_) {
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    auto& [id, g] = *it;
     const auto rebalances = g.rebalances();
     for (const auto& gone : g.expire(now))
       log_.info("groups", "member " + gone + " of group " + id + " missed its session timeout; it was removed");
+    if (g.state().members.empty()) {  // an empty group holds nothing worth keeping; its offsets live elsewhere
+      for (const auto* f : {&members_gauge, &epoch_gauge, &unassigned_gauge}) metrics_.set(*f, {{"group", id}}, 0);
+      it = groups_.erase(it);
+      continue;
+    }
     refresh_locked(g);
     metrics_.add(rebalances_counter, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
+    ++it;
   }
   (void)persist_locked();
 }

@@ -118,3 +118,18 @@ TEST_CASE("groups service: an unreadable group state stops the coordinator, nami
   CHECK(svc.code() == errc::corrupt);
   CHECK_THAT(svc.message(), Catch::Contains("group-state.json"));
 }
+
+TEST_CASE("groups service: ids are the coordinator's to give, and a group with no members is dropped", "[groups]") {
+  storage::memory_state_file disk("group-state.json");
+  const broker_id b1("b1");
+  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  REQUIRE(svc);
+  CHECK((*svc)->join("g", "my-own-id", b1, {"t"}, 0).code() == errc::not_found);
+  auto a = (*svc)->join("g", "", b1, {"t"}, 0);
+  REQUIRE(a);
+  CHECK((*svc)->join("g", a->member_id, b1, {"t"}, 1));  // a known id rejoins
+  REQUIRE((*svc)->leave("g", a->member_id));
+  (*svc)->tick(2);
+  CHECK((*svc)->groups().empty());
+  CHECK_FALSE((*svc)->describe("g"));
+}

@@ -293,3 +293,35 @@ TEST_CASE("groups: a partition is handed only after its owner cleared it since i
   REQUIRE(b2_);
   CHECK(b2_->assignment == std::vector<topic_partition>{{"t", 0}});
 }
+
+TEST_CASE("groups: a rejoin with a known id fences the incarnation that held it before", "[groups]") {
+  group g("g", {});
+  g.set_placement(spread("t", 2, {b1}));
+  auto a = beat(g, g.join("m-a", b1, {"t"}, 0), 0);
+  REQUIRE(a.assignment.size() == 2);
+  auto again = g.join("m-a", b1, {"t"}, 1);  // another process presenting the same id
+  CHECK(again.member_epoch > a.member_epoch);
+  CHECK(again.assignment.empty());  // revoked: handed again only through clearance
+  CHECK(g.check_commit("m-a", a.member_epoch, a.assignment[0]).code() == errc::conflict);
+  again = beat(g, again, 2);
+  CHECK(again.assignment.size() == 2);
+  CHECK(g.check_commit("m-a", again.member_epoch, again.assignment[0]));
+}
+
+TEST_CASE("groups: a member that joins a full group gets its share, even when the shares were already even",
+          "[groups]") {
+  group g("g", {});
+  g.set_placement(spread("t", 4, {b1}));
+  auto a = g.join("m-a", b1, {"t"}, 0);
+  auto b = g.join("m-b", b1, {"t"}, 0);
+  for (int i = 1; i < 4; ++i) {
+    a = beat(g, a, i);
+    b = beat(g, b, i);
+  }
+  REQUIRE(a.assignment.size() == 2);
+  g.join("m-c", b1, {"t"}, 10);
+  std::map<std::string, int> counts;
+  for (const auto& [tp, holder] : g.state().target) ++counts[holder];
+  CHECK(counts["m-c"] == 1);  // 4 over 3: 2, 1, 1 (it used to keep 2 and 2 and leave the newcomer idle)
+  CHECK(counts["m-a"] + counts["m-b"] == 3);
+}
