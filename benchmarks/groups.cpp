@@ -37,8 +37,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/// Every member heartbeats once; returns how many partitions are held in all.
+/// Every member heartbeats once, after the owners cleared what waited for them (the daemon's ticker asks them every
+/// 250 ms, a quarter of an interval); returns how many partitions are held in all.
 std::size_t round_of_heartbeats(group_service& g, std::vector<member_view>& members, time_ms now) {
+  for (const auto& [group_id, p] : g.pending_clearances()) g.clearance_done(group_id, p.partition);
   std::size_t held = 0;
   for (auto& m : members) {
     auto a = g.heartbeat("g", m.id, m.epoch, m.held, now);
