@@ -292,60 +292,63 @@ void group_api::clear_pending() {
 }
 
 void group_api::routes(httplib::Server& api) {
-  api.Post(R"(/v1/groups/([^/]+)/join)", [this](const httplib::Request& req, httplib::Response& res) {
+  // Every client call: a valid group id from the path and a JSON body, from which `body_of` makes the coordinator's
+  // request body (or an error for the client); the coordinator's answer is relayed.
+  auto client_call = [this](const httplib::Request& req, httplib::Response& res, const char* route, auto&& body_of) {
     const std::string group_id = req.matches[1];
     if (!valid_group(group_id, res)) return;
     rapidjson::Document d;
     if (!parse_body(req, res, d)) return;
     json::object_reader r(d, "");
-    std::vector<std::string> topics;
-    std::string member_id;
-    r.get("topics", topics, true);
-    r.get("member_id", member_id);
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    relay(res, on_coordinator(group_id, "join", json::object([&](json::writer& w) {
-                                json::put(w, "group", group_id);
-                                json::put(w, "member_id", member_id);
-                                json::put(w, "broker", peers_.directory().self.value());
-                                w.Key("topics");
-                                w.StartArray();
-                                for (const auto& t : topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
-                                w.EndArray();
-                              })));
+    result<std::string> body = body_of(group_id, r);
+    if (!body) return reply_error(res, body.err());
+    relay(res, on_coordinator(group_id, route, *body));
+  };
+  api.Post(R"(/v1/groups/([^/]+)/join)", [this, client_call](const httplib::Request& req, httplib::Response& res) {
+    client_call(req, res, "join", [this](const std::string& group_id, json::object_reader& r) -> result<std::string> {
+      std::vector<std::string> topics;
+      std::string member_id;
+      r.get("topics", topics, true);
+      r.get("member_id", member_id);
+      if (auto s = r.finish(); !s) return s.err();
+      return json::object([&](json::writer& w) {
+        json::put(w, "group", group_id);
+        json::put(w, "member_id", member_id);
+        json::put(w, "broker", peers_.directory().self.value());
+        w.Key("topics");
+        w.StartArray();
+        for (const auto& t : topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+        w.EndArray();
+      });
+    });
   });
-  api.Post(R"(/v1/groups/([^/]+)/heartbeat)", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string group_id = req.matches[1];
-    if (!valid_group(group_id, res)) return;
-    rapidjson::Document d;
-    if (!parse_body(req, res, d)) return;
-    json::object_reader r(d, "");
-    std::string member_id;
-    std::uint64_t epoch = 0;
-    r.get("member_id", member_id, true);
-    r.get("member_epoch", epoch, true);
-    auto owned = read_partitions(r, "owned");
-    if (!owned) return reply_error(res, owned.err());
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    relay(res, on_coordinator(group_id, "heartbeat", json::object([&](json::writer& w) {
-                                json::put(w, "group", group_id);
-                                json::put(w, "member_id", member_id);
-                                json::put(w, "member_epoch", epoch);
-                                write_partitions(w, "owned", *owned);
-                              })));
+  api.Post(R"(/v1/groups/([^/]+)/heartbeat)", [client_call](const httplib::Request& req, httplib::Response& res) {
+    client_call(req, res, "heartbeat", [](const std::string& group_id, json::object_reader& r) -> result<std::string> {
+      std::string member_id;
+      std::uint64_t epoch = 0;
+      r.get("member_id", member_id, true);
+      r.get("member_epoch", epoch, true);
+      auto owned = read_partitions(r, "owned");
+      if (!owned) return owned.err();
+      if (auto s = r.finish(); !s) return s.err();
+      return json::object([&](json::writer& w) {
+        json::put(w, "group", group_id);
+        json::put(w, "member_id", member_id);
+        json::put(w, "member_epoch", epoch);
+        write_partitions(w, "owned", *owned);
+      });
+    });
   });
-  api.Post(R"(/v1/groups/([^/]+)/leave)", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string group_id = req.matches[1];
-    if (!valid_group(group_id, res)) return;
-    rapidjson::Document d;
-    if (!parse_body(req, res, d)) return;
-    json::object_reader r(d, "");
-    std::string member_id;
-    r.get("member_id", member_id, true);
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    relay(res, on_coordinator(group_id, "leave", json::object([&](json::writer& w) {
-                                json::put(w, "group", group_id);
-                                json::put(w, "member_id", member_id);
-                              })));
+  api.Post(R"(/v1/groups/([^/]+)/leave)", [client_call](const httplib::Request& req, httplib::Response& res) {
+    client_call(req, res, "leave", [](const std::string& group_id, json::object_reader& r) -> result<std::string> {
+      std::string member_id;
+      r.get("member_id", member_id, true);
+      if (auto s = r.finish(); !s) return s.err();
+      return json::object([&](json::writer& w) {
+        json::put(w, "group", group_id);
+        json::put(w, "member_id", member_id);
+      });
+    });
   });
   api.Get(R"(/v1/groups/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string group_id = req.matches[1];
