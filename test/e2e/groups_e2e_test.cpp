@@ -232,7 +232,8 @@ TEST_CASE("e2e groups: a moved partition goes to a member on its new owner, whic
   auto fetched = b2.api().Get(("/v1/topics/t/partitions/1/records?offset=" + std::to_string(offsets[6])).c_str());
   REQUIRE(fetched);
   REQUIRE(fetched->status == 200);
-  auto records = parse(fetched->body)["records"].GetArray();
+  const auto page = parse(fetched->body);
+  const auto records = page["records"].GetArray();
   REQUIRE(records.Size() == 4);
   CHECK(std::string(records[0]["value"].GetString()) == "r6");
   CHECK(m2.commit(1, offsets[9], b2) == 200);
