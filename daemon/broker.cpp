@@ -29,7 +29,9 @@
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/balance_loop.hpp"
+#include "moonmq/core/fnv1a.hpp"
 #include "moonmq/core/utf8.hpp"
+#include "moonmq/groups/group_metrics.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
@@ -53,18 +55,10 @@ namespace moonmq::daemon {
 
 namespace {
 
-inline constexpr metric_family groups_fenced_commits{
-    "moonmq_group_fenced_commits_total", "Offset commits refused because the member does not hold the partition at "
-    "that epoch {group}", metric_kind::counter};
 
 using json_writer = json::writer;
 using json::put;
 
-std::uint32_t fnv1a(std::string_view s) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
-}
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -660,7 +654,7 @@ class running_broker final : public broker {
     if (!written) {
       if (written.code() == errc::conflict) {
         if (groups_->has_members(group) || group_api_->coordinator_of(group) != self_)
-          metrics_.add(groups_fenced_commits, {{"group", group}}, 1);
+          metrics_.add(groups::metrics::fenced_commits, {{"group", group}}, 1);
         return reply_error(res, 409, "stale_member_epoch", written.message());
       }
       if (written.code() == errc::unavailable) return reply_error(res, 503, "coordinator_unavailable", written.message());

@@ -5,27 +5,12 @@
 
 #include "json/state_document.hpp"
 #include "json/writer.hpp"
+#include "moonmq/core/fnv1a.hpp"
+#include "moonmq/groups/group_metrics.hpp"
 
 namespace moonmq::groups {
 
 namespace {
-
-inline constexpr metric_family members_gauge{"moonmq_group_members", "Members of a group on its coordinator {group}",
-                                             metric_kind::gauge};
-inline constexpr metric_family epoch_gauge{"moonmq_group_epoch", "A group's epoch on its coordinator {group}",
-                                           metric_kind::gauge};
-inline constexpr metric_family rebalances_counter{"moonmq_group_rebalances_total",
-                                                  "Changes of a group's target assignment {group}",
-                                                  metric_kind::counter};
-inline constexpr metric_family unassigned_gauge{
-    "moonmq_group_unassigned_partitions",
-    "Partitions of a group's topics no member can take (no member on their owner) {group}", metric_kind::gauge};
-
-std::uint32_t fnv1a(std::string_view s) {
-  std::uint32_t h = 2166136261u;
-  for (unsigned char c : s) h = (h ^ c) * 16777619u;
-  return h;
-}
 
 /// A fresh member id: 128 bits from the operating system's random source, in hex (not guessable).
 std::string new_member_id() {
@@ -242,9 +227,9 @@ void group_service::refresh_locked(group& g) {
 
 void group_service::publish_locked(const group& g) {
   const metric_labels labels{{"group", g.state().id}};
-  metrics_.set(members_gauge, labels, static_cast<double>(g.state().members.size()));
-  metrics_.set(epoch_gauge, labels, static_cast<double>(g.state().epoch));
-  metrics_.set(unassigned_gauge, labels, static_cast<double>(g.unassigned_partitions().size()));
+  metrics_.set(metrics::members, labels, static_cast<double>(g.state().members.size()));
+  metrics_.set(metrics::epoch, labels, static_cast<double>(g.state().epoch));
+  metrics_.set(metrics::unassigned, labels, static_cast<double>(g.unassigned_partitions().size()));
 }
 
 std::string group_service::fingerprint_locked() const { return render(groups_); }
@@ -277,7 +262,7 @@ result<member_answer> group_service::join(const std::string& group_id, const std
   if (placements_)
     if (auto p = placements_(all)) g.set_placement(std::move(*p));
   auto a = g.join(member_id.empty() ? new_member_id() : member_id, broker, std::move(topics), now);
-  metrics_.add(rebalances_counter, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
+  metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);
   (void)persist_locked();
   return a;
@@ -302,7 +287,7 @@ status group_service::leave(const std::string& group_id, const std::string& memb
   if (it == groups_.end()) return {errc::not_found, "member " + member_id + " is not in group " + group_id};
   const auto rebalances = it->second.rebalances();
   if (auto s = it->second.leave(member_id); !s) return s;
-  metrics_.add(rebalances_counter, {{"group", group_id}},
+  metrics_.add(metrics::rebalances, {{"group", group_id}},
                static_cast<double>(it->second.rebalances() - rebalances));
   publish_locked(it->second);
   (void)persist_locked();
@@ -317,12 +302,12 @@ void group_service::tick(time_ms now) {
     for (const auto& gone : g.expire(now))
       log_.info("groups", "member " + gone + " of group " + id + " missed its session timeout; it was removed");
     if (g.state().members.empty()) {  // an empty group holds nothing worth keeping; its offsets live elsewhere
-      for (const auto* f : {&members_gauge, &epoch_gauge, &unassigned_gauge}) metrics_.set(*f, {{"group", id}}, 0);
+      for (const auto* f : {&metrics::members, &metrics::epoch, &metrics::unassigned}) metrics_.set(*f, {{"group", id}}, 0);
       it = groups_.erase(it);
       continue;
     }
     refresh_locked(g);
-    metrics_.add(rebalances_counter, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
+    metrics_.add(metrics::rebalances, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
     ++it;
   }
   (void)persist_locked();
