@@ -283,8 +283,16 @@ void group_api::clear_pending() {
     if (p.owner == peers_.directory().self) {
       answer = handle_cluster(r);
     } else {
+      // An owner that did not answer is asked again only after a while: one dead owner must not hold up the rounds
+      // (and so the expiry of silent members) by a peer timeout each.
+      const auto now = std::chrono::steady_clock::now();
+      if (auto wait = clear_retry_at_.find(p.owner); wait != clear_retry_at_.end() && now < wait->second) continue;
       auto a = peers_.call_now(p.owner.value(), std::move(r));
-      if (!a) continue;
+      if (!a || a->status == 0) {
+        clear_retry_at_[p.owner] = now + std::chrono::seconds(5);
+        continue;
+      }
+      clear_retry_at_.erase(p.owner);
       answer = std::move(*a);
     }
     if (answer.status == 200) service_.clearance_done(group_id, p.partition);

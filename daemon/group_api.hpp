@@ -10,6 +10,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -56,6 +57,7 @@ class group_api {
   groups::group_service& service_;
   cluster::peer_client& peers_;
   std::vector<broker_id> brokers_;  ///< every configured broker, this one included
+  std::map<broker_id, std::chrono::steady_clock::time_point> clear_retry_at_;  ///< clear_pending's only
   std::mutex gates_mu_;
   std::map<std::pair<std::string, topic_partition>, std::unique_ptr<std::mutex>> commit_gates_;
 };
