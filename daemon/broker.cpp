@@ -136,7 +136,7 @@ class running_broker final : public broker {
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr,
                                          peer_ids, tls && tls->verify_peer,
-                                         [this](const transport::request& r) { return group_api_->handle_cluster(r); }},
+                                         [this](const transport::request& r) { return group_routes_->handle_cluster(r); }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
@@ -297,7 +297,8 @@ class running_broker final : public broker {
         storage::make_file_state_file(cfg_.data_dir + "/group-state.json"), placements, steady_ms(), *log_, metrics_);
     if (!svc) return svc.err();
     groups_ = std::move(*svc);
-    group_api_ = std::make_unique<group_api>(*groups_, *peers_, brokers);
+    group_routes_ = std::make_unique<groups::group_routes>(*groups_, *peers_, brokers, steady_ms);
+    group_api_ = std::make_unique<group_api>(*groups_, *group_routes_);
     group_ticker_ = std::thread([this, brokers] {
       std::unique_lock lock(ticker_mu_);
       while (!ticker_stop_) {
@@ -306,7 +307,7 @@ class running_broker final : public broker {
         lock.unlock();
         groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
         if (!groups_->groups().empty()) refresh_placements(brokers);
-        group_api_->clear_pending();
+        group_routes_->clear_pending();
         lock.lock();
       }
     });
@@ -635,7 +636,7 @@ class running_broker final : public broker {
     if (auto count = store_->partition_count(topic); !count || tp.partition >= *count)
       return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
     bool not_served = false, missing = false;
-    auto written = group_api_->fenced_commit(group, member_id, member_epoch, tp, [&]() -> status {
+    auto written = group_routes_->fenced_commit(group, member_id, member_epoch, tp, [&]() -> status {
       // Refused where the partition is not served: what a move pushed is then complete.
       std::shared_lock gate(gates_.gate(tp));
       if (!cluster::serves(*ownership_, tp, self_)) {
@@ -653,7 +654,7 @@ class running_broker final : public broker {
     });
     if (!written) {
       if (written.code() == errc::conflict) {
-        if (groups_->has_members(group) || group_api_->coordinator_of(group) != self_)
+        if (groups_->has_members(group) || group_routes_->coordinator_of(group) != self_)
           metrics_.add(groups::metrics::fenced_commits, {{"group", group}}, 1);
         return reply_error(res, 409, "stale_member_epoch", written.message());
       }
@@ -871,6 +872,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;
   std::unique_ptr<groups::group_service> groups_;
+  std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<group_api> group_api_;
   std::thread group_ticker_;
   std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only

@@ -48,6 +48,8 @@ struct in_process_broker {
   std::unique_ptr<cluster::reassigner> reassigner;
   metrics_registry metrics;
   std::unique_ptr<cluster::balance_loop> balancer;
+  /// The broker's /cluster/group/* routes, when a test gives it consumer groups (empty: 501).
+  std::function<transport::response(const transport::request&)> groups;
 
   cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, log, metrics}; }
   bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
@@ -185,7 +187,11 @@ class in_process_cluster {
   void wire(in_process_broker& b) {
     b.service = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20,
-                                         cluster::move_control_of(b.reassigner, io.get_executor()), {}},
+                                         cluster::move_control_of(b.reassigner, io.get_executor()), {}, {}, false,
+                                         [&b](const transport::request& r) {
+                                           if (!b.groups) return transport::error_response(501, "not_implemented", "no groups");
+                                           return b.groups(r);
+                                         }},
         b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);

@@ -5,7 +5,8 @@
 // handler ran, the sender hears nothing: the case that makes retries dangerous), duplicate (the handler runs
 // twice), delay and jitter (which reorders concurrent requests), and partitions between brokers (no answer either
 // way). A `hook` can inspect each request and decide its fate, to fail exactly one step of a protocol. Random choices
-// come from one seeded generator: a test run is reproducible from its seed.
+// come from one seeded generator: a test run is reproducible from its seed. Synchronous sends (send_now, for
+// callers that block) see every fault but the delay.
 // Thread safety: configure faults and handlers from the thread that runs the executor; sends run on it too.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -66,34 +68,39 @@ class loopback_network {
  private:
   friend class loopback_transport;
 
-  asio::awaitable<response> carry(std::string from, std::string to, request req, std::chrono::milliseconds timeout) {
-    auto exec = co_await asio::this_coro::executor;
-    if (cut_.count({from, to})) co_return no_answer(to, "partitioned");
-    auto it = handlers_.find(to);
-    if (it == handlers_.end()) co_return no_answer(to, "no such broker (down)");
+  /// A request's fate and how long it waits, or the answer when it cannot be delivered at all.
+  struct plan {
+    std::optional<response> refused;
     fate f = fate::deliver;
+    std::chrono::milliseconds wait{0};
+  };
+
+  plan decide(const std::string& from, const std::string& to, const request& req, std::chrono::milliseconds timeout) {
+    if (cut_.count({from, to})) return {no_answer(to, "partitioned")};
+    if (!handlers_.count(to)) return {no_answer(to, "no such broker (down)")};
+    plan p;
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng_) < drop_)
-      f = fate::drop;
+      p.f = fate::drop;
     else if (u(rng_) < lose_)
-      f = fate::lose_response;
+      p.f = fate::lose_response;
     else if (u(rng_) < duplicate_)
-      f = fate::duplicate;
+      p.f = fate::duplicate;
     if (hook_) {
       fate h = hook_(from, to, req);
-      if (h != fate::deliver) f = h;
+      if (h != fate::deliver) p.f = h;
     }
-    auto wait = delay_;
+    p.wait = delay_;
     if (jitter_.count() > 0)
-      wait += std::chrono::milliseconds(std::uniform_int_distribution<long>(0, jitter_.count())(rng_));
-    if (wait > timeout) wait = timeout;
-    if (wait.count() > 0) {
-      asio::steady_timer t(exec, wait);
-      co_await t.async_wait(asio::use_awaitable);
-    }
-    if (f == fate::drop) co_return no_answer(to, "request dropped");
-    it = handlers_.find(to);  // it may have gone down while we waited
-    if (it == handlers_.end()) co_return no_answer(to, "no such broker (down)");
+      p.wait += std::chrono::milliseconds(std::uniform_int_distribution<long>(0, jitter_.count())(rng_));
+    if (p.wait > timeout) p.wait = timeout;
+    return p;
+  }
+
+  response deliver(const std::string& from, const std::string& to, request req, fate f) {
+    if (f == fate::drop) return no_answer(to, "request dropped");
+    auto it = handlers_.find(to);  // it may have gone down while the request waited
+    if (it == handlers_.end()) return no_answer(to, "no such broker (down)");
     req.headers[header_from] = from;
     ++delivered_[req.path];
     response r = it->second(req);
@@ -101,8 +108,27 @@ class loopback_network {
       ++delivered_[req.path];
       (void)it->second(req);
     }
-    if (f == fate::lose_response) co_return no_answer(to, "response lost");
-    co_return r;
+    if (f == fate::lose_response) return no_answer(to, "response lost");
+    return r;
+  }
+
+  asio::awaitable<response> carry(std::string from, std::string to, request req, std::chrono::milliseconds timeout) {
+    auto exec = co_await asio::this_coro::executor;
+    plan p = decide(from, to, req, timeout);
+    if (p.refused) co_return std::move(*p.refused);
+    if (p.wait.count() > 0) {
+      asio::steady_timer t(exec, p.wait);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return deliver(from, to, std::move(req), p.f);
+  }
+
+  /// carry() on the calling thread, for callers that block (transport::send_now): every fault but the delay applies.
+  response carry_now(const std::string& from, const std::string& to, const request& req,
+                     std::chrono::milliseconds timeout) {
+    plan p = decide(from, to, req, timeout);
+    if (p.refused) return std::move(*p.refused);
+    return deliver(from, to, req, p.f);
   }
 
   std::map<std::string, handler> handlers_;
@@ -119,6 +145,10 @@ class loopback_transport final : public transport {
   loopback_transport(loopback_network& net, std::string from) : net_(net), from_(std::move(from)) {}
   asio::awaitable<response> send(const std::string& peer, request req, std::chrono::milliseconds timeout) override {
     return net_.carry(from_, peer, std::move(req), timeout);
+  }
+  std::optional<response> send_now(const std::string& peer, const request& req,
+                                   std::chrono::milliseconds timeout) override {
+    return net_.carry_now(from_, peer, req, timeout);
   }
 
  private:

@@ -1,0 +1,355 @@
+// Consumer groups over an in-process cluster: three brokers on the loopback network, each with its group
+// coordinator and /cluster/group/* routes, the real Reassigner moving partitions under them, and one clock the test
+// advances. What the multi-process tests show with real daemons, here with faults placed exactly (a partitioned
+// coordinator, lost clearance answers, a coordinator restart) and without waiting for wall-clock time.
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+
+#include "json/writer.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/groups/group_routes.hpp"
+#include "support/in_process_cluster.hpp"
+
+using namespace moonmq;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A state file owned by the test, so that a coordinator's "disk" outlives a restart.
+struct kept_file final : storage::state_file {
+  storage::memory_state_file* f;
+  explicit kept_file(storage::memory_state_file* file) : f(file) {}
+  result<std::optional<std::string>> read() const override { return f->read(); }
+  status replace(std::string_view c) override { return f->replace(c); }
+  std::string name() const override { return f->name(); }
+};
+
+struct group_cluster {
+  test::in_process_cluster c;
+  groups::time_ms now = 0;
+  std::vector<broker_id> ids;
+  std::vector<std::unique_ptr<storage::memory_state_file>> disks;
+  std::vector<std::unique_ptr<groups::group_service>> services;
+  std::vector<std::unique_ptr<groups::group_routes>> routes;
+
+  explicit group_cluster(int n) : c(n) {
+    for (int i = 1; i <= n; ++i) {
+      ids.emplace_back(c[i].id);
+      disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/group-state.json"));
+    }
+    services.resize(static_cast<std::size_t>(n));
+    routes.resize(static_cast<std::size_t>(n));
+    for (int i = 1; i <= n; ++i) start(i);
+  }
+
+  /// Starts (or restarts, from its disk) broker i's group coordinator and routes.
+  void start(int i) {
+    auto& b = c[i];
+    b.groups = nullptr;
+    auto svc = groups::group_service::open({ids[idx(i)], {1500, 100}}, std::make_unique<kept_file>(disks[idx(i)].get()),
+                                           placements(), now);
+    REQUIRE(svc);
+    services[idx(i)] = std::move(*svc);
+    routes[idx(i)] = std::make_unique<groups::group_routes>(*services[idx(i)], *b.peers, ids, [this] { return now; });
+    b.groups = [r = routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
+  }
+
+  /// Who serves what, from every broker's own report (what the daemon gathers over /cluster/loads).
+  groups::placement_source placements() {
+    return [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
+      std::map<topic_partition, broker_id> seen;
+      for (int i = 1; i <= static_cast<int>(c.size()); ++i)
+        for (const auto& l : cluster::collect_local_loads(c[i].store, c[i].counters, *c[i].ownership, ids[idx(i)]))
+          if (topics.count(l.partition.topic)) seen.try_emplace(l.partition, ids[idx(i)]);
+      std::vector<groups::placement> out;
+      for (const auto& [tp, owner] : seen) out.push_back({tp, owner});
+      return out;
+    };
+  }
+
+  /// One tick of every broker's ticker: coordinators expire and follow owners, owners are asked for clearances.
+  void round(groups::time_ms step = 100) {
+    now += step;
+    for (auto& s : services) s->tick(now);
+    for (auto& r : routes) r->clear_pending();
+  }
+
+  int broker_of(const broker_id& id) const {
+    return static_cast<int>(std::find(ids.begin(), ids.end(), id) - ids.begin()) + 1;
+  }
+  int coordinator(const std::string& group) { return broker_of(routes[0]->coordinator_of(group)); }
+  static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
+};
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str());
+  return d;
+}
+
+/// A consumer whose connection lives on broker `via`, speaking to the group through that broker's routes.
+struct consumer {
+  consumer(group_cluster& cluster, int broker) : g(cluster), via(broker) {}
+
+  group_cluster& g;
+  int via;
+  std::string id;
+  std::uint64_t epoch = 0;
+  std::set<int> partitions;
+
+  transport::response call(const std::string& route, const std::string& body) {
+    return g.routes[group_cluster::idx(via)]->on_coordinator("g", route, body);
+  }
+
+  int join() {
+    auto r = call("join", json::object([&](json::writer& w) {
+                    json::put(w, "group", "g");
+                    json::put(w, "member_id", id);
+                    json::put(w, "broker", g.ids[group_cluster::idx(via)].value());
+                    w.Key("topics");
+                    w.StartArray();
+                    w.String("t");
+                    w.EndArray();
+                  }));
+    if (r.status == 200) take(r.body);
+    return r.status;
+  }
+
+  int beat() {
+    auto r = call("heartbeat", json::object([&](json::writer& w) {
+                    json::put(w, "group", "g");
+                    json::put(w, "member_id", id);
+                    json::put(w, "member_epoch", epoch);
+                    w.Key("owned");
+                    w.StartArray();
+                    for (int p : partitions) {
+                      w.StartObject();
+                      json::put(w, "topic", "t");
+                      json::put(w, "partition", p);
+                      w.EndObject();
+                    }
+                    w.EndArray();
+                  }));
+    if (r.status == 200) take(r.body);
+    return r.status;
+  }
+
+  /// Commits `offset` of t-p through broker `at` (the owner writes it to its offset store if the fence passes).
+  status commit(int p, std::uint64_t offset, int at) {
+    const topic_partition tp{"t", p};
+    return g.routes[group_cluster::idx(at)]->fenced_commit(
+        "g", id, epoch, tp, [&] { return g.c[at].offsets.commit("g", tp, offset); });
+  }
+
+ private:
+  void take(const std::string& body) {
+    auto d = parse(body);
+    id = d["member_id"].GetString();
+    epoch = d["member_epoch"].GetUint64();
+    partitions.clear();
+    for (const auto& a : d["assignment"].GetArray()) partitions.insert(a["partition"].GetInt());
+  }
+};
+
+/// Rounds until every one of `count` partitions is held by exactly one member and a round changes nothing.
+void settle(group_cluster& g, const std::vector<consumer*>& members, std::size_t count) {
+  for (int i = 0; i < 200; ++i) {
+    g.round();
+    std::map<int, int> holders;
+    bool changed = false;
+    for (auto* m : members) {
+      const auto before = m->partitions;
+      REQUIRE(m->beat() == 200);
+      changed = changed || before != m->partitions;
+      for (int p : m->partitions) ++holders[p];
+    }
+    bool once = holders.size() == count;
+    for (const auto& [p, n] : holders) once = once && n == 1;
+    if (once && !changed) return;
+  }
+  FAIL("the group did not settle");
+}
+
+/// Topic t with `n` partitions, created on broker 1 and moved so that partition p ends on broker `owners[p]`.
+void place(group_cluster& g, const std::vector<int>& owners) {
+  REQUIRE(g.c[1].store.ensure_topic("t", static_cast<std::int32_t>(owners.size())));
+  for (std::size_t p = 0; p < owners.size(); ++p)
+    if (owners[p] != 1) REQUIRE(g.c.move(1, {"t", static_cast<std::int32_t>(p)}, owners[p]));
+}
+
+}  // namespace
+
+TEST_CASE("in-process groups: calls anywhere reach the coordinator, members get only what their broker owns, and "
+          "commits are fenced at every broker",
+          "[groups][integration]") {
+  group_cluster g(3);
+  place(g, {1, 1, 2, 2, 3, 3});
+  consumer m1{g, 1}, m2{g, 1}, m3{g, 2}, m4{g, 2}, m5{g, 3}, m6{g, 3};
+  std::vector<consumer*> members{&m1, &m2, &m3, &m4, &m5, &m6};
+  for (auto* m : members) REQUIRE(m->join() == 200);
+  settle(g, members, 6);
+  const std::vector<int> owner{1, 1, 2, 2, 3, 3};
+  for (auto* m : members) {
+    REQUIRE(m->partitions.size() == 1);
+    CHECK(owner[static_cast<std::size_t>(*m->partitions.begin())] == m->via);
+  }
+  // Calls through a broker that does not coordinate were forwarded (and only those).
+  const int coordinator = g.coordinator("g");
+  CHECK(g.c.net.delivered("/cluster/group/join") == 4);
+
+  // The holder commits at the owner; anyone else is fenced, whichever broker the commit arrives at.
+  const int p = *m3.partitions.begin();
+  CHECK(m3.commit(p, 5, 2));
+  CHECK(*g.c[2].offsets.committed("g", {"t", p}) == 5);
+  for (int at = 1; at <= 3; ++at) {
+    auto fenced = m4.commit(p, 9, at);
+    REQUIRE_FALSE(fenced);
+    CHECK(fenced.code() == errc::conflict);
+  }
+  CHECK(*g.c[2].offsets.committed("g", {"t", p}) == 5);
+  // An epoch the holder had before it held the partition is fenced too.
+  consumer old = m3;
+  old.epoch = 0;
+  CHECK_FALSE(old.commit(p, 9, 2));
+
+  // A broker cannot claim a member lives elsewhere: a forwarded join must name the forwarder.
+  const int forwarder = coordinator == 1 ? 2 : 1;
+  const int elsewhere = 6 - coordinator - forwarder;
+  auto forged = g.routes[group_cluster::idx(forwarder)]->on_coordinator(
+      "g", "join", R"({"group":"g","broker":")" + g.ids[group_cluster::idx(elsewhere)].value() + R"(","topics":["t"]})");
+  CHECK(forged.status == 400);
+}
+
+TEST_CASE("in-process groups: an unreachable coordinator is 503 naming it, and nothing is committed meanwhile",
+          "[groups][integration]") {
+  group_cluster g(3);
+  place(g, {1, 2, 3});
+  const int coordinator = g.coordinator("g");
+  const int other = coordinator == 1 ? 2 : 1;
+  consumer m{g, other};
+  REQUIRE(m.join() == 200);
+  settle(g, {&m}, 1);
+  REQUIRE(m.partitions.size() == 1);
+  const int p = *m.partitions.begin();
+
+  g.c.net.partition(g.c[other].id, g.c[coordinator].id);
+  consumer late{g, other};
+  auto refused = late.call("join", R"({"group":"g","broker":")" + g.c[other].id + R"(","topics":["t"]})");
+  CHECK(refused.status == 503);
+  CHECK_THAT(refused.body, Catch::Contains(g.c[coordinator].id));
+  CHECK(m.beat() == 503);
+  // The owner cannot ask whether the member still holds the partition: no commit is written.
+  auto s = m.commit(p, 3, other);
+  REQUIRE_FALSE(s);
+  CHECK(s.code() == errc::unavailable);
+  CHECK_FALSE(g.c[other].offsets.committed("g", {"t", p}));
+
+  g.c.net.heal();
+  CHECK(m.beat() == 200);
+  CHECK(m.commit(p, 3, other));
+}
+
+TEST_CASE("in-process groups: a moved partition goes to a member on its new owner with its committed offset, and "
+          "its former holder is fenced",
+          "[groups][integration]") {
+  group_cluster g(2);
+  place(g, {1, 1});
+  std::vector<std::uint64_t> at;  // each record's offset (a byte position in the log)
+  for (int i = 0; i < 10; ++i) {
+    auto r = g.c.produce(1, {"t", 1}, {test::rec("r" + std::to_string(i))});
+    REQUIRE(r);
+    at.push_back(r->offsets.at(0));
+  }
+  const std::uint64_t end = *g.c[1].store.end_offset({"t", 1});
+  consumer m1{g, 1}, m2{g, 2};
+  REQUIRE(m1.join() == 200);
+  REQUIRE(m2.join() == 200);
+  settle(g, {&m1, &m2}, 2);
+  REQUIRE(m1.partitions == std::set<int>{0, 1});  // b1 owns both
+  REQUIRE(m1.commit(1, at[6], 1));
+
+  REQUIRE(g.c.move(1, {"t", 1}, 2));
+  settle(g, {&m1, &m2}, 2);
+  CHECK(m1.partitions == std::set<int>{0});
+  CHECK(m2.partitions == std::set<int>{1});
+  // The committed offset travelled with the partition; m2 resumes from it and finds every record from there.
+  REQUIRE(g.c[2].offsets.committed("g", {"t", 1}));
+  CHECK(*g.c[2].offsets.committed("g", {"t", 1}) == at[6]);
+  auto rest = g.c[2].store.read({"t", 1}, at[6], 1 << 20);
+  INFO((rest ? std::string() : rest.message()));
+  REQUIRE(rest);
+  CHECK(rest->next_offset == end);  // records 6 to 9, all there
+  CHECK(rest->end_offset == end);
+  CHECK(m2.commit(1, end, 2));
+  auto zombie = m1.commit(1, 7, 2);
+  REQUIRE_FALSE(zombie);
+  CHECK(zombie.code() == errc::conflict);
+}
+
+TEST_CASE("in-process groups: a partition changes holder only after its owner's clearance is heard, even when the "
+          "answers are lost",
+          "[groups][integration]") {
+  group_cluster g(3);
+  const int coordinator = g.coordinator("g");
+  const int owner = coordinator == 1 ? 2 : 1;  // clearances cross the network
+  std::vector<int> owners{owner, owner};
+  REQUIRE(g.c[owner].store.ensure_topic("t", 2));
+  consumer m1{g, owner};
+  REQUIRE(m1.join() == 200);
+  settle(g, {&m1}, 2);
+  REQUIRE(m1.partitions.size() == 2);
+
+  // Every clearance runs on the owner but its answer is lost.
+  const auto cleared_before = g.c.net.delivered("/cluster/group/clear");
+  g.c.net.set_hook([](const std::string&, const std::string&, const transport::request& r) {
+    return r.path == "/cluster/group/clear" ? transport::fate::lose_response : transport::fate::deliver;
+  });
+  consumer m2{g, owner};
+  REQUIRE(m2.join() == 200);
+  for (int i = 0; i < 100; ++i) {  // 10 s of rounds: m1 lets one go, nobody is handed it
+    g.round();
+    REQUIRE(m1.beat() == 200);
+    REQUIRE(m2.beat() == 200);
+    CHECK(m1.partitions.size() + m2.partitions.size() <= 2);
+    for (int p : m2.partitions) CHECK_FALSE(m1.partitions.count(p));
+  }
+  CHECK(m1.partitions.size() == 1);
+  CHECK(m2.partitions.empty());
+  const auto asked = g.c.net.delivered("/cluster/group/clear") - cleared_before;
+  CHECK(asked >= 2);  // asked again...
+  CHECK(asked <= 3);  // ...but only every clear_retry (5 s), not every round
+
+  g.c.net.set_hook({});
+  settle(g, {&m1, &m2}, 2);
+  CHECK(m1.partitions.size() == 1);
+  CHECK(m2.partitions.size() == 1);
+}
+
+TEST_CASE("in-process groups: a restarted coordinator keeps members, holdings and epochs, so stale commits stay "
+          "fenced",
+          "[groups][integration]") {
+  group_cluster g(3);
+  place(g, {1, 2, 3});
+  consumer m1{g, 1}, m2{g, 2}, m3{g, 3};
+  std::vector<consumer*> members{&m1, &m2, &m3};
+  for (auto* m : members) REQUIRE(m->join() == 200);
+  settle(g, members, 3);
+  const int p = *m1.partitions.begin();
+  consumer before_handed = m1, ahead = m1;
+  before_handed.epoch = 0;       // before m1 was handed p
+  ahead.epoch = m1.epoch + 1;  // an epoch the coordinator never gave
+  const auto before = m1;
+
+  const int coordinator = g.coordinator("g");
+  const std::uint64_t epoch = g.services[group_cluster::idx(coordinator)]->describe("g")->epoch;
+  g.start(coordinator);  // kill -9 and back: only group-state.json remains
+  settle(g, members, 3);
+  CHECK(m1.id == before.id);
+  CHECK(m1.partitions == before.partitions);
+  CHECK(g.services[group_cluster::idx(coordinator)]->describe("g")->epoch >= epoch);
+  CHECK(m1.commit(p, 1, 1));  // its epoch is still the one the coordinator knows (had it restarted at 0: fenced)
+  CHECK_FALSE(before_handed.commit(p, 2, 1));
+  CHECK_FALSE(ahead.commit(p, 2, 1));
+  CHECK(*g.c[1].offsets.committed("g", {"t", p}) == 1);
+}
