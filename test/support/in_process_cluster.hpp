@@ -189,7 +189,7 @@ class in_process_cluster {
         cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20,
                                          cluster::move_control_of(b.reassigner, io.get_executor()), {}, {}, false,
                                          [&b](const transport::request& r) {
-                                           if (!b.groups) return transport::error_response(501, "not_implemented", "no groups");
+                                           if (!b.groups) return transport::error_response(501, "not_implemented", "groups are not available yet on this broker");
                                            return b.groups(r);
                                          }},
         b.state());
