@@ -25,6 +25,7 @@
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
 #include "group_api.hpp"
+#include "producer_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
@@ -82,6 +83,7 @@ class running_broker final : public broker {
          cfg_.limits.max_open_partition_files});
     if (!store) return store.err();
     store_ = std::move(*store);
+    producers_ = std::make_unique<cluster::producer_states>(*store_, cfg_.limits.max_producers_per_partition);
     auto offsets = storage::open_durable_offset_store(dir, log_);
     if (!offsets) return offsets.err();
     offsets_ = std::move(*offsets);
@@ -209,6 +211,7 @@ class running_broker final : public broker {
     });
     routes();
     group_api_->routes(*api_);
+    producer_api_.routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
     api_thread_ = std::thread([this] { api_->listen_after_bind(); });
@@ -351,7 +354,7 @@ class running_broker final : public broker {
   }
 
   cluster::cluster_state state() {
-    return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *log_, metrics_};
+    return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *producers_, *log_, metrics_};
   }
 
   asio::awaitable<void> recover_loop() {
@@ -473,6 +476,20 @@ class running_broker final : public broker {
     const auto* transaction = r.member("transaction");
     if (r.ok() && (!list || !list->IsArray() || list->Empty())) r.fail("records", "expected a non-empty array");
     if (r.ok() && transaction && !transaction->IsNull()) r.fail("transaction", "transactions are not available yet");
+    // An idempotent producer's batch: each record is stamped with its sequence in this partition.
+    std::optional<storage::producer_stamp> stamp;
+    if (const auto* p = r.member("producer"); p && r.ok()) {
+      json::object_reader pr(*p, "producer");
+      std::uint64_t id = 0, epoch = 0, sequence = 0;
+      pr.get("id", id, true);
+      pr.get("epoch", epoch, true);
+      pr.get("sequence", sequence, true);
+      if (pr.ok() && (id == 0 || id > INT64_MAX)) pr.fail("id", "expected a producer id from POST /v1/producers");
+      if (pr.ok() && epoch > UINT32_MAX) pr.fail("epoch", "out of range");
+      if (pr.ok() && sequence > INT32_MAX) pr.fail("sequence", "out of range");
+      if (auto s = pr.finish(); !s) return reply_error(res, s.err());
+      stamp = storage::producer_stamp{id, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(sequence)};
+    }
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     std::vector<storage::record> records;
     const std::int64_t ts = now_ms();
@@ -485,6 +502,10 @@ class running_broker final : public broker {
       if (k && !k->IsNull() && rr.get("key", key)) rec.key = key;
       rr.get("value", rec.value, true);
       if (auto s = rr.finish(); !s) return reply_error(res, s.err());
+      if (stamp) {
+        rec.producer = *stamp;
+        rec.producer->sequence += static_cast<std::uint32_t>(i);
+      }
       records.push_back(std::move(rec));
     }
     auto count = store_->partition_count(topic);
@@ -856,6 +877,7 @@ class running_broker final : public broker {
   std::map<transport::refusal_reason, std::pair<std::chrono::steady_clock::time_point, std::size_t>> refusal_log_;
   broker_id self_;
   std::unique_ptr<storage::partition_store> store_;
+  std::unique_ptr<cluster::producer_states> producers_;  ///< every append to a served partition passes it
   std::unique_ptr<storage::offset_store> offsets_;
   std::unique_ptr<cluster::ownership_table> ownership_;
   std::unique_ptr<cluster::controller_fence> fence_;
@@ -874,6 +896,7 @@ class running_broker final : public broker {
   std::unique_ptr<groups::group_service> groups_;
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<group_api> group_api_;
+  producer_api producer_api_;
   std::thread group_ticker_;
   std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only
   std::map<broker_id, groups::time_ms> retry_at_;                           // the ticker's only

@@ -114,10 +114,7 @@ int record_frames(const std::uint8_t* data, std::size_t size) {
   // Whatever decodes, encodes back to the same bytes.
   std::string again;
   for (const auto& v : views)
-    storage::encode_frame(
-        storage::record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
-                        v.timestamp_ms, v.attributes},
-        again);
+    storage::encode_frame(storage::to_record(v), again);
   must(again == in.substr(0, scan.whole));
   return 0;
 }

@@ -221,11 +221,10 @@ struct cluster_service::impl {
       return error_response(400, "invalid_argument", "forwarded batch is not whole valid frames");
     std::vector<storage::record> records;
     for (const auto& v : storage::decode_frames(frames, 0))
-      records.push_back({v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
-                         v.timestamp_ms, v.attributes});
+      records.push_back(storage::to_record(v));
     std::shared_lock gate(st.gates.gate(tp));
     if (!serves(st.ownership, tp, opt.self)) return not_served(tp);
-    auto offsets = st.store.append(tp, records);
+    auto offsets = st.producers.append(tp, records);
     if (!offsets) return from_error(offsets.err());
     st.counters.count_produce(tp, frames.size());
     return json_ok([&](json_writer& w) {

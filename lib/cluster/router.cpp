@@ -25,7 +25,7 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
   // Not served here: the owner to forward to, or this broker itself while it waits to serve (a handover to it, or
   // catching up after a start), which the forward loop waits out.
   if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);
-  auto offsets = st_.store.append(tp, records);
+  auto offsets = st_.producers.append(tp, records);
   if (!offsets) return result<produce_result>(offsets.err());
   std::uint64_t bytes = 0;
   for (const auto& r : records) bytes += storage::frame_size(r);
@@ -89,6 +89,12 @@ router::step router::interpret(forward_state& f, const transport::response& resp
   }
   if (resp.status == 0)
     return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " did not answer: " + resp.body});
+  // The owner's verdict on a producer's batch (fenced, out of order, a limit): the client's to act on, as if local.
+  if ((resp.status == 409 || resp.status == 429) && object && d.HasMember("error") && d["error"].IsString())
+    if (auto code = errc_from_name(d["error"].GetString()); code && transport::http_status_of(*code) == resp.status)
+      return step::finish(error{*code, d.HasMember("message") && d["message"].IsString()
+                                           ? std::string(d["message"].GetString())
+                                           : "owner " + f.owner.value() + " refused the records"});
   return step::finish(error{
       resp.status == 400 ? errc::invalid_argument : errc::internal,
       "owner " + f.owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body});

@@ -30,8 +30,9 @@ struct standalone_state {
       *cluster::open_file_controller_fence(broker_id("b1"), std::make_unique<storage::memory_state_file>()));
   cluster::traffic counters;
   cluster::partition_gates gates;
+  cluster::producer_states producers{store};
   null_logger log;
-  cluster::cluster_state state() { return {store, offsets, *table, *fence, counters, gates, log}; }
+  cluster::cluster_state state() { return {store, offsets, *table, *fence, counters, gates, producers, log}; }
 };
 
 }  // namespace

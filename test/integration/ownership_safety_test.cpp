@@ -211,7 +211,8 @@ TEST_CASE("C: a partition created on a peer's behalf never takes a produce, even
   cluster::traffic counters;
   cluster::partition_gates gates;
   null_logger log;
-  cluster::cluster_state st{store, offsets, *table, *fence, counters, gates, log};
+  cluster::producer_states producers{store};
+  cluster::cluster_state st{store, offsets, *table, *fence, counters, gates, producers, log};
   transport::loopback_network net;
   auto link = net.transport_for("b2");
   cluster::peer_client peers(*link, {broker_id("b2"), "secret", {}, std::chrono::milliseconds(200)});

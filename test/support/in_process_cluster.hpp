@@ -40,6 +40,7 @@ struct in_process_broker {
   std::unique_ptr<cluster::move_journal> journal;
   cluster::traffic counters;
   cluster::partition_gates gates;
+  cluster::producer_states producers{store};
   null_logger log;
   std::unique_ptr<cluster::cluster_service> service;
   std::unique_ptr<transport::transport> link;
@@ -51,7 +52,7 @@ struct in_process_broker {
   /// The broker's /cluster/group/* routes, when a test gives it consumer groups (empty: 501).
   std::function<transport::response(const transport::request&)> groups;
 
-  cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, log, metrics}; }
+  cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, producers, log, metrics}; }
   bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
 };
 

@@ -24,6 +24,7 @@
 #include "moonmq/cluster/move_progress.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
 #include "moonmq/cluster/partition_gates.hpp"
+#include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/cluster/traffic.hpp"
 #include "moonmq/core/logger.hpp"
 #include "moonmq/core/metrics_sink.hpp"
@@ -62,6 +63,7 @@ struct cluster_state {
   controller_fence& fence;
   traffic& counters;
   partition_gates& gates;
+  producer_states& producers;  ///< every append to a served partition goes through it
   logger& log;
   metrics_sink& metrics = no_metrics();
 };

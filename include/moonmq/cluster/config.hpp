@@ -77,6 +77,7 @@ struct limits_config {
   std::uint32_t max_partitions_per_topic = 1000;
   std::uint32_t max_partitions_per_broker = 20000;
   std::uint32_t max_open_partition_files = 1000;  ///< partition logs kept open at once (the rest opened on use)
+  std::uint32_t max_producers_per_partition = 10000;  ///< idempotent producers one partition tracks
 };
 
 /// `Server.Groups`: consumer group timing.

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cassert>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -26,6 +28,9 @@ enum class errc {
   corrupt,           ///< durable state failed its checksum or parse
   unauthorized,      ///< missing or wrong credentials
   resource_exhausted,  ///< a configured limit would be passed (partitions, connections, ...)
+  producer_fenced,        ///< an idempotent/transactional producer's epoch is older than the one the owner knows
+  out_of_order_sequence,  ///< a producer's sequence leaves a gap (or overlaps part of what was written)
+  duplicate_sequence,     ///< a retried batch was written, but too long ago for its offsets to be kept
   internal,          ///< a bug: an invariant did not hold
 };
 
@@ -52,12 +57,25 @@ constexpr const char* errc_name(errc e) noexcept {
       return "corrupt";
     case errc::unauthorized:
       return "unauthorized";
+    case errc::producer_fenced:
+      return "producer_fenced";
+    case errc::out_of_order_sequence:
+      return "out_of_order_sequence";
+    case errc::duplicate_sequence:
+      return "duplicate_sequence";
     case errc::resource_exhausted:
       return "resource_exhausted";
     case errc::internal:
       return "internal";
   }
   return "unknown";
+}
+
+/// The code errc_name() names, or nullopt (for answers relayed from a peer).
+constexpr std::optional<errc> errc_from_name(std::string_view name) noexcept {
+  for (int i = static_cast<int>(errc::ok); i <= static_cast<int>(errc::internal); ++i)
+    if (name == errc_name(static_cast<errc>(i))) return static_cast<errc>(i);
+  return std::nullopt;
 }
 
 /// An error code with a message that names what is at fault.

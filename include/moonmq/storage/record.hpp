@@ -1,10 +1,14 @@
 // The record frame: how one record is laid out in a partition log and on the wire between brokers.
 //
 //   frame   = length:u32le  crc:u32le  payload          (length = payload bytes, crc = CRC-32C of payload)
-//   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  key  value
+//   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  [producer]  key  value
+//   producer = producer_id:u64le  producer_epoch:u32le  sequence:u32le      (present when attributes has 0x02)
 //
 // A record's offset is the byte position of its frame in the log, so a partition copied byte for byte from zero keeps
-// every offset. The attribute bit `attr_control` marks control records (transaction markers).
+// every offset. The attribute bit `attr_control` marks control records (transaction markers), `attr_producer` a
+// record stamped by an idempotent producer (the 16 producer bytes follow the fixed fields, inside the checksum), and
+// `attr_transactional` a record written inside a transaction. Frames without the producer bit are laid out exactly
+// as before it existed, so every older log reads unchanged.
 // `scan_frames()` is the one validator: log recovery, reads and migration batches all use it.
 // Thread safety: pure functions.
 #pragma once
@@ -22,16 +26,29 @@
 namespace moonmq::storage {
 
 inline constexpr std::uint8_t attr_control = 0x01;
+inline constexpr std::uint8_t attr_producer = 0x02;
+inline constexpr std::uint8_t attr_transactional = 0x04;
+inline constexpr std::size_t producer_fields_size = 8 + 4 + 4;
 inline constexpr std::size_t frame_header_size = 8;
 inline constexpr std::size_t payload_fixed_size = 1 + 8 + 4;
 /// The largest payload a frame may carry; a length beyond it is corruption, not a record.
 inline constexpr std::size_t max_payload_size = 64u << 20;
 
+/// Who wrote a record, for deduplication and fencing: the producer, its epoch, and the record's number in this
+/// partition for that producer (from 0, one per record).
+struct producer_stamp {
+  std::uint64_t id = 0;
+  std::uint32_t epoch = 0;
+  std::uint32_t sequence = 0;
+  bool operator==(const producer_stamp&) const = default;
+};
+
 struct record {
   std::optional<std::string> key;
   std::string value;
   std::int64_t timestamp_ms = 0;
-  std::uint8_t attributes = 0;
+  std::uint8_t attributes = 0;  ///< attr_producer is set by encode_frame from `producer`
+  std::optional<producer_stamp> producer;
 };
 
 /// A decoded record that points into the bytes it was decoded from.
@@ -41,6 +58,7 @@ struct record_view {
   std::string_view value;
   std::int64_t timestamp_ms = 0;
   std::uint8_t attributes = 0;
+  std::optional<producer_stamp> producer;
   std::size_t frame_size = 0;
 };
 
@@ -67,9 +85,16 @@ inline std::uint64_t get_u64(const char* p) {
 }
 }  // namespace detail
 
+/// An owning copy of a decoded record.
+inline record to_record(const record_view& v) {
+  return record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
+                v.timestamp_ms, v.attributes, v.producer};
+}
+
 /// The frame size of a record, without encoding it.
 inline std::size_t frame_size(const record& r) {
-  return frame_header_size + payload_fixed_size + (r.key ? r.key->size() : 0) + r.value.size();
+  return frame_header_size + payload_fixed_size + (r.producer ? producer_fields_size : 0) + (r.key ? r.key->size() : 0) +
+         r.value.size();
 }
 
 /// Appends the frame of `r` to `out`.
@@ -78,9 +103,15 @@ inline void encode_frame(const record& r, std::string& out) {
   std::size_t start = out.size();
   detail::put_u32(out, static_cast<std::uint32_t>(payload));
   detail::put_u32(out, 0);  // crc, filled in below
-  out.push_back(static_cast<char>(r.attributes));
+  const auto attributes = static_cast<std::uint8_t>(r.producer ? r.attributes | attr_producer : r.attributes & ~attr_producer);
+  out.push_back(static_cast<char>(attributes));
   detail::put_u64(out, static_cast<std::uint64_t>(r.timestamp_ms));
   detail::put_u32(out, r.key ? static_cast<std::uint32_t>(r.key->size()) : 0xffffffffu);
+  if (r.producer) {
+    detail::put_u64(out, r.producer->id);
+    detail::put_u32(out, r.producer->epoch);
+    detail::put_u32(out, r.producer->sequence);
+  }
   if (r.key) out.append(*r.key);
   out.append(r.value);
   std::uint32_t crc = crc32c(out.data() + start + frame_header_size, payload);
@@ -177,8 +208,15 @@ frame_scan scan_frames(std::string_view bytes, OnFrame&& on_frame) {
         s.what = "checksum mismatch";
         return s;
       }
+      const bool stamped = static_cast<std::uint8_t>(frame[frame_header_size]) & attr_producer;
+      const std::size_t fixed = payload_fixed_size + (stamped ? producer_fields_size : 0);
+      if (length[i] < fixed) {
+        s.end = frame_scan::ending::corrupt;
+        s.what = "producer fields cut short";
+        return s;
+      }
       std::uint32_t key_len = detail::get_u32(frame + frame_header_size + 9);
-      if (key_len != 0xffffffffu && key_len > length[i] - payload_fixed_size) {
+      if (key_len != 0xffffffffu && key_len > length[i] - fixed) {
         s.end = frame_scan::ending::corrupt;
         s.what = "key longer than its frame";
         return s;
@@ -229,6 +267,11 @@ inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint6
     std::uint32_t key_len = detail::get_u32(pl + 9);
     const char* rest = pl + payload_fixed_size;
     std::size_t rest_len = len - payload_fixed_size;
+    if (v.attributes & attr_producer) {
+      v.producer = producer_stamp{detail::get_u64(rest), detail::get_u32(rest + 8), detail::get_u32(rest + 12)};
+      rest += producer_fields_size;
+      rest_len -= producer_fields_size;
+    }
     if (key_len != 0xffffffffu) {
       v.key = std::string_view(rest, key_len);
       rest += key_len;

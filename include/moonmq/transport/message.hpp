@@ -57,6 +57,9 @@ inline int http_status_of(errc e) {
       return 404;
     case errc::already_exists:
     case errc::conflict:
+    case errc::producer_fenced:
+    case errc::out_of_order_sequence:
+    case errc::duplicate_sequence:
       return 409;
     case errc::not_owner:
       return 421;

@@ -1,0 +1,52 @@
+// The idempotent producers of every partition on this broker, and the one way records are appended to a served
+// partition: under the partition's producer lock, a batch stamped by a producer is judged by that partition's
+// producer_table (duplicate: the original offsets; fenced or out of order: refused) before it is written.
+//
+// The table is never stored on its own: it follows the log. Before judging, it reads whatever the log holds past the
+// point it has seen (everything after a restart, the copied bytes after a move in, a log rewritten shorter: from
+// zero), so a retry after a crash or a move is deduplicated against exactly what the log holds.
+// Thread safety: all methods may be called concurrently; appends to one partition are serialised.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
+#include "moonmq/storage/partition_store.hpp"
+#include "moonmq/txn/producer_table.hpp"
+
+namespace moonmq::cluster {
+
+class producer_states {
+ public:
+  explicit producer_states(storage::partition_store& store, std::size_t max_producers_per_partition = 10000)
+      : store_(store), max_producers_(max_producers_per_partition) {}
+
+  /// Appends `records` to `tp` (the caller holds the partition's gate and has checked that it serves `tp`). A batch
+  /// with producer stamps must be one producer's, with consecutive sequences; a duplicate of what was written
+  /// returns the offsets it was written at, and writes nothing.
+  result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records);
+
+  /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
+  result<std::map<std::uint64_t, txn::producer_table::producer>> producers(const topic_partition& tp);
+
+ private:
+  struct slot {
+    std::mutex mu;
+    txn::producer_table table;
+    explicit slot(std::size_t max) : table(max) {}
+  };
+  slot& slot_of(const topic_partition& tp);
+  /// Reads the log of `tp` from where `s` stopped to its end. Under s.mu.
+  status catch_up(const topic_partition& tp, slot& s);
+
+  storage::partition_store& store_;
+  std::size_t max_producers_;
+  std::mutex mu_;
+  std::map<topic_partition, std::unique_ptr<slot>> slots_;
+};
+
+}  // namespace moonmq::cluster

@@ -1,0 +1,67 @@
+// What one partition knows about the idempotent producers that write to it: per producer id, its epoch, the last
+// sequence written and the offsets of the most recent records, so that a retry gets the original offsets. Pure: the
+// table learns from the records it is shown (observe) and judges a new batch (check); the caller writes.
+//
+// The rules, per partition and producer (sequences count records, from 0):
+//   - an epoch older than the one the table knows: fenced;
+//   - a newer epoch, or a producer never seen: its first batch must start at sequence 0;
+//   - the same epoch: the batch must start right after the last sequence written (a gap, or a batch overlapping
+//     only part of what was written, is out of order); a batch whose records were all written is a duplicate, and
+//     its original offsets are returned when the table still keeps them (the last `kept_offsets` records).
+// Thread safety: none (the caller holds the partition's producer lock).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "moonmq/core/result.hpp"
+#include "moonmq/storage/record.hpp"
+
+namespace moonmq::txn {
+
+/// A batch's verdict: append it, or answer with the offsets it was written at.
+struct producer_verdict {
+  bool duplicate = false;
+  std::vector<std::uint64_t> offsets;  ///< for a duplicate: where its records are
+};
+
+class producer_table {
+ public:
+  /// Offsets of the most recent records kept per producer for answering retries.
+  static constexpr std::size_t kept_offsets = 1024;
+
+  explicit producer_table(std::size_t max_producers = 10000) : max_producers_(max_producers) {}
+
+  /// Judges a batch of `count` records stamped `first` (sequence of its first record), or why it is refused:
+  /// producer_fenced, out_of_order_sequence, duplicate_sequence (written, offsets no longer kept),
+  /// resource_exhausted (a new producer beyond max_producers).
+  result<producer_verdict> check(const storage::producer_stamp& first, std::size_t count) const;
+
+  /// Learns a record written at `offset` with `stamp`.
+  void observe(const storage::producer_stamp& stamp, std::uint64_t offset);
+
+  /// The log position up to which records were observed (the caller catches up from here).
+  std::uint64_t applied() const noexcept { return applied_; }
+  void set_applied(std::uint64_t at) noexcept { applied_ = at; }
+  void clear() {
+    producers_.clear();
+    applied_ = 0;
+  }
+
+  struct producer {
+    std::uint32_t epoch = 0;
+    std::uint32_t last_sequence = 0;
+    std::deque<std::uint64_t> recent;  ///< offsets of sequences last_sequence - size + 1 .. last_sequence
+  };
+  const std::map<std::uint64_t, producer>& producers() const noexcept { return producers_; }
+
+ private:
+  std::size_t max_producers_;
+  std::map<std::uint64_t, producer> producers_;
+  std::uint64_t applied_ = 0;
+};
+
+}  // namespace moonmq::txn
