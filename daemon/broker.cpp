@@ -25,7 +25,7 @@
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
 #include "group_api.hpp"
-#include "producer_api.hpp"
+#include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
@@ -33,6 +33,8 @@
 #include "moonmq/core/fnv1a.hpp"
 #include "moonmq/core/utf8.hpp"
 #include "moonmq/groups/group_metrics.hpp"
+#include "moonmq/txn/txn_metrics.hpp"
+#include "moonmq/txn/txn_service.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
@@ -138,13 +140,15 @@ class running_broker final : public broker {
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr,
                                          peer_ids, tls && tls->verify_peer,
-                                         [this](const transport::request& r) { return group_routes_->handle_cluster(r); }},
+                                         [this](const transport::request& r) { return group_routes_->handle_cluster(r); },
+                                         [this](const transport::request& r) { return txns_->handle_cluster(r); }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
         cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024}, st, *peers_, *journal_,
         blocking_);
     if (auto s = open_groups(peer_ids); !s) return s;
+    if (auto s = open_transactions(peer_ids); !s) return s;
 
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);
@@ -211,7 +215,7 @@ class running_broker final : public broker {
     });
     routes();
     group_api_->routes(*api_);
-    producer_api_.routes(*api_);
+    txn_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
     api_thread_ = std::thread([this] { api_->listen_after_bind(); });
@@ -239,6 +243,7 @@ class running_broker final : public broker {
     }
     ticker_wake_.notify_all();
     if (group_ticker_.joinable()) group_ticker_.join();
+    if (txn_ticker_.joinable()) txn_ticker_.join();
     if (balancer_) balancer_->stop();
     if (raft_) raft_->stop();
     work_.reset();
@@ -282,6 +287,31 @@ class running_broker final : public broker {
 
   /// The consumer groups this broker coordinates (group-state.json), their routes, and the thread that expires silent
   /// members and follows the partitions' owners.
+  /// The transactions this broker coordinates (txn-state.json), its side of every transaction on its partitions,
+  /// and the thread that aborts expired transactions and delivers pending markers.
+  status open_transactions(const std::vector<std::string>& peer_ids) {
+    std::vector<broker_id> brokers{self_};
+    for (const auto& p : peer_ids) brokers.emplace_back(p);
+    auto svc = txn::txn_service::open(
+        {brokers, cfg_.transactions.timeout_ms, [] { return now_ms(); }, fresh_producer_id},
+        storage::make_file_state_file(cfg_.data_dir + "/txn-state.json"), state(), *peers_);
+    if (!svc) return svc.err();
+    txns_ = std::move(*svc);
+    txn_api_ = std::make_unique<txn_api>(
+        *txns_, [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); });
+    txn_ticker_ = std::thread([this] {
+      std::unique_lock lock(ticker_mu_);
+      while (!ticker_stop_) {
+        ticker_wake_.wait_for(lock, std::chrono::milliseconds(500));
+        if (ticker_stop_) break;
+        lock.unlock();
+        txns_->tick();
+        lock.lock();
+      }
+    });
+    return {};
+  }
+
   status open_groups(std::vector<std::string> peer_ids) {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
@@ -475,7 +505,14 @@ class running_broker final : public broker {
     const auto* list = r.member("records");
     const auto* transaction = r.member("transaction");
     if (r.ok() && (!list || !list->IsArray() || list->Empty())) r.fail("records", "expected a non-empty array");
-    if (r.ok() && transaction && !transaction->IsNull()) r.fail("transaction", "transactions are not available yet");
+    std::string tid;  // a transactional produce: the records join the producer's open transaction
+    if (r.ok() && transaction && !transaction->IsNull()) {
+      json::object_reader tr(*transaction, "transaction");
+      tr.get("transactional_id", tid, true);
+      if (tr.ok() && !valid_client_name(tid)) tr.fail("transactional_id", "must be 1 to 255 bytes of UTF-8");
+      if (tr.ok() && !r.has("producer")) tr.fail_here("a transactional produce names its producer (id, epoch, sequence)");
+      if (auto s = tr.finish(); !s) return reply_error(res, s.err());
+    }
     // An idempotent producer's batch: each record is stamped with its sequence in this partition.
     std::optional<storage::producer_stamp> stamp;
     if (const auto* p = r.member("producer"); p && r.ok()) {
@@ -506,6 +543,7 @@ class running_broker final : public broker {
         rec.producer = *stamp;
         rec.producer->sequence += static_cast<std::uint32_t>(i);
       }
+      if (!tid.empty()) rec.attributes |= storage::attr_transactional;
       records.push_back(std::move(rec));
     }
     auto count = store_->partition_count(topic);
@@ -524,6 +562,33 @@ class running_broker final : public broker {
       partition = records[0].key ? fnv1a(*records[0].key) % static_cast<std::uint32_t>(*count)
                                  : static_cast<std::int64_t>(round_robin_++ % static_cast<std::uint64_t>(*count));
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    if (!tid.empty()) {
+      // The coordinator records the partition first (so its markers will reach it), then the owner opens the
+      // transaction there; only then are the records taken.
+      broker_id owner = cluster::owner_as_seen_by(*ownership_, tp, self_);
+      auto added = txns_->on_coordinator(tid, "add", json_object([&](json_writer& w) {
+                                           put(w, "transactional_id", tid);
+                                           put(w, "producer_id", stamp->id);
+                                           put(w, "producer_epoch", stamp->epoch);
+                                           w.Key("partitions");
+                                           w.StartArray();
+                                           w.StartObject();
+                                           put(w, "topic", tp.topic);
+                                           put(w, "partition", tp.partition);
+                                           put(w, "owner", owner.value());
+                                           w.EndObject();
+                                           w.EndArray();
+                                         }));
+      if (added.status != 200) {
+        res.status = added.status;
+        return res.set_content(added.body, "application/json");
+      }
+      auto enrolled = txns_->enroll(tp, stamp->id, stamp->epoch, owner);
+      if (!enrolled) {
+        if (enrolled.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
+        return reply_error(res, enrolled.err());
+      }
+    }
     auto local = router_->try_local(tp, records);
     result<cluster::produce_result> done = error{errc::internal, "not produced"};
     if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) {
@@ -534,7 +599,10 @@ class running_broker final : public broker {
       auto now = router_->forward_blocking(tp, records, owner);
       done = now ? std::move(*now) : on_reactor(router_->forward(tp, std::move(records), owner));
     }
-    if (!done) return reply_error(res, done.err());
+    if (!done) {
+      if (done.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
+      return reply_error(res, done.err());
+    }
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "partition", tp.partition);
             w.Key("offsets");
@@ -597,21 +665,43 @@ class running_broker final : public broker {
       if (!m || *m == 0) return reply_error(res, 400, "invalid_argument", "max_bytes: expected a whole number > 0");
       max_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(*m, 16u << 20));
     }
+    bool committed_only = false;
     if (req.has_param("isolation")) {
       auto iso = req.get_param_value("isolation");
       if (iso != "read_uncommitted" && iso != "read_committed")
         return reply_error(res, 400, "invalid_argument", "isolation: expected read_uncommitted or read_committed");
+      committed_only = iso == "read_committed";
     }
     if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+    // read_committed: the last stable offset and the aborted ranges, taken before the read. Every record of a
+    // transaction still open then lies at or past the LSO, so what the read adds later is cut off by it.
+    std::optional<cluster::producer_states::committed_view> stable;
+    if (committed_only) {
+      auto c = producers_->committed(tp, offset);
+      if (!c) return reply_error(res, c.err());
+      stable = std::move(*c);
+      metrics_.set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
+                   static_cast<double>(*store_->end_offset(tp) - stable->last_stable_offset));
+    }
     auto r = store_->read(tp, offset, max_bytes);
     if (!r) return reply_error(res, r.err());
     counters_.count_consume(tp, r->bytes.size());
     auto views = storage::decode_frames(r->bytes.view(), offset);
+    std::uint64_t next = r->next_offset;
+    if (stable) next = std::min(next, std::max(offset, stable->last_stable_offset));
+    auto aborted = [&](const storage::record_view& v) {
+      if (!stable || !(v.attributes & storage::attr_transactional) || !v.producer) return false;
+      for (const auto& a : stable->aborted)
+        if (a.producer_id == v.producer->id && a.first <= v.offset && v.offset <= a.last) return true;
+      return false;
+    };
     reply(res, 200, json_object([&](json_writer& w) {
             w.Key("records");
             w.StartArray();
             for (const auto& v : views) {
+              if (stable && v.offset >= stable->last_stable_offset) break;
               if (v.attributes & storage::attr_control) continue;
+              if (aborted(v)) continue;
               w.StartObject();
               put(w, "offset", v.offset);
               w.Key("key");
@@ -625,8 +715,9 @@ class running_broker final : public broker {
               w.EndObject();
             }
             w.EndArray();
-            put(w, "next_offset", r->next_offset);
+            put(w, "next_offset", next);
             put(w, "end_offset", r->end_offset);
+            if (stable) put(w, "last_stable_offset", stable->last_stable_offset);
           }));
   }
 
@@ -896,8 +987,10 @@ class running_broker final : public broker {
   std::unique_ptr<groups::group_service> groups_;
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<group_api> group_api_;
-  producer_api producer_api_;
   std::thread group_ticker_;
+  std::unique_ptr<txn::txn_service> txns_;
+  std::unique_ptr<txn_api> txn_api_;
+  std::thread txn_ticker_;
   std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only
   std::map<broker_id, groups::time_ms> retry_at_;                           // the ticker's only
   std::optional<groups::time_ms> first_refresh_;                            // the ticker's only

@@ -6,6 +6,15 @@ namespace {
 constexpr std::size_t catch_up_chunk = 4u << 20;
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker) {
+  storage::record r;
+  r.value = std::string(marker);
+  r.timestamp_ms = 0;
+  r.attributes = storage::attr_control;
+  r.producer = storage::producer_stamp{producer_id, epoch, 0};
+  return r;
+}
 }  // namespace
 
 producer_states::slot& producer_states::slot_of(const topic_partition& tp) {
@@ -15,31 +24,62 @@ producer_states::slot& producer_states::slot_of(const topic_partition& tp) {
   return *s;
 }
 
+void producer_states::learn(slot& s, const std::optional<storage::producer_stamp>& producer, std::uint8_t attributes,
+                            std::string_view value, std::uint64_t offset) {
+  if (!producer) return;
+  if (attributes & storage::attr_control) {
+    s.table.observe_epoch(producer->id, producer->epoch);
+    s.txns.observe_control(producer->id, producer->epoch, value, offset);
+  } else {
+    s.table.observe(*producer, offset);
+  }
+}
+
 status producer_states::catch_up(const topic_partition& tp, slot& s) {
   auto end = store_.end_offset(tp);
   if (!end) return end.err();
-  if (*end < s.table.applied()) s.table.clear();  // the log was rewritten shorter: read it again
+  if (*end < s.table.applied()) {  // the log was rewritten shorter: read it again
+    s.table.clear();
+    s.txns.clear();
+  }
   while (s.table.applied() < *end) {
     auto r = store_.read(tp, s.table.applied(), catch_up_chunk);
     if (!r) return r.err();
     if (r->next_offset <= s.table.applied()) break;
     for (const auto& v : storage::decode_frames(r->bytes.view(), s.table.applied()))
-      if (v.producer) s.table.observe(*v.producer, v.offset);
+      learn(s, v.producer, v.attributes, v.value, v.offset);
     s.table.set_applied(r->next_offset);
   }
   return {};
+}
+
+result<std::vector<std::uint64_t>> producer_states::write(const topic_partition& tp, slot& s,
+                                                          const std::vector<storage::record>& records) {
+  auto offsets = store_.append(tp, records);
+  if (!offsets) return offsets;
+  for (std::size_t i = 0; i < records.size(); ++i)
+    learn(s, records[i].producer, records[i].attributes, records[i].value, (*offsets)[i]);
+  // Appends to a served partition all pass here, so the log ends where this batch does.
+  s.table.set_applied(offsets->back() + storage::frame_size(records.back()));
+  return offsets;
 }
 
 result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
                                                            const std::vector<storage::record>& records) {
   if (records.empty()) return error{errc::invalid_argument, "no records"};
   const auto& first = records.front().producer;
+  const bool transactional = records.front().attributes & storage::attr_transactional;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& p = records[i].producer;
+    const auto& r = records[i];
+    const auto& p = r.producer;
     if (p.has_value() != first.has_value() ||
         (p && (p->id != first->id || p->epoch != first->epoch || p->sequence != first->sequence + i)))
       return error{errc::invalid_argument,
                    "a batch's records must all be one producer's, with consecutive sequences, or none stamped"};
+    if (r.attributes & storage::attr_control)
+      return error{errc::invalid_argument, "control records are written by the cluster, not produced"};
+    if (static_cast<bool>(r.attributes & storage::attr_transactional) != transactional || (transactional && !p))
+      return error{errc::invalid_argument, "a transactional batch is all transactional and stamped by its producer"};
   }
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);
@@ -48,14 +88,57 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
     auto verdict = s.table.check(*first, records.size());
     if (!verdict) return error{verdict.code(), name_of(tp) + ": " + verdict.message()};
     if (verdict->duplicate) return std::move(verdict->offsets);
+    if (transactional) {
+      auto open = s.txns.open(first->id);
+      if (!open || open->epoch != first->epoch)
+        return error{errc::conflict, name_of(tp) + " is not enrolled in a transaction of producer " +
+                                         std::to_string(first->id) + " at epoch " + std::to_string(first->epoch)};
+    }
   }
-  auto offsets = store_.append(tp, records);
-  if (!offsets) return offsets;
-  for (std::size_t i = 0; i < records.size(); ++i)
-    if (records[i].producer) s.table.observe(*records[i].producer, (*offsets)[i]);
-  // Appends to a served partition all pass here, so the log ends where this batch does.
-  s.table.set_applied(offsets->back() + storage::frame_size(records.back()));
-  return offsets;
+  return write(tp, s, records);
+}
+
+status producer_states::enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch) {
+  slot& s = slot_of(tp);
+  std::lock_guard lock(s.mu);
+  if (auto c = catch_up(tp, s); !c) return c;
+  if (auto known = s.table.epoch_of(producer_id); known && *known > epoch)
+    return {errc::producer_fenced, name_of(tp) + ": producer " + std::to_string(producer_id) + " epoch " +
+                                       std::to_string(epoch) + " is fenced by epoch " + std::to_string(*known)};
+  if (auto open = s.txns.open(producer_id)) {
+    if (open->epoch == epoch) return {};
+    return {errc::unavailable, name_of(tp) + ": producer " + std::to_string(producer_id) +
+                                   "'s transaction at epoch " + std::to_string(open->epoch) +
+                                   " is still open here (its marker is on its way); retry"};
+  }
+  auto w = write(tp, s, {control(producer_id, epoch, txn::marker_begin)});
+  if (!w) return w.err();
+  return {};
+}
+
+status producer_states::end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
+                                        bool commit) {
+  slot& s = slot_of(tp);
+  std::lock_guard lock(s.mu);
+  if (auto c = catch_up(tp, s); !c) return c;
+  auto open = s.txns.open(producer_id);
+  auto known = s.table.epoch_of(producer_id);
+  if (open && open->epoch > epoch) return {};               // a stale marker: a later transaction is open
+  if (!open && known && *known >= epoch) return {};         // seen already
+  auto w = write(tp, s, {control(producer_id, epoch, commit ? txn::marker_commit : txn::marker_abort)});
+  if (!w) return w.err();
+  return {};
+}
+
+result<producer_states::committed_view> producer_states::committed(const topic_partition& tp, std::uint64_t from) {
+  slot& s = slot_of(tp);
+  std::lock_guard lock(s.mu);
+  if (auto c = catch_up(tp, s); !c) return c.err();
+  committed_view v;
+  v.last_stable_offset = s.txns.last_stable_offset(s.table.applied());
+  v.aborted = s.txns.aborted_between(from, v.last_stable_offset);
+  v.open = s.txns.open_transactions();
+  return v;
 }
 
 result<std::map<std::uint64_t, txn::producer_table::producer>> producer_states::producers(const topic_partition& tp) {

@@ -268,6 +268,13 @@ result<server_config> parse_settings(std::string_view text, const environment& e
       g.fail("SessionTimeoutMs", "must be at least twice HeartbeatIntervalMs");
     if (auto s = g.finish(); !s) return fail(s);
   }
+  if (const auto* tx = r.member("Transactions"); tx && r.ok()) {
+    json::object_reader t(*tx, "Server.Transactions");
+    t.get("TimeoutMs", out.transactions.timeout_ms);
+    if (t.ok() && (out.transactions.timeout_ms < 100 || out.transactions.timeout_ms > 3'600'000))
+      t.fail("TimeoutMs", "must be from 100 to 3600000");
+    if (auto s = t.finish(); !s) return fail(s);
+  }
   if (const auto* lim = r.member("Limits"); lim && r.ok()) {
     json::object_reader lr(*lim, "Server.Limits");
     lr.get("MaxPartitionsPerTopic", out.limits.max_partitions_per_topic);

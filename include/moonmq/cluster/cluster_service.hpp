@@ -54,6 +54,8 @@ struct cluster_service_options {
   bool require_certificate_identity = false;
   /// The /cluster/group/* routes (the broker's group coordinator), behind the same token; never fenced. Empty: 501.
   std::function<transport::response(const transport::request&)> groups;
+  /// The /cluster/txn/* routes (transaction coordinator and partition owner), behind the same token; never fenced.
+  std::function<transport::response(const transport::request&)> transactions;
 };
 
 struct cluster_state {

@@ -86,6 +86,11 @@ struct groups_config {
   std::int64_t heartbeat_interval_ms = 1'000;
 };
 
+/// `Server.Transactions`.
+struct transactions_config {
+  std::int64_t timeout_ms = 60'000;  ///< an open transaction older than this is aborted by its coordinator
+};
+
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9092;
@@ -94,6 +99,7 @@ struct server_config {
   std::optional<auth_config> auth;
   limits_config limits;
   groups_config groups;
+  transactions_config transactions;
   std::optional<cluster_config> cluster;
   autobalancer::autobalance_config autobalance;
 };

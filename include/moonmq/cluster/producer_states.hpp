@@ -1,8 +1,10 @@
-// The idempotent producers of every partition on this broker, and the one way records are appended to a served
-// partition: under the partition's producer lock, a batch stamped by a producer is judged by that partition's
-// producer_table (duplicate: the original offsets; fenced or out of order: refused) before it is written.
+// The idempotent producers and the transactions of every partition on this broker, and the one way records are
+// appended to a served partition: under the partition's producer lock, a batch stamped by a producer is judged by
+// that partition's producer_table (duplicate: the original offsets; fenced or out of order: refused) before it is
+// written, and a transactional batch is taken only while its producer has a transaction open here at its epoch
+// (enrolled by a begin record), so a delayed batch of an ended transaction cannot join the next one.
 //
-// The table is never stored on its own: it follows the log. Before judging, it reads whatever the log holds past the
+// The state is never stored on its own: it follows the log. Before judging, it reads whatever the log holds past the
 // point it has seen (everything after a restart, the copied bytes after a move in, a log rewritten shorter: from
 // zero), so a retry after a crash or a move is deduplicated against exactly what the log holds.
 // Thread safety: all methods may be called concurrently; appends to one partition are serialised.
@@ -16,6 +18,7 @@
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
 #include "moonmq/storage/partition_store.hpp"
+#include "moonmq/txn/partition_txns.hpp"
 #include "moonmq/txn/producer_table.hpp"
 
 namespace moonmq::cluster {
@@ -30,6 +33,24 @@ class producer_states {
   /// returns the offsets it was written at, and writes nothing.
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records);
 
+  /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
+  /// epoch already). producer_fenced for an older epoch than the partition knows; unavailable while a transaction
+  /// of an older epoch is still open (its marker is on its way).
+  status enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch);
+
+  /// Writes a commit or abort marker stamped `epoch` (the epoch the coordinator ended the transaction with, above
+  /// the transaction's own): it closes the open transaction and fences every older epoch. Idempotent: a marker the
+  /// partition has seen (its producer is at `epoch` or later, nothing open) writes nothing.
+  status end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, bool commit);
+
+  /// What a read_committed fetch of [from, ...) needs: the last stable offset and the aborted ranges from `from` on.
+  struct committed_view {
+    std::uint64_t last_stable_offset = 0;
+    std::vector<txn::aborted_range> aborted;
+    std::map<std::uint64_t, txn::open_txn> open;
+  };
+  result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
+
   /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
   result<std::map<std::uint64_t, txn::producer_table::producer>> producers(const topic_partition& tp);
 
@@ -37,11 +58,16 @@ class producer_states {
   struct slot {
     std::mutex mu;
     txn::producer_table table;
+    txn::partition_txns txns;
     explicit slot(std::size_t max) : table(max) {}
   };
   slot& slot_of(const topic_partition& tp);
   /// Reads the log of `tp` from where `s` stopped to its end. Under s.mu.
   status catch_up(const topic_partition& tp, slot& s);
+  /// Appends and learns what was appended. Under s.mu, caught up.
+  result<std::vector<std::uint64_t>> write(const topic_partition& tp, slot& s, const std::vector<storage::record>& records);
+  static void learn(slot& s, const std::optional<storage::producer_stamp>& producer, std::uint8_t attributes,
+                    std::string_view value, std::uint64_t offset);
 
   storage::partition_store& store_;
   std::size_t max_producers_;

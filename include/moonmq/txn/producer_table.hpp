@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,15 @@ class producer_table {
 
   /// Learns a record written at `offset` with `stamp`.
   void observe(const storage::producer_stamp& stamp, std::uint64_t offset);
+  /// Learns that the producer reached `epoch` without writing records at it (a transaction marker or enrolment):
+  /// older epochs are fenced from here on, and the epoch's first record is sequence 0.
+  void observe_epoch(std::uint64_t producer_id, std::uint32_t epoch);
+  /// The epoch the table knows for `producer_id`, if any.
+  std::optional<std::uint32_t> epoch_of(std::uint64_t producer_id) const {
+    auto it = producers_.find(producer_id);
+    if (it == producers_.end()) return std::nullopt;
+    return it->second.epoch;
+  }
 
   /// The log position up to which records were observed (the caller catches up from here).
   std::uint64_t applied() const noexcept { return applied_; }
@@ -53,7 +63,7 @@ class producer_table {
 
   struct producer {
     std::uint32_t epoch = 0;
-    std::uint32_t last_sequence = 0;
+    std::int64_t last_sequence = -1;   ///< -1: nothing written at this epoch
     std::deque<std::uint64_t> recent;  ///< offsets of sequences last_sequence - size + 1 .. last_sequence
   };
   const std::map<std::uint64_t, producer>& producers() const noexcept { return producers_; }

@@ -1,0 +1,132 @@
+#include "txn_api.hpp"
+
+#include <random>
+
+#include "api_reply.hpp"
+#include "json/object_reader.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/core/utf8.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+void relay(httplib::Response& res, const transport::response& r) {
+  res.status = r.status;
+  res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
+}
+
+bool valid_id(const std::string& id, httplib::Response& res) {
+  if (valid_client_name(id)) return true;
+  reply_error(res, 400, "invalid_argument",
+              "the transactional id must be 1 to 255 bytes of UTF-8 without control characters");
+  return false;
+}
+
+}  // namespace
+
+std::uint64_t fresh_producer_id() {
+  std::random_device rd;
+  std::uint64_t id = 0;
+  while (id == 0) id = ((static_cast<std::uint64_t>(rd()) << 32) | rd()) & 0x7fffffffffffffffULL;
+  return id;
+}
+
+void txn_api::routes(httplib::Server& api) {
+  api.Post("/v1/producers", [this](const httplib::Request& req, httplib::Response& res) {
+    rapidjson::Document d;
+    std::string tid;
+    if (!req.body.empty()) {
+      if (!parse_body(req, res, d)) return;
+      json::object_reader r(d, "");
+      r.get("transactional_id", tid);
+      if (auto s = r.finish(); !s) return reply_error(res, s.err());
+      if (r.has("transactional_id") && !valid_id(tid, res)) return;
+    }
+    if (tid.empty())
+      return reply(res, 200, json_object([&](json::writer& w) {
+                     json::put(w, "producer_id", fresh_producer_id());
+                     json::put(w, "producer_epoch", 0);
+                   }));
+    relay(res, service_.on_coordinator(tid, "init", json_object([&](json::writer& w) {
+                                         json::put(w, "transactional_id", tid);
+                                       })));
+  });
+
+  // commit, abort and offsets: the producer's id and epoch from the body, the rest made for the coordinator.
+  api.Post(R"(/v1/transactions/([^/]+)/(commit|abort|offsets))",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             const std::string tid = req.matches[1], action = req.matches[2];
+             if (!valid_id(tid, res)) return;
+             rapidjson::Document d;
+             if (!parse_body(req, res, d)) return;
+             json::object_reader r(d, "");
+             std::uint64_t producer_id = 0, epoch = 0;
+             std::string group;
+             r.get("producer_id", producer_id, true);
+             r.get("producer_epoch", epoch, true);
+             struct entry {
+               topic_partition tp;
+               std::uint64_t offset;
+             };
+             std::vector<entry> offsets;
+             if (action == "offsets") {
+               r.get("group", group, true);
+               const auto* list = r.member("offsets");
+               if (r.ok() && (!list || !list->IsArray() || list->Empty() || list->Size() > 10000))
+                 r.fail("offsets", "expected a non-empty array of at most 10000");
+               if (r.ok())
+                 for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+                   json::object_reader o((*list)[i], "offsets[" + std::to_string(i) + "]");
+                   std::string topic;
+                   std::int64_t partition = -1;
+                   std::uint64_t offset = 0;
+                   o.get("topic", topic, true);
+                   o.get("partition", partition, true);
+                   o.get("offset", offset, true);
+                   if (o.ok() && (partition < 0 || partition > INT32_MAX)) o.fail("partition", "out of range");
+                   if (o.ok())
+                     if (auto v = validate_topic_name(topic); !v) o.fail("topic", v.message());
+                   if (auto s = o.finish(); !s) return reply_error(res, s.err());
+                   offsets.push_back({{topic, static_cast<std::int32_t>(partition)}, offset});
+                 }
+             }
+             if (auto s = r.finish(); !s) return reply_error(res, s.err());
+             const std::string body = json_object([&](json::writer& w) {
+               json::put(w, "transactional_id", tid);
+               json::put(w, "producer_id", producer_id);
+               json::put(w, "producer_epoch", epoch);
+               if (action == "offsets") {
+                 json::put(w, "group", group);
+                 w.Key("offsets");
+                 w.StartArray();
+                 for (const auto& o : offsets) {
+                   w.StartObject();
+                   json::put(w, "topic", o.tp.topic);
+                   json::put(w, "partition", o.tp.partition);
+                   json::put(w, "offset", o.offset);
+                   json::put(w, "owner", owner_of_(o.tp).value());
+                   w.EndObject();
+                 }
+                 w.EndArray();
+               } else {
+                 json::put(w, "commit", action == "commit");
+               }
+             });
+             relay(res, service_.on_coordinator(tid, action == "offsets" ? "offsets" : "end", body));
+           });
+
+  api.Get(R"(/v1/transactions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string tid = req.matches[1];
+    if (!valid_id(tid, res)) return;
+    relay(res, service_.on_coordinator(tid, "describe", ""));
+  });
+  api.Get("/v1/transactions", [this](const httplib::Request&, httplib::Response& res) {
+    transport::request r;
+    r.method = "GET";
+    r.path = "/cluster/txn/list";
+    relay(res, service_.handle_cluster(r));
+  });
+}
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,40 @@
+// moonmqd's producer and transaction client routes:
+//   POST /v1/producers {"transactional_id"?}            an idempotent producer's id and epoch 0, or (with a
+//                                                        transactional id) its coordinator's init: same id, next epoch
+//   POST /v1/transactions/{tid}/offsets                  group offsets committed if and only if the transaction is
+//   POST /v1/transactions/{tid}/commit · /abort          end; answers the state and the producer's next epoch
+//   GET  /v1/transactions · /v1/transactions/{tid}       this broker's transactions / one, from its coordinator
+// Each is made into a /cluster/txn/* call on the id's coordinator (txn::txn_service, here or forwarded).
+//
+// An idempotent producer's id is 63 random bits from the system's random source: nothing to store or lose in a
+// crash, and no two brokers need to agree (a collision among a million producers has a probability around 5e-8).
+// Thread safety: the routes may run concurrently.
+#pragma once
+
+#include <httplib.h>
+
+#include <cstdint>
+#include <functional>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/txn/txn_service.hpp"
+
+namespace moonmq::daemon {
+
+/// A fresh producer id (never 0).
+std::uint64_t fresh_producer_id();
+
+class txn_api {
+ public:
+  /// `owner_of`: the broker this one believes serves a partition (for the coordinator's marker hints).
+  txn_api(txn::txn_service& service, std::function<broker_id(const topic_partition&)> owner_of)
+      : service_(service), owner_of_(std::move(owner_of)) {}
+
+  void routes(httplib::Server& api);
+
+ private:
+  txn::txn_service& service_;
+  std::function<broker_id(const topic_partition&)> owner_of_;
+};
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,100 @@
+// The transaction coordinator's rules for the transactional ids it owns, as a pure state machine with time passed
+// in. Each id maps to one producer id whose epoch only grows:
+//
+//   init      a producer session starts: the epoch is bumped, fencing every older session; an open transaction of
+//             the id is aborted first (prepare_abort, markers, then the bump).
+//   add       partitions (with the broker believed to own each) and, for consume-transform-produce, group offsets
+//             join the open transaction (one starts when none is open).
+//   end       commit or abort: the epoch is bumped again and the transaction enters prepare_commit/prepare_abort,
+//             the commit point once written durably. Markers stamped with that bumped epoch go to every partition,
+//             then (for a commit) the offsets to their owners; when all are acknowledged, complete.
+//   expire    an open transaction older than the timeout is aborted the same way.
+//
+// Every end bumps the epoch (as KIP-890 does), so a produce or enrolment delayed from an ended transaction carries
+// an epoch that every partition that saw the marker refuses, and cannot join the next transaction.
+// Thread safety: none (the service holds its lock).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
+
+namespace moonmq::txn {
+
+using time_ms = std::int64_t;
+
+enum class txn_phase { empty, ongoing, prepare_commit, prepare_abort, complete_commit, complete_abort };
+const char* to_string(txn_phase p);
+std::optional<txn_phase> phase_from_string(std::string_view s);
+
+struct txn_offset {
+  std::string group;
+  topic_partition partition;
+  std::uint64_t offset = 0;
+  bool operator==(const txn_offset&) const = default;
+};
+
+struct transaction {
+  std::string id;
+  std::uint64_t producer_id = 0;
+  std::uint32_t epoch = 0;
+  txn_phase phase = txn_phase::empty;
+  std::map<topic_partition, broker_id> partitions;  ///< with the broker last believed to own each
+  std::vector<txn_offset> offsets;                  ///< group offsets committed if and only if it commits
+  std::map<topic_partition, broker_id> offset_owners;
+  time_ms started_ms = 0;
+  std::set<topic_partition> markers_pending;  ///< in prepare: partitions whose marker is not acknowledged yet
+  bool offsets_pending = false;               ///< in prepare_commit: offsets not yet written
+  std::string reason;                         ///< why it was aborted, when the coordinator aborted it
+  bool operator==(const transaction&) const = default;
+};
+
+class coordinator {
+ public:
+  explicit coordinator(std::size_t max_ids = 100000) : max_ids_(max_ids) {}
+
+  /// Starts a producer session for `id` (`fresh_producer_id` is used for an id seen for the first time). With a
+  /// transaction open, it is aborted first: the answer is then in prepare_abort, and init must be called again once
+  /// it completes. unavailable while a transaction of `id` is being completed.
+  result<transaction> init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now);
+
+  result<transaction> add_partitions(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                                     const std::map<topic_partition, broker_id>& partitions, time_ms now);
+  result<transaction> add_offsets(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                                  const std::vector<txn_offset>& offsets,
+                                  const std::map<topic_partition, broker_id>& owners, time_ms now);
+
+  /// Commit or abort. A repeated end of the same transaction answers its state again.
+  result<transaction> end(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch, bool commit,
+                          time_ms now);
+
+  /// A partition acknowledged the marker stamped `epoch`; the owner a partition is now believed to be on.
+  void marker_written(const std::string& id, std::uint32_t epoch, const topic_partition& tp);
+  void owner_moved(const std::string& id, const topic_partition& tp, const broker_id& owner);
+  void offsets_written(const std::string& id, std::uint32_t epoch);
+
+  /// Aborts open transactions older than `timeout_ms`; their ids.
+  std::vector<std::string> expire(time_ms now, time_ms timeout_ms);
+
+  const transaction* find(const std::string& id) const;
+  /// Transactions in prepare (their markers or offsets are still to be delivered).
+  std::vector<transaction> unfinished() const;
+  const std::map<std::string, transaction>& all() const noexcept { return txns_; }
+  void restore(transaction t) { txns_[t.id] = std::move(t); }
+
+ private:
+  result<transaction*> session(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch);
+  void prepare(transaction& t, bool commit, std::string reason);
+  static void maybe_complete(transaction& t);
+
+  std::size_t max_ids_;
+  std::map<std::string, transaction> txns_;
+};
+
+}  // namespace moonmq::txn

@@ -1,0 +1,85 @@
+// Transactions on one broker: the coordinator of the transactional ids that hash to it (txn::coordinator, with its
+// state durable in one state file), the /cluster/txn/* routes, and the owner's side of a transaction (enrolment,
+// markers, transactional offsets) for the partitions this broker serves.
+//
+// Coordinator routes (a call arriving elsewhere is forwarded, like groups; 503 naming an unreachable coordinator):
+//   POST /cluster/txn/init {transactional_id}                     -> {producer_id, producer_epoch}
+//   POST /cluster/txn/add {transactional_id, producer_id, producer_epoch, partitions:[{topic, partition, owner}]}
+//   POST /cluster/txn/offsets {..., group, offsets:[{topic, partition, offset, owner}]}
+//   POST /cluster/txn/end {..., commit}                           -> {state, producer_epoch, pending}
+//   GET  /cluster/txn/describe?transactional_id=  ·  GET /cluster/txn/list
+// Owner routes (421 naming the owner where the partition is not served, as for produce):
+//   POST /cluster/txn/enroll {topic, partition, producer_id, producer_epoch}
+//   POST /cluster/txn/markers {topic, partition, producer_id, producer_epoch, commit}
+//   POST /cluster/txn/commit_offsets {group, topic, partition, offset}
+//
+// The state file is written before any answer that depends on it: the prepare record is the commit point. After a
+// restart, every transaction found in prepare has its markers (and offsets) sent again by tick().
+// Thread safety: every method may be called concurrently.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/peer.hpp"
+#include "moonmq/storage/state_file.hpp"
+#include "moonmq/txn/coordinator.hpp"
+
+namespace moonmq::txn {
+
+struct txn_service_options {
+  std::vector<broker_id> brokers;  ///< every configured broker, this one included
+  time_ms timeout_ms = 60'000;     ///< Server.Transactions.TimeoutMs
+  std::function<time_ms()> clock;  ///< wall-clock milliseconds (transaction ages survive a restart)
+  std::function<std::uint64_t()> fresh_producer_id;
+};
+
+class txn_service {
+ public:
+  static result<std::unique_ptr<txn_service>> open(txn_service_options options, std::unique_ptr<storage::state_file> file,
+                                                   cluster::cluster_state state, cluster::peer_client& peers);
+
+  transport::response handle_cluster(const transport::request& req);
+
+  /// Runs a coordinator route for `transactional_id`, here or forwarded to its coordinator.
+  transport::response on_coordinator(const std::string& transactional_id, const std::string& route,
+                                     const std::string& body);
+
+  /// From the broker a transactional produce arrived at: opens the transaction on `tp`'s owner (`owner`, following
+  /// its hints), after the coordinator recorded the partition. Answers the owner that enrolled it.
+  result<broker_id> enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, broker_id owner);
+
+  /// Aborts expired transactions and delivers the markers and offsets of every transaction in prepare.
+  void tick();
+
+  broker_id coordinator_of(const std::string& transactional_id) const;
+  const broker_id& self() const { return peers_.directory().self; }
+
+ private:
+  txn_service(txn_service_options o, std::unique_ptr<storage::state_file> f, cluster::cluster_state st,
+              cluster::peer_client& peers);
+  status load();
+  status persist_locked();
+  transport::response coordinator_route(const std::string& route, const transport::request& req);
+  transport::response owner_route(const std::string& route, const transport::request& req);
+  /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock); true when complete.
+  bool complete(const std::string& id);
+  /// Sends an owner route to `tp`'s owner, starting at `owner` and following 421 hints; the answer and who gave it.
+  std::pair<transport::response, broker_id> to_owner(const topic_partition& tp, broker_id owner, const std::string& route,
+                                                     const std::string& body);
+  void count_end_locked(const transaction& before, const transaction& after);
+
+  txn_service_options opt_;
+  std::unique_ptr<storage::state_file> file_;
+  cluster::cluster_state st_;
+  cluster::peer_client& peers_;
+  std::mutex mu_;
+  coordinator coord_;
+  std::mutex completing_;  ///< one completion run at a time
+};
+
+}  // namespace moonmq::txn

@@ -1,0 +1,574 @@
+#include "moonmq/txn/txn_service.hpp"
+
+#include <shared_mutex>
+
+#include "json/object_reader.hpp"
+#include "json/parse.hpp"
+#include "json/writer.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/core/utf8.hpp"
+#include "moonmq/groups/group_service.hpp"
+#include "moonmq/txn/txn_metrics.hpp"
+
+namespace moonmq::txn {
+
+namespace {
+
+using transport::error_response;
+using transport::request;
+using transport::response;
+
+constexpr std::string_view prefix = "/cluster/txn/";
+constexpr int max_hops = 3;
+constexpr std::size_t max_partitions = 10000;  ///< partitions or offsets one call names
+
+response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
+response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
+
+std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+/// Reads {"topic","partition"} (and optionally "owner", "offset") of one list element.
+struct partition_ref {
+  topic_partition tp;
+  std::string owner;
+  std::uint64_t offset = 0;
+};
+
+result<std::vector<partition_ref>> read_refs(json::object_reader& r, const char* key, bool with_offset) {
+  std::vector<partition_ref> out;
+  const auto* list = r.member(key);
+  if (!list) return out;
+  if (!list->IsArray() || list->Size() > max_partitions)
+    return error{errc::invalid_argument, std::string(key) + ": expected an array of at most " +
+                                             std::to_string(max_partitions)};
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    json::object_reader p((*list)[i], std::string(key) + "[" + std::to_string(i) + "]");
+    partition_ref ref;
+    std::int64_t partition = -1;
+    p.get("topic", ref.tp.topic, true);
+    p.get("partition", partition, true);
+    p.get("owner", ref.owner);
+    if (with_offset) p.get("offset", ref.offset, true);
+    if (p.ok() && (partition < 0 || partition > INT32_MAX)) p.fail("partition", "out of range");
+    if (p.ok())
+      if (auto v = validate_topic_name(ref.tp.topic); !v) p.fail("topic", v.message());
+    if (auto s = p.finish(); !s) return s.err();
+    ref.tp.partition = static_cast<std::int32_t>(partition);
+    out.push_back(std::move(ref));
+  }
+  return out;
+}
+
+void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
+  json::put(w, "transactional_id", t.id);
+  json::put(w, "producer_id", t.producer_id);
+  json::put(w, "producer_epoch", t.epoch);
+  json::put(w, "state", to_string(t.phase));
+  json::put(w, "age_ms", t.phase == txn_phase::ongoing ? now - t.started_ms : 0);
+  w.Key("partitions");
+  w.StartArray();
+  for (const auto& [tp, owner] : t.partitions) {
+    w.StartObject();
+    json::put(w, "topic", tp.topic);
+    json::put(w, "partition", tp.partition);
+    json::put(w, "owner", owner.value());
+    json::put(w, "marker_pending", t.markers_pending.count(tp) > 0);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("offsets");
+  w.StartArray();
+  for (const auto& o : t.offsets) {
+    w.StartObject();
+    json::put(w, "group", o.group);
+    json::put(w, "topic", o.partition.topic);
+    json::put(w, "partition", o.partition.partition);
+    json::put(w, "offset", o.offset);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (!t.reason.empty()) json::put(w, "reason", t.reason);
+}
+
+/// The state file: every transactional id with its producer, epoch and transaction.
+std::string render(const coordinator& c) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "version", 1);
+    w.Key("transactions");
+    w.StartArray();
+    for (const auto& [id, t] : c.all()) {
+      w.StartObject();
+      json::put(w, "id", t.id);
+      json::put(w, "producer_id", t.producer_id);
+      json::put(w, "epoch", t.epoch);
+      json::put(w, "phase", to_string(t.phase));
+      json::put(w, "started_ms", t.started_ms);
+      json::put(w, "reason", t.reason);
+      json::put(w, "offsets_pending", t.offsets_pending);
+      w.Key("partitions");
+      w.StartArray();
+      for (const auto& [tp, owner] : t.partitions) {
+        w.StartObject();
+        json::put(w, "topic", tp.topic);
+        json::put(w, "partition", tp.partition);
+        json::put(w, "owner", owner.value());
+        json::put(w, "pending", t.markers_pending.count(tp) > 0);
+        w.EndObject();
+      }
+      w.EndArray();
+      w.Key("offsets");
+      w.StartArray();
+      for (const auto& o : t.offsets) {
+        w.StartObject();
+        json::put(w, "group", o.group);
+        json::put(w, "topic", o.partition.topic);
+        json::put(w, "partition", o.partition.partition);
+        json::put(w, "offset", o.offset);
+        auto owner = t.offset_owners.find(o.partition);
+        json::put(w, "owner", owner == t.offset_owners.end() ? std::string() : owner->second.value());
+        w.EndObject();
+      }
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+  });
+}
+
+result<std::vector<transaction>> parse_state(const std::string& text, const std::string& file) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(text, d, file); !s) return error{errc::corrupt, s.message()};
+  json::object_reader r(d, file);
+  std::uint64_t version = 0;
+  r.get("version", version, true);
+  if (r.ok() && version != 1) r.fail("version", "expected 1");
+  const auto* list = r.member("transactions");
+  if (r.ok() && (!list || !list->IsArray())) r.fail("transactions", "expected an array");
+  if (auto s = r.finish(); !s) return error{errc::corrupt, s.message()};
+  std::vector<transaction> out;
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    json::object_reader t((*list)[i], file + ": transactions[" + std::to_string(i) + "]");
+    transaction x;
+    std::string phase;
+    std::uint64_t epoch = 0;
+    t.get("id", x.id, true);
+    t.get("producer_id", x.producer_id, true);
+    t.get("epoch", epoch, true);
+    t.get("phase", phase, true);
+    t.get("started_ms", x.started_ms, true);
+    t.get("reason", x.reason);
+    t.get("offsets_pending", x.offsets_pending);
+    auto p = phase_from_string(phase);
+    if (t.ok() && !p) t.fail("phase", "unknown phase '" + phase + "'");
+    if (t.ok() && epoch > UINT32_MAX) t.fail("epoch", "out of range");
+    if (const auto* parts = t.member("partitions"); parts && parts->IsArray() && t.ok())
+      for (const auto& e : parts->GetArray()) {
+        json::object_reader pr(e, "partition");
+        std::string topic, owner;
+        std::int64_t partition = -1;
+        bool pending = false;
+        pr.get("topic", topic, true);
+        pr.get("partition", partition, true);
+        pr.get("owner", owner, true);
+        pr.get("pending", pending);
+        if (auto s = pr.finish(); !s) return error{errc::corrupt, s.message()};
+        topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+        x.partitions[tp] = broker_id(owner);
+        if (pending) x.markers_pending.insert(tp);
+      }
+    if (const auto* offs = t.member("offsets"); offs && offs->IsArray() && t.ok())
+      for (const auto& e : offs->GetArray()) {
+        json::object_reader orr(e, "offset");
+        txn_offset o;
+        std::string owner;
+        std::int64_t partition = -1;
+        orr.get("group", o.group, true);
+        orr.get("topic", o.partition.topic, true);
+        orr.get("partition", partition, true);
+        orr.get("offset", o.offset, true);
+        orr.get("owner", owner);
+        if (auto s = orr.finish(); !s) return error{errc::corrupt, s.message()};
+        o.partition.partition = static_cast<std::int32_t>(partition);
+        if (!owner.empty()) x.offset_owners[o.partition] = broker_id(owner);
+        x.offsets.push_back(std::move(o));
+      }
+    if (auto s = t.finish(); !s) return error{errc::corrupt, s.message()};
+    x.epoch = static_cast<std::uint32_t>(epoch);
+    x.phase = *p;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace
+
+txn_service::txn_service(txn_service_options o, std::unique_ptr<storage::state_file> f, cluster::cluster_state st,
+                         cluster::peer_client& peers)
+    : opt_(std::move(o)), file_(std::move(f)), st_(st), peers_(peers) {}
+
+result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options options,
+                                                       std::unique_ptr<storage::state_file> file,
+                                                       cluster::cluster_state state, cluster::peer_client& peers) {
+  if (!options.clock || !options.fresh_producer_id)
+    return error{errc::invalid_argument, "txn_service needs a clock and a producer id source"};
+  std::unique_ptr<txn_service> s(new txn_service(std::move(options), std::move(file), state, peers));
+  if (auto l = s->load(); !l) return l.err();
+  return s;
+}
+
+status txn_service::load() {
+  auto text = file_->read();
+  if (!text) return text.err();
+  if (!*text) return {};
+  auto list = parse_state(**text, file_->name());
+  if (!list) return list.err();
+  for (auto& t : *list) coord_.restore(std::move(t));
+  return {};
+}
+
+status txn_service::persist_locked() {
+  std::size_t open = 0;
+  for (const auto& [id, t] : coord_.all())
+    if (t.phase != txn_phase::empty && t.phase != txn_phase::complete_commit && t.phase != txn_phase::complete_abort)
+      ++open;
+  st_.metrics.set(metrics::open, static_cast<double>(open));
+  return file_->replace(render(coord_));
+}
+
+broker_id txn_service::coordinator_of(const std::string& id) const { return groups::coordinator_of(id, opt_.brokers); }
+
+void txn_service::count_end_locked(const transaction& before, const transaction& after) {
+  const bool was_done = before.phase == txn_phase::complete_commit || before.phase == txn_phase::complete_abort;
+  if (was_done && before.epoch == after.epoch) return;
+  if (after.phase == txn_phase::complete_commit) st_.metrics.add(metrics::committed, 1);
+  if (after.phase == txn_phase::complete_abort)
+    st_.metrics.add(metrics::aborted, {{"reason", after.reason.empty() ? "client"
+                                                  : after.reason == "timeout" ? "timeout"
+                                                                              : "fenced"}},
+                    1);
+}
+
+response txn_service::on_coordinator(const std::string& id, const std::string& route, const std::string& body) {
+  request r;
+  r.path = std::string(prefix) + route;
+  if (route == "describe") {
+    r.method = "GET";
+    r.params = {{"transactional_id", id}};
+  } else {
+    r.body = body;
+  }
+  const broker_id c = coordinator_of(id);
+  if (c == self()) return handle_cluster(r);
+  auto answer = peers_.call_now(c.value(), std::move(r));
+  if (!answer || answer->status == 0)
+    return error_response(503, "coordinator_unavailable",
+                          "the transaction coordinator of " + id + ", " + c.value() + ", did not answer" +
+                              (answer ? ": " + answer->body : std::string()));
+  return *answer;
+}
+
+response txn_service::handle_cluster(const request& req) {
+  const std::string route = req.path.substr(std::min(req.path.size(), prefix.size()));
+  if (route == "enroll" || route == "markers" || route == "commit_offsets") {
+    if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
+    return owner_route(route, req);
+  }
+  return coordinator_route(route, req);
+}
+
+response txn_service::coordinator_route(const std::string& route, const request& req) {
+  const time_ms now = opt_.clock();
+  if (route == "list" && req.method == "GET") {
+    std::lock_guard lock(mu_);
+    return json_ok(json::object([&](json::writer& w) {
+      json::put(w, "coordinator", self().value());
+      w.Key("transactions");
+      w.StartArray();
+      for (const auto& [id, t] : coord_.all()) {
+        w.StartObject();
+        write_txn(w, t, now);
+        w.EndObject();
+      }
+      w.EndArray();
+    }));
+  }
+  if (route == "describe" && req.method == "GET") {
+    auto id = req.params.find("transactional_id");
+    if (id == req.params.end()) return error_response(400, "invalid_argument", "transactional_id is required");
+    if (coordinator_of(id->second) != self())
+      return error_response(421, "not_coordinator", "the coordinator of " + id->second + " is " +
+                                                        coordinator_of(id->second).value());
+    std::lock_guard lock(mu_);
+    const transaction* t = coord_.find(id->second);
+    if (!t) return error_response(404, "not_found", "no transactional id " + id->second);
+    return json_ok(json::object([&](json::writer& w) { write_txn(w, *t, now); }));
+  }
+  if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
+  rapidjson::Document d;
+  if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
+  json::object_reader r(d, "");
+  std::string id;
+  std::uint64_t producer_id = 0, epoch = 0;
+  r.get("transactional_id", id, true);
+  if (r.ok() && !valid_client_name(id)) r.fail("transactional_id", "must be 1 to 255 bytes of UTF-8, no control characters");
+  if (route != "init") {
+    r.get("producer_id", producer_id, true);
+    r.get("producer_epoch", epoch, true);
+    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+  }
+  if (!r.ok()) return error_response(400, "invalid_argument", r.first_error().message());
+  if (coordinator_of(id) != self())
+    return error_response(421, "not_coordinator", "the coordinator of " + id + " is " + coordinator_of(id).value());
+  const auto e32 = static_cast<std::uint32_t>(epoch);
+
+  auto fenced = [&](const error& e) {
+    if (e.code == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);
+    return from_error(e);
+  };
+
+  if (route == "init") {
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    for (int round = 0; round < 2; ++round) {
+      result<transaction> t = error{errc::internal, "not run"};
+      {
+        std::lock_guard lock(mu_);
+        const transaction before = coord_.find(id) ? *coord_.find(id) : transaction{};
+        t = coord_.init(id, opt_.fresh_producer_id(), now);
+        if (!t) {
+          if (t.code() != errc::unavailable) return from_error(t.err());
+        } else {
+          if (auto p = persist_locked(); !p) return from_error(p.err());
+          if (t->phase == txn_phase::empty)
+            return json_ok(json::object([&](json::writer& w) {
+              json::put(w, "producer_id", t->producer_id);
+              json::put(w, "producer_epoch", t->epoch);
+            }));
+          count_end_locked(before, *t);
+        }
+      }
+      // An open transaction of the id was aborted (or one is completing): deliver its markers, then start again.
+      if (!complete(id)) break;
+    }
+    return error_response(503, "unavailable", "the previous transaction of " + id +
+                                                  " is still being completed (a partition owner did not answer); retry");
+  }
+  if (route == "add" || route == "offsets") {
+    std::string group;
+    if (route == "offsets") {
+      r.get("group", group, true);
+      if (r.ok() && !valid_client_name(group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
+    }
+    auto refs = read_refs(r, route == "add" ? "partitions" : "offsets", route == "offsets");
+    if (!refs) return error_response(400, "invalid_argument", refs.message());
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    std::map<topic_partition, broker_id> owners;
+    std::vector<txn_offset> offsets;
+    for (const auto& ref : *refs) {
+      owners[ref.tp] = broker_id(ref.owner.empty() ? self().value() : ref.owner);
+      if (route == "offsets") offsets.push_back({group, ref.tp, ref.offset});
+    }
+    std::lock_guard lock(mu_);
+    auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
+                            : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
+    if (!t) return fenced(t.err());
+    if (auto p = persist_locked(); !p) return from_error(p.err());
+    return json_ok("{}");
+  }
+  if (route == "end") {
+    bool commit = false;
+    r.get("commit", commit, true);
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    {
+      std::lock_guard lock(mu_);
+      auto t = coord_.end(id, producer_id, e32, commit, now);
+      if (!t) return fenced(t.err());
+      if (auto p = persist_locked(); !p) return from_error(p.err());  // the commit point
+    }
+    complete(id);
+    std::lock_guard lock(mu_);
+    const transaction* t = coord_.find(id);
+    return json_ok(json::object([&](json::writer& w) {
+      json::put(w, "state", to_string(t->phase));
+      json::put(w, "producer_epoch", t->epoch);
+      w.Key("pending");
+      w.StartArray();
+      for (const auto& tp : t->markers_pending) w.String(name_of(tp).c_str());
+      w.EndArray();
+    }));
+  }
+  return error_response(404, "not_found", req.path + " is not a transaction route");
+}
+
+bool txn_service::complete(const std::string& id) {
+  std::lock_guard one(completing_);
+  transaction t;
+  {
+    std::lock_guard lock(mu_);
+    const transaction* found = coord_.find(id);
+    if (!found) return false;
+    t = *found;
+  }
+  if (t.phase != txn_phase::prepare_commit && t.phase != txn_phase::prepare_abort)
+    return t.phase == txn_phase::complete_commit || t.phase == txn_phase::complete_abort;
+  const bool commit = t.phase == txn_phase::prepare_commit;
+  // Markers first: a committed transaction's offsets are written only once its records are readable.
+  for (const auto& tp : t.markers_pending) {
+    const std::string body = json::object([&](json::writer& w) {
+      json::put(w, "topic", tp.topic);
+      json::put(w, "partition", tp.partition);
+      json::put(w, "producer_id", t.producer_id);
+      json::put(w, "producer_epoch", t.epoch);
+      json::put(w, "commit", commit);
+    });
+    auto [answer, at] = to_owner(tp, t.partitions.at(tp), "markers", body);
+    std::lock_guard lock(mu_);
+    if (at != t.partitions.at(tp)) coord_.owner_moved(id, tp, at);
+    if (answer.status == 200) coord_.marker_written(id, t.epoch, tp);
+  }
+  bool markers_done = false;
+  {
+    std::lock_guard lock(mu_);
+    const transaction* now = coord_.find(id);
+    markers_done = now && now->markers_pending.empty();
+  }
+  if (markers_done && commit && t.offsets_pending) {
+    bool all = true;
+    for (const auto& o : t.offsets) {
+      const std::string body = json::object([&](json::writer& w) {
+        json::put(w, "group", o.group);
+        json::put(w, "topic", o.partition.topic);
+        json::put(w, "partition", o.partition.partition);
+        json::put(w, "offset", o.offset);
+      });
+      auto owner = t.offset_owners.count(o.partition) ? t.offset_owners.at(o.partition) : self();
+      auto [answer, at] = to_owner(o.partition, owner, "commit_offsets", body);
+      if (at != owner) {
+        std::lock_guard lock(mu_);
+        coord_.owner_moved(id, o.partition, at);
+      }
+      all = all && answer.status == 200;
+    }
+    if (all) {
+      std::lock_guard lock(mu_);
+      coord_.offsets_written(id, t.epoch);
+    }
+  }
+  std::lock_guard lock(mu_);
+  const transaction* after = coord_.find(id);
+  if (!after) return false;
+  count_end_locked(t, *after);
+  (void)persist_locked();  // a failed write only means the next tick delivers (idempotently) again
+  return after->phase == txn_phase::complete_commit || after->phase == txn_phase::complete_abort;
+}
+
+std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, broker_id owner,
+                                                     const std::string& route, const std::string& body) {
+  request r;
+  r.path = std::string(prefix) + route;
+  r.body = body;
+  response answer = error_response(503, "unavailable", "no owner of " + name_of(tp) + " answered");
+  for (int hop = 0; hop <= max_hops; ++hop) {
+    if (owner == self()) {
+      answer = owner_route(route, r);
+    } else {
+      auto a = peers_.call_now(owner.value(), r);
+      answer = a ? std::move(*a) : error_response(0, "unavailable", owner.value() + " cannot be reached from here");
+    }
+    if (answer.status != 421) break;
+    rapidjson::Document d;
+    if (!json::parse_object(answer.body, d) || !d.HasMember("owner") || !d["owner"].IsString()) break;
+    broker_id next(d["owner"].GetString());
+    if (next == owner || next.value().empty()) break;
+    owner = next;
+  }
+  return {std::move(answer), owner};
+}
+
+result<broker_id> txn_service::enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
+                                      broker_id owner) {
+  const std::string body = json::object([&](json::writer& w) {
+    json::put(w, "topic", tp.topic);
+    json::put(w, "partition", tp.partition);
+    json::put(w, "producer_id", producer_id);
+    json::put(w, "producer_epoch", epoch);
+  });
+  auto [answer, at] = to_owner(tp, std::move(owner), "enroll", body);
+  if (answer.status == 200) return at;
+  rapidjson::Document d;
+  std::string message = answer.body, code;
+  if (json::parse_object(answer.body, d)) {
+    if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
+    if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
+  }
+  auto e = errc_from_name(code);
+  if (answer.status == 0) e = errc::unavailable;
+  return error{e && *e != errc::ok ? *e : errc::internal,
+               "enrolling " + name_of(tp) + " at " + at.value() + ": " + message};
+}
+
+response txn_service::owner_route(const std::string& route, const request& req) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
+  json::object_reader r(d, "");
+  std::string topic, group;
+  std::int64_t partition = -1;
+  std::uint64_t producer_id = 0, epoch = 0, offset = 0;
+  bool commit = false;
+  r.get("topic", topic, true);
+  r.get("partition", partition, true);
+  if (route == "commit_offsets") {
+    r.get("group", group, true);
+    r.get("offset", offset, true);
+    if (r.ok() && !valid_client_name(group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
+  } else {
+    r.get("producer_id", producer_id, true);
+    r.get("producer_epoch", epoch, true);
+    if (route == "markers") r.get("commit", commit, true);
+    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+  }
+  if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+  if (r.ok())
+    if (auto v = validate_topic_name(topic); !v) r.fail("topic", v.message());
+  if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+  const topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+  std::shared_lock gate(st_.gates.gate(tp));
+  if (!cluster::serves(st_.ownership, tp, self())) {
+    auto e = cluster::entry_as_seen_by(st_.ownership, tp, self());
+    if (e.owner == self()) return error_response(503, "handover", name_of(tp) + " is being handed over here; retry");
+    return {421, json::object([&](json::writer& w) {
+              json::put(w, "error", "not_owner");
+              json::put(w, "owner", e.owner.value());
+            }),
+            "application/json"};
+  }
+  auto count = st_.store.partition_count(topic);
+  if (!count || tp.partition >= *count) return error_response(404, "not_found", "no partition " + name_of(tp) + " here");
+  status s;
+  if (route == "enroll")
+    s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
+  else if (route == "markers")
+    s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit);
+  else
+    s = st_.offsets.commit(group, tp, offset);
+  if (!s) {
+    if (s.code() == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);
+    return from_error(s.err());
+  }
+  return json_ok("{}");
+}
+
+void txn_service::tick() {
+  std::vector<std::string> todo;
+  {
+    std::lock_guard lock(mu_);
+    auto expired = coord_.expire(opt_.clock(), opt_.timeout_ms);
+    if (!expired.empty()) {
+      st_.metrics.add(metrics::timeouts, static_cast<double>(expired.size()));
+      (void)persist_locked();  // the abort decision; written again after completion if this fails
+    }
+    for (const auto& t : coord_.unfinished()) todo.push_back(t.id);
+  }
+  for (const auto& id : todo) complete(id);
+}
+
+}  // namespace moonmq::txn
