@@ -689,19 +689,13 @@ class running_broker final : public broker {
     auto views = storage::decode_frames(r->bytes.view(), offset);
     std::uint64_t next = r->next_offset;
     if (stable) next = std::min(next, std::max(offset, stable->last_stable_offset));
-    auto aborted = [&](const storage::record_view& v) {
-      if (!stable || !(v.attributes & storage::attr_transactional) || !v.producer) return false;
-      for (const auto& a : stable->aborted)
-        if (a.producer_id == v.producer->id && a.first <= v.offset && v.offset <= a.last) return true;
-      return false;
-    };
     reply(res, 200, json_object([&](json_writer& w) {
             w.Key("records");
             w.StartArray();
             for (const auto& v : views) {
               if (stable && v.offset >= stable->last_stable_offset) break;
               if (v.attributes & storage::attr_control) continue;
-              if (aborted(v)) continue;
+              if (stable && !stable->visible(v)) continue;
               w.StartObject();
               put(w, "offset", v.offset);
               w.Key("key");

@@ -81,12 +81,17 @@ result<transaction> coordinator::add_partitions(const std::string& id, std::uint
   auto s = session(id, producer_id, epoch);
   if (!s) return s.err();
   transaction& t = **s;
-  if (preparing(t.phase) || complete(t.phase))
-    return error{errc::producer_fenced, "transaction " + id + " at epoch " + std::to_string(epoch) + " has ended (" +
-                                            to_string(t.phase) + ")"};
-  if (t.phase == txn_phase::empty) {
+  if (preparing(t.phase))
+    return error{errc::unavailable, "the previous transaction of " + id + " is being completed; retry"};
+  if (t.phase != txn_phase::ongoing) {  // the first call of a new transaction
     t.phase = txn_phase::ongoing;
     t.started_ms = now;
+    t.partitions.clear();
+    t.offsets.clear();
+    t.offset_owners.clear();
+    t.markers_pending.clear();
+    t.offsets_pending = false;
+    t.reason.clear();
   }
   for (const auto& [tp, owner] : partitions) t.partitions[tp] = owner;
   return t;

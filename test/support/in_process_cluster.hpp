@@ -51,6 +51,8 @@ struct in_process_broker {
   std::unique_ptr<cluster::balance_loop> balancer;
   /// The broker's /cluster/group/* routes, when a test gives it consumer groups (empty: 501).
   std::function<transport::response(const transport::request&)> groups;
+  /// The broker's /cluster/txn/* routes, when a test gives it transactions (empty: 501).
+  std::function<transport::response(const transport::request&)> transactions;
 
   cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, producers, log, metrics}; }
   bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
@@ -192,6 +194,11 @@ class in_process_cluster {
                                          [&b](const transport::request& r) {
                                            if (!b.groups) return transport::error_response(501, "not_implemented", "groups are not available yet on this broker");
                                            return b.groups(r);
+                                         },
+                                         [&b](const transport::request& r) {
+                                           if (!b.transactions)
+                                             return transport::error_response(501, "not_implemented", "transactions are not available yet on this broker");
+                                           return b.transactions(r);
                                          }},
         b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });

@@ -48,6 +48,15 @@ class producer_states {
     std::uint64_t last_stable_offset = 0;
     std::vector<txn::aborted_range> aborted;
     std::map<std::uint64_t, txn::open_txn> open;
+
+    /// Whether a read_committed reader gets `v`: below the LSO, not a control record, not an aborted one.
+    bool visible(const storage::record_view& v) const {
+      if (v.offset >= last_stable_offset || (v.attributes & storage::attr_control)) return false;
+      if (!(v.attributes & storage::attr_transactional) || !v.producer) return true;
+      for (const auto& a : aborted)
+        if (a.producer_id == v.producer->id && a.first <= v.offset && v.offset <= a.last) return false;
+      return true;
+    }
   };
   result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
 

@@ -57,3 +57,79 @@ TEST_CASE("producer states: a retried batch is written once, also after a restar
   mixed[1].producer->id = 8;
   CHECK(moved.append(tp, mixed).code() == errc::invalid_argument);
 }
+
+namespace {
+std::vector<storage::record> txn_batch(std::uint64_t id, std::uint32_t epoch, std::uint32_t first, int count) {
+  auto out = batch(id, epoch, first, count);
+  for (auto& r : out) r.attributes |= storage::attr_transactional;
+  return out;
+}
+
+/// What a read_committed reader gets from the start of `tp`.
+std::vector<std::string> committed_values(storage::partition_store& store, cluster::producer_states& states,
+                                          const topic_partition& tp) {
+  auto view = states.committed(tp, 0);
+  REQUIRE(view);
+  auto bytes = store.read(tp, 0, 1 << 20);
+  REQUIRE(bytes);
+  std::vector<std::string> out;
+  for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
+    if (view->visible(v)) out.emplace_back(v.value);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("partition transactions: enrolment opens, markers close, the LSO holds readers back, and aborted records "
+          "are never read",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+
+  // Without enrolment, a transactional batch is refused.
+  CHECK(states.append(tp, txn_batch(1, 0, 0, 1)).code() == errc::conflict);
+  REQUIRE(states.enroll(tp, 1, 0));
+  REQUIRE(states.enroll(tp, 1, 0));  // idempotent
+  REQUIRE(states.append(tp, txn_batch(1, 0, 0, 2)));
+  REQUIRE(states.append(tp, {storage::record{std::nullopt, "plain", 1, 0}}));
+  // Open: nothing from the enrolment on is visible, not even the plain record after it.
+  CHECK(committed_values(store, states, tp).empty());
+  REQUIRE(states.end_transaction(tp, 1, 1, true));
+  CHECK(committed_values(store, states, tp) == std::vector<std::string>{"r0", "r1", "plain"});
+  REQUIRE(states.end_transaction(tp, 1, 1, true));  // a repeated marker writes nothing
+  const auto end = *store.end_offset(tp);
+  REQUIRE(states.end_transaction(tp, 1, 1, true));
+  CHECK(*store.end_offset(tp) == end);
+
+  // The ended transaction's epoch is fenced: a delayed batch cannot join, nor can an enrolment.
+  CHECK(states.append(tp, txn_batch(1, 0, 2, 1)).code() == errc::producer_fenced);
+  CHECK(states.enroll(tp, 1, 0).code() == errc::producer_fenced);
+
+  // An aborted transaction: its records are skipped, the records around it are not.
+  REQUIRE(states.enroll(tp, 1, 1));
+  REQUIRE(states.append(tp, txn_batch(1, 1, 0, 2)));
+  REQUIRE(states.end_transaction(tp, 1, 2, false));
+  REQUIRE(states.append(tp, {storage::record{std::nullopt, "after", 1, 0}}));
+  CHECK(committed_values(store, states, tp) == std::vector<std::string>{"r0", "r1", "plain", "after"});
+
+  // An owner restarted mid-transaction (the state rebuilt from the log) keeps its LSO.
+  REQUIRE(states.enroll(tp, 1, 2));
+  REQUIRE(states.append(tp, txn_batch(1, 2, 0, 1)));
+  cluster::producer_states restarted(store);
+  auto view = restarted.committed(tp, 0);
+  REQUIRE(view);
+  CHECK(view->open.count(1));
+  CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r1", "plain", "after"});
+  REQUIRE(restarted.end_transaction(tp, 1, 3, true));
+  CHECK(committed_values(store, restarted, tp).back() == "r0");  // the last transaction's one record
+  CHECK(committed_values(store, restarted, tp).size() == 5);
+
+  // A marker arriving before a (delayed) enrolment still fences it.
+  REQUIRE(restarted.end_transaction(tp, 9, 4, false));
+  CHECK(restarted.enroll(tp, 9, 3).code() == errc::producer_fenced);
+  // Control records cannot be produced.
+  auto forged = batch(5, 0, 0, 1);
+  forged[0].attributes = storage::attr_control;
+  CHECK(restarted.append(tp, forged).code() == errc::invalid_argument);
+}

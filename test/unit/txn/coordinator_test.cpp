@@ -1,0 +1,112 @@
+// The transaction coordinator's rules: sessions and epochs, the phases of a transaction, ends that repeat, timeouts.
+#include <catch2/catch.hpp>
+
+#include "moonmq/txn/coordinator.hpp"
+
+using namespace moonmq;
+using namespace moonmq::txn;
+
+namespace {
+const topic_partition t0{"t", 0}, t1{"t", 1};
+std::map<topic_partition, broker_id> on_b1(std::initializer_list<topic_partition> tps) {
+  std::map<topic_partition, broker_id> out;
+  for (const auto& tp : tps) out[tp] = broker_id("b1");
+  return out;
+}
+}  // namespace
+
+TEST_CASE("txn coordinator: init gives a stable producer id and a growing epoch that fences older sessions", "[txn]") {
+  coordinator c;
+  auto a = c.init("tx", 77, 0);
+  REQUIRE(a);
+  CHECK(a->producer_id == 77);
+  CHECK(a->epoch == 0);
+  auto b = c.init("tx", 99, 1);  // the same id again: same producer, next epoch
+  REQUIRE(b);
+  CHECK(b->producer_id == 77);
+  CHECK(b->epoch == 1);
+  auto old = c.add_partitions("tx", 77, 0, on_b1({t0}), 2);
+  REQUIRE_FALSE(old);
+  CHECK(old.code() == errc::producer_fenced);
+  CHECK(c.add_partitions("tx", 78, 1, on_b1({t0}), 2).code() == errc::producer_fenced);  // not its producer
+  CHECK(c.add_partitions("tx", 77, 5, on_b1({t0}), 2).code() == errc::invalid_argument);  // never given
+  CHECK(c.add_partitions("nobody", 77, 1, on_b1({t0}), 2).code() == errc::not_found);
+}
+
+TEST_CASE("txn coordinator: commit prepares with a bumped epoch and completes when every marker is acknowledged",
+          "[txn]") {
+  coordinator c;
+  REQUIRE(c.init("tx", 5, 0));
+  REQUIRE(c.add_partitions("tx", 5, 0, on_b1({t0, t1}), 10));
+  CHECK(c.find("tx")->phase == txn_phase::ongoing);
+  auto e = c.end("tx", 5, 0, true, 20);
+  REQUIRE(e);
+  CHECK(e->phase == txn_phase::prepare_commit);
+  CHECK(e->epoch == 1);  // markers carry the bumped epoch: the producer's next transaction uses it
+  CHECK(e->markers_pending == std::set<topic_partition>{t0, t1});
+  CHECK(c.unfinished().size() == 1);
+  // Adding to a transaction being completed, with its old epoch: fenced.
+  CHECK(c.add_partitions("tx", 5, 0, on_b1({t0}), 21).code() == errc::producer_fenced);
+  // With the new epoch, the next transaction waits until this one is complete.
+  CHECK(c.add_partitions("tx", 5, 1, on_b1({t0}), 21).code() == errc::unavailable);
+  c.marker_written("tx", 0, t0);  // a stale acknowledgement counts for nothing
+  CHECK(c.find("tx")->markers_pending.size() == 2);
+  c.marker_written("tx", 1, t0);
+  c.marker_written("tx", 1, t1);
+  CHECK(c.find("tx")->phase == txn_phase::complete_commit);
+  CHECK(c.unfinished().empty());
+  // The end repeated (a lost answer): the same outcome; the opposite end is refused.
+  auto again = c.end("tx", 5, 0, true, 30);
+  REQUIRE(again);
+  CHECK(again->phase == txn_phase::complete_commit);
+  CHECK(c.end("tx", 5, 0, false, 30).code() == errc::conflict);
+  // The next transaction at epoch 1.
+  REQUIRE(c.add_partitions("tx", 5, 1, on_b1({t1}), 40));
+  CHECK(c.find("tx")->partitions.size() == 1);
+}
+
+TEST_CASE("txn coordinator: offsets wait for the markers, a re-init aborts the open transaction, and a timeout "
+          "aborts with a bumped epoch",
+          "[txn]") {
+  coordinator c;
+  REQUIRE(c.init("tx", 5, 0));
+  REQUIRE(c.add_partitions("tx", 5, 0, on_b1({t0}), 0));
+  REQUIRE(c.add_offsets("tx", 5, 0, {{"g", t1, 42}}, on_b1({t1}), 0));
+  REQUIRE(c.end("tx", 5, 0, true, 1));
+  CHECK(c.find("tx")->offsets_pending);
+  c.marker_written("tx", 1, t0);
+  CHECK(c.find("tx")->phase == txn_phase::prepare_commit);  // offsets still to write
+  c.offsets_written("tx", 1);
+  CHECK(c.find("tx")->phase == txn_phase::complete_commit);
+
+  // A new session while a transaction is open: it is aborted first.
+  REQUIRE(c.add_partitions("tx", 5, 1, on_b1({t0}), 100));
+  auto fenced = c.init("tx", 9, 101);
+  REQUIRE(fenced);
+  CHECK(fenced->phase == txn_phase::prepare_abort);
+  CHECK(fenced->epoch == 2);
+  CHECK(c.init("tx", 9, 102).code() == errc::unavailable);  // until its markers are delivered
+  c.marker_written("tx", 2, t0);
+  auto next = c.init("tx", 9, 103);
+  REQUIRE(next);
+  CHECK(next->epoch == 3);
+  CHECK(next->phase == txn_phase::empty);
+
+  // Timeout.
+  REQUIRE(c.add_partitions("tx", 5, 3, on_b1({t0}), 1000));
+  CHECK(c.expire(1500, 1000).empty());
+  CHECK(c.expire(2001, 1000) == std::vector<std::string>{"tx"});
+  CHECK(c.find("tx")->phase == txn_phase::prepare_abort);
+  CHECK(c.find("tx")->reason == "timeout");
+  CHECK(c.end("tx", 5, 3, true, 2002).code() == errc::conflict);  // it was aborted
+}
+
+TEST_CASE("txn coordinator: an empty transaction ends at once, and the number of ids is bounded", "[txn]") {
+  coordinator c(1);
+  REQUIRE(c.init("a", 1, 0));
+  auto e = c.end("a", 1, 0, true, 1);
+  REQUIRE(e);
+  CHECK(e->phase == txn_phase::complete_commit);
+  CHECK(e->epoch == 1);
+  CHECK(c.init("b", 2, 0).code() == errc::resource_exhausted);
+}
