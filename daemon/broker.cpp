@@ -565,28 +565,10 @@ class running_broker final : public broker {
     if (!tid.empty()) {
       // The coordinator records the partition first (so its markers will reach it), then the owner opens the
       // transaction there; only then are the records taken.
-      broker_id owner = cluster::owner_as_seen_by(*ownership_, tp, self_);
-      auto added = txns_->on_coordinator(tid, "add", json_object([&](json_writer& w) {
-                                           put(w, "transactional_id", tid);
-                                           put(w, "producer_id", stamp->id);
-                                           put(w, "producer_epoch", stamp->epoch);
-                                           w.Key("partitions");
-                                           w.StartArray();
-                                           w.StartObject();
-                                           put(w, "topic", tp.topic);
-                                           put(w, "partition", tp.partition);
-                                           put(w, "owner", owner.value());
-                                           w.EndObject();
-                                           w.EndArray();
-                                         }));
-      if (added.status != 200) {
-        res.status = added.status;
-        return res.set_content(added.body, "application/json");
-      }
-      auto enrolled = txns_->enroll(tp, stamp->id, stamp->epoch, owner);
-      if (!enrolled) {
-        if (enrolled.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
-        return reply_error(res, enrolled.err());
+      auto joined = txns_->join(tid, stamp->id, stamp->epoch, tp, cluster::owner_as_seen_by(*ownership_, tp, self_));
+      if (!joined) {
+        if (joined.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
+        return reply_error(res, joined.err());
       }
     }
     auto local = router_->try_local(tp, records);

@@ -484,6 +484,37 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
   return {std::move(answer), owner};
 }
 
+status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                         const topic_partition& tp, const broker_id& owner) {
+  auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
+                                json::put(w, "transactional_id", id);
+                                json::put(w, "producer_id", producer_id);
+                                json::put(w, "producer_epoch", epoch);
+                                w.Key("partitions");
+                                w.StartArray();
+                                w.StartObject();
+                                json::put(w, "topic", tp.topic);
+                                json::put(w, "partition", tp.partition);
+                                json::put(w, "owner", owner.value());
+                                w.EndObject();
+                                w.EndArray();
+                              }));
+  if (added.status != 200) {
+    rapidjson::Document d;
+    std::string message = added.body, code;
+    if (json::parse_object(added.body, d)) {
+      if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
+      if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
+    }
+    auto e = errc_from_name(code);
+    if (code == "coordinator_unavailable") e = errc::unavailable;
+    return {e && *e != errc::ok ? *e : errc::internal, message};
+  }
+  auto enrolled = enroll(tp, producer_id, epoch, owner);
+  if (!enrolled) return enrolled.err();
+  return {};
+}
+
 result<broker_id> txn_service::enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
                                       broker_id owner) {
   const std::string body = json::object([&](json::writer& w) {

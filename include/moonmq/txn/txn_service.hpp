@@ -49,8 +49,13 @@ class txn_service {
   transport::response on_coordinator(const std::string& transactional_id, const std::string& route,
                                      const std::string& body);
 
-  /// From the broker a transactional produce arrived at: opens the transaction on `tp`'s owner (`owner`, following
-  /// its hints), after the coordinator recorded the partition. Answers the owner that enrolled it.
+  /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
+  /// `tp` in the transaction (so its markers will reach it), then `tp`'s owner (`owner`, following its hints) opens
+  /// the transaction there. Errors as the coordinator or the owner gave them (producer_fenced, unavailable, ...).
+  status join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
+              const topic_partition& tp, const broker_id& owner);
+
+  /// The owner's half of join(): answers the owner that enrolled `tp`.
   result<broker_id> enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, broker_id owner);
 
   /// Aborts expired transactions and delivers the markers and offsets of every transaction in prepare.

@@ -1,0 +1,305 @@
+// Transactions over an in-process cluster: three brokers on the loopback network, each with its transaction
+// service (coordinator and owner side), records routed by the real router, partitions moved by the real Reassigner,
+// and a clock the test advances. Faults are placed exactly: markers dropped, a coordinator restarted between its
+// commit point and the markers, a partition moved with a transaction open on it, a zombie producer.
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+
+#include "json/writer.hpp"
+#include "moonmq/txn/txn_service.hpp"
+#include "support/in_process_cluster.hpp"
+
+using namespace moonmq;
+
+namespace {
+
+struct kept_file final : storage::state_file {
+  storage::memory_state_file* f;
+  explicit kept_file(storage::memory_state_file* file) : f(file) {}
+  result<std::optional<std::string>> read() const override { return f->read(); }
+  status replace(std::string_view c) override { return f->replace(c); }
+  std::string name() const override { return f->name(); }
+};
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str());
+  return d;
+}
+
+struct txn_cluster {
+  test::in_process_cluster c;
+  txn::time_ms now = 1'000'000;
+  std::uint64_t next_id = 1000;
+  std::vector<broker_id> ids;
+  std::vector<std::unique_ptr<storage::memory_state_file>> disks;
+  std::vector<std::unique_ptr<txn::txn_service>> services;
+
+  explicit txn_cluster(int n) : c(n) {
+    for (int i = 1; i <= n; ++i) {
+      ids.emplace_back(c[i].id);
+      disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/txn-state.json"));
+    }
+    services.resize(static_cast<std::size_t>(n));
+    for (int i = 1; i <= n; ++i) start(i);
+  }
+
+  /// Starts (or restarts, from its disk) broker i's transaction service.
+  void start(int i) {
+    auto& b = c[i];
+    b.transactions = nullptr;
+    auto svc = txn::txn_service::open(
+        {ids, 10'000, [this] { return now; }, [this] { return next_id++; }},
+        std::make_unique<kept_file>(disks[idx(i)].get()), b.state(), *b.peers);
+    REQUIRE(svc);
+    services[idx(i)] = std::move(*svc);
+    b.transactions = [s = services[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
+  }
+
+  txn::txn_service& at(int i) { return *services[idx(i)]; }
+  int coordinator(const std::string& tid) {
+    auto c = services[0]->coordinator_of(tid);
+    return static_cast<int>(std::find(ids.begin(), ids.end(), c) - ids.begin()) + 1;
+  }
+  void tick() {
+    for (auto& s : services) s->tick();
+  }
+
+  /// What a read_committed reader of `tp` gets from its owner `owner`.
+  std::vector<std::string> committed(int owner, const topic_partition& tp) {
+    auto& b = c[owner];
+    auto view = b.producers.committed(tp, 0);
+    REQUIRE(view);
+    auto bytes = b.store.read(tp, 0, 64 << 20);
+    REQUIRE(bytes);
+    std::vector<std::string> out;
+    for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
+      if (view->visible(v)) out.emplace_back(v.value);
+    return out;
+  }
+
+  static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
+};
+
+/// A transactional producer connected to broker `via`.
+struct producer {
+  txn_cluster& g;
+  int via;
+  std::string tid;
+  std::uint64_t id = 0;
+  std::uint32_t epoch = 0;
+  std::map<topic_partition, std::uint32_t> sequence;
+
+  producer(txn_cluster& cluster, int broker, std::string transactional_id)
+      : g(cluster), via(broker), tid(std::move(transactional_id)) {}
+
+  int init() {
+    auto r = g.at(via).on_coordinator(tid, "init", R"({"transactional_id":")" + tid + "\"}");
+    if (r.status == 200) {
+      auto d = parse(r.body);
+      id = d["producer_id"].GetUint64();
+      epoch = d["producer_epoch"].GetUint();
+      sequence.clear();
+    }
+    return r.status;
+  }
+
+  /// Joins `tp` to the transaction and produces `values` there, as the daemon's produce route does.
+  status send(const topic_partition& tp, const std::vector<std::string>& values) {
+    auto& b = g.c[via];
+    if (auto j = g.at(via).join(tid, id, epoch, tp, cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id))); !j)
+      return j;
+    std::vector<storage::record> records;
+    for (std::size_t i = 0; i < values.size(); ++i)
+      records.push_back({std::nullopt, values[i], 1, storage::attr_transactional,
+                         storage::producer_stamp{id, epoch, sequence[tp] + static_cast<std::uint32_t>(i)}});
+    auto r = g.c.produce(via, tp, records);
+    if (!r) return r.err();
+    sequence[tp] += static_cast<std::uint32_t>(values.size());
+    return {};
+  }
+
+  /// Commits or aborts; the answer's state. The next transaction uses the bumped epoch.
+  std::string end(bool commit) {
+    auto r = g.at(via).on_coordinator(tid, "end", json::object([&](json::writer& w) {
+                                        json::put(w, "transactional_id", tid);
+                                        json::put(w, "producer_id", id);
+                                        json::put(w, "producer_epoch", epoch);
+                                        json::put(w, "commit", commit);
+                                      }));
+    if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
+    auto d = parse(r.body);
+    epoch = d["producer_epoch"].GetUint();
+    sequence.clear();
+    return d["state"].GetString();
+  }
+};
+
+void place(txn_cluster& g, const std::vector<int>& owners) {
+  REQUIRE(g.c[1].store.ensure_topic("t", static_cast<std::int32_t>(owners.size())));
+  for (std::size_t p = 0; p < owners.size(); ++p)
+    if (owners[p] != 1) REQUIRE(g.c.move(1, {"t", static_cast<std::int32_t>(p)}, owners[p]));
+}
+
+}  // namespace
+
+TEST_CASE("in-process transactions: spanning three brokers, each commits or aborts whole, and read_committed never "
+          "sees an aborted or open record",
+          "[txn][integration]") {
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  std::mt19937 rng(7);
+  std::map<int, std::vector<std::string>> expected;  // per partition, committed values in order
+  producer p(g, 2, "tx-main");
+  REQUIRE(p.init() == 200);
+  for (int n = 0; n < 20; ++n) {
+    p.via = 1 + static_cast<int>(rng() % 3);  // produced through any broker
+    std::map<int, std::vector<std::string>> written;
+    for (int part = 0; part < 3; ++part) {
+      std::vector<std::string> values{"x" + std::to_string(n) + "-" + std::to_string(part) + "a",
+                                      "x" + std::to_string(n) + "-" + std::to_string(part) + "b"};
+      REQUIRE(p.send({"t", part}, values));
+      written[part] = values;
+      // While open, a reader sees none of it on any partition.
+      for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == expected[q]);
+    }
+    const bool commit = rng() % 2 == 0;
+    REQUIRE(p.end(commit) == (commit ? "complete_commit" : "complete_abort"));
+    if (commit)
+      for (auto& [part, values] : written) expected[part].insert(expected[part].end(), values.begin(), values.end());
+    for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == expected[q]);
+  }
+  // Plain records between transactions are read as usual.
+  REQUIRE(g.c.produce(3, {"t", 2}, {test::rec("plain")}));
+  expected[2].push_back("plain");
+  CHECK(g.committed(3, {"t", 2}) == expected[2]);
+  CHECK_FALSE(expected[0].empty());
+}
+
+TEST_CASE("in-process transactions: a new session of the same transactional id aborts the open transaction and "
+          "fences the zombie everywhere",
+          "[txn][integration]") {
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  producer zombie(g, 1, "tx-z");
+  REQUIRE(zombie.init() == 200);
+  REQUIRE(zombie.send({"t", 0}, {"z1"}));
+  REQUIRE(zombie.send({"t", 1}, {"z2"}));
+
+  producer fresh(g, 3, "tx-z");
+  REQUIRE(fresh.init() == 200);
+  CHECK(fresh.id == zombie.id);
+  CHECK(fresh.epoch > zombie.epoch);
+  // The zombie's open transaction was aborted on every partition it touched.
+  CHECK(g.committed(1, {"t", 0}).empty());
+  CHECK(g.committed(2, {"t", 1}).empty());
+  CHECK(g.c[1].producers.committed({"t", 0}, 0)->open.empty());
+
+  // Everything the zombie tries is refused: produce to an enrolled partition, a new partition, commit.
+  std::vector<storage::record> late{{std::nullopt, "late", 1, storage::attr_transactional,
+                                     storage::producer_stamp{zombie.id, zombie.epoch, 1}}};
+  CHECK(g.c.produce(1, {"t", 0}, late).code() == errc::producer_fenced);
+  CHECK(zombie.send({"t", 2}, {"z3"}).code() == errc::producer_fenced);
+  CHECK_THAT(zombie.end(true), Catch::Contains("409"));
+
+  REQUIRE(fresh.send({"t", 0}, {"f1"}));
+  REQUIRE(fresh.end(true) == "complete_commit");
+  CHECK(g.committed(1, {"t", 0}) == std::vector<std::string>{"f1"});
+}
+
+TEST_CASE("in-process transactions: a coordinator that restarts after its commit point delivers the markers, and "
+          "readers wait at the LSO until then",
+          "[txn][integration]") {
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  const std::string tid = "tx-restart";
+  const int coordinator = g.coordinator(tid);
+  producer p(g, coordinator, tid);
+  REQUIRE(p.init() == 200);
+  for (int part = 0; part < 3; ++part) REQUIRE(p.send({"t", part}, {"v" + std::to_string(part)}));
+
+  // Markers do not get through: the commit is decided (prepare_commit is durable) but not delivered.
+  g.c.net.set_hook([](const std::string&, const std::string&, const transport::request& r) {
+    return r.path == "/cluster/txn/markers" ? transport::fate::drop : transport::fate::deliver;
+  });
+  const std::string state = p.end(true);
+  CHECK(state == "prepare_commit");
+  for (int q = 0; q < 3; ++q)
+    if (q + 1 != coordinator) CHECK(g.committed(q + 1, {"t", q}).empty());  // blocked at the LSO
+
+  g.start(coordinator);  // kill -9 and back: only txn-state.json remains
+  g.c.net.set_hook({});
+  g.tick();
+  for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == std::vector<std::string>{"v" + std::to_string(q)});
+  auto d = g.at(1).on_coordinator(tid, "describe", "");
+  REQUIRE(d.status == 200);
+  CHECK(std::string(parse(d.body)["state"].GetString()) == "complete_commit");
+}
+
+TEST_CASE("in-process transactions: a partition moved with a transaction open keeps it open on the new owner, "
+          "and the markers follow it there",
+          "[txn][integration]") {
+  txn_cluster g(2);
+  place(g, {1, 1});
+  producer p(g, 1, "tx-move");
+  REQUIRE(p.init() == 200);
+  REQUIRE(p.send({"t", 0}, {"a"}));
+  REQUIRE(p.send({"t", 1}, {"b"}));
+  REQUIRE(g.c.move(1, {"t", 1}, 2));
+  // The new owner rebuilt the partition's transactions from the copied log: still open, nothing visible.
+  auto view = g.c[2].producers.committed({"t", 1}, 0);
+  REQUIRE(view);
+  CHECK(view->open.count(p.id));
+  CHECK(g.committed(2, {"t", 1}).empty());
+  // More records of the same transaction go to the new owner (its enrolment is already there).
+  REQUIRE(p.send({"t", 1}, {"c"}));
+  REQUIRE(p.end(true) == "complete_commit");
+  CHECK(g.committed(2, {"t", 1}) == std::vector<std::string>{"b", "c"});
+  CHECK(g.committed(1, {"t", 0}) == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("in-process transactions: a transaction past its timeout is aborted and its producer fenced, and offsets "
+          "in a transaction are written only if it commits",
+          "[txn][integration]") {
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  producer p(g, 2, "tx-time");
+  REQUIRE(p.init() == 200);
+  REQUIRE(p.send({"t", 0}, {"slow"}));
+  g.now += 10'001;
+  g.tick();
+  CHECK(g.c[1].producers.committed({"t", 0}, 0)->open.empty());
+  CHECK(g.committed(1, {"t", 0}).empty());
+  CHECK_THAT(p.end(true), Catch::Contains("409"));
+
+  auto offsets = [&](producer& pr, std::uint64_t offset) {
+    return g.at(pr.via).on_coordinator(pr.tid, "offsets", json::object([&](json::writer& w) {
+                                         json::put(w, "transactional_id", pr.tid);
+                                         json::put(w, "producer_id", pr.id);
+                                         json::put(w, "producer_epoch", pr.epoch);
+                                         json::put(w, "group", "g");
+                                         w.Key("offsets");
+                                         w.StartArray();
+                                         w.StartObject();
+                                         json::put(w, "topic", "t");
+                                         json::put(w, "partition", 2);
+                                         json::put(w, "offset", offset);
+                                         json::put(w, "owner", "b3");
+                                         w.EndObject();
+                                         w.EndArray();
+                                       }));
+  };
+  producer q(g, 1, "tx-offsets");
+  REQUIRE(q.init() == 200);
+  REQUIRE(q.send({"t", 1}, {"out"}));
+  REQUIRE(offsets(q, 7).status == 200);
+  REQUIRE(q.end(false) == "complete_abort");
+  CHECK_FALSE(g.c[3].offsets.committed("g", {"t", 2}));
+  REQUIRE(q.send({"t", 1}, {"out2"}));
+  REQUIRE(offsets(q, 9).status == 200);
+  REQUIRE(q.end(true) == "complete_commit");
+  REQUIRE(g.c[3].offsets.committed("g", {"t", 2}));
+  CHECK(*g.c[3].offsets.committed("g", {"t", 2}) == 9);
+}
