@@ -301,7 +301,10 @@ response txn_service::coordinator_route(const std::string& route, const request&
     std::lock_guard lock(mu_);
     const transaction* t = coord_.find(id->second);
     if (!t) return error_response(404, "not_found", "no transactional id " + id->second);
-    return json_ok(json::object([&](json::writer& w) { write_txn(w, *t, now); }));
+    return json_ok(json::object([&](json::writer& w) {
+      write_txn(w, *t, now);
+      json::put(w, "coordinator", self().value());
+    }));
   }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   rapidjson::Document d;
@@ -486,6 +489,17 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
 
 status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                          const topic_partition& tp, const broker_id& owner) {
+  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
+  auto enrolled = enroll(tp, producer_id, epoch, owner);
+  if (!enrolled) return enrolled.err();
+  // The owner was found by following hints: the coordinator sends its markers straight there (a broker on the way
+  // may be down by then).
+  if (*enrolled != owner) return add(id, producer_id, epoch, tp, *enrolled);
+  return {};
+}
+
+status txn_service::add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                        const topic_partition& tp, const broker_id& owner) {
   auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
                                 json::put(w, "transactional_id", id);
                                 json::put(w, "producer_id", producer_id);
@@ -510,8 +524,6 @@ status txn_service::join(const std::string& id, std::uint64_t producer_id, std::
     if (code == "coordinator_unavailable") e = errc::unavailable;
     return {e && *e != errc::ok ? *e : errc::internal, message};
   }
-  auto enrolled = enroll(tp, producer_id, epoch, owner);
-  if (!enrolled) return enrolled.err();
   return {};
 }
 

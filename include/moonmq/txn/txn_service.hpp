@@ -68,6 +68,9 @@ class txn_service {
   txn_service(txn_service_options o, std::unique_ptr<storage::state_file> f, cluster::cluster_state st,
               cluster::peer_client& peers);
   status load();
+  /// The coordinator's add of one partition, believed to be on `owner`.
+  status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch, const topic_partition& tp,
+             const broker_id& owner);
   status persist_locked();
   transport::response coordinator_route(const std::string& route, const transport::request& req);
   transport::response owner_route(const std::string& route, const transport::request& req);

@@ -1,0 +1,220 @@
+// Idempotent and transactional produce across three real moonmqd: retries never duplicate, transactions spanning
+// every broker commit or abort whole for a read_committed reader, a zombie producer is fenced, and a transaction
+// whose commit point was written survives kill -9 of an owner and of its coordinator.
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+void move(const moonmqd_process& from, int partition, const std::string& dest) {
+  auto api = from.api();
+  auto r = api.Post("/v1/reassignments",
+                    "{\"topic\":\"t\",\"partition\":" + std::to_string(partition) + ",\"dest\":\"" + dest + "\"}",
+                    "application/json");
+  REQUIRE(r);
+  REQUIRE(r->status == 202);
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
+    auto d = parse(api.Get("/v1/reassignments")->body);
+    const auto& list = d["reassignments"];
+    const auto& last = list[list.Size() - 1];
+    if (last["finished"].GetBool()) {
+      REQUIRE(last["succeeded"].GetBool());
+      return;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("the move of t-" << partition << " did not finish");
+}
+
+/// The values a read_committed reader gets from partition `p` on its owner.
+std::vector<std::string> committed(const moonmqd_process& owner, int p) {
+  auto r = owner.api().Get(("/v1/topics/t/partitions/" + std::to_string(p) + "/records?isolation=read_committed").c_str());
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  auto d = parse(r->body);
+  std::vector<std::string> out;
+  for (const auto& rec : d["records"].GetArray()) out.emplace_back(rec["value"].GetString());
+  return out;
+}
+
+std::string produce_body(int partition, const std::vector<std::string>& values, std::uint64_t id, std::uint32_t epoch,
+                         std::uint32_t sequence, const std::string& tid = "") {
+  std::string records;
+  for (const auto& v : values) records += (records.empty() ? "" : ",") + std::string("{\"value\":\"") + v + "\"}";
+  return "{\"partition\":" + std::to_string(partition) + ",\"records\":[" + records + "],\"producer\":{\"id\":" +
+         std::to_string(id) + ",\"epoch\":" + std::to_string(epoch) + ",\"sequence\":" + std::to_string(sequence) + "}" +
+         (tid.empty() ? "" : ",\"transaction\":{\"transactional_id\":\"" + tid + "\"}") + "}";
+}
+
+struct session {
+  std::uint64_t id = 0;
+  std::uint32_t epoch = 0;
+};
+
+session init(const moonmqd_process& via, const std::string& tid) {
+  auto r = via.api().Post("/v1/producers", tid.empty() ? "{}" : "{\"transactional_id\":\"" + tid + "\"}",
+                          "application/json");
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  auto d = parse(r->body);
+  return {d["producer_id"].GetUint64(), d["producer_epoch"].GetUint()};
+}
+
+/// Commit or abort; the answer's body.
+rapidjson::Document end(const moonmqd_process& via, const std::string& tid, session& s, bool commit) {
+  auto r = via.api().Post(("/v1/transactions/" + tid + (commit ? "/commit" : "/abort")).c_str(),
+                          "{\"producer_id\":" + std::to_string(s.id) + ",\"producer_epoch\":" + std::to_string(s.epoch) + "}",
+                          "application/json");
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  auto d = parse(r->body);
+  s.epoch = d["producer_epoch"].GetUint();
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("e2e transactions: retries never duplicate, transactions over three brokers are read whole or not at "
+          "all, and a zombie is fenced",
+          "[e2e][txn]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
+  move(b1, 1, "b2");
+  move(b1, 2, "b3");
+  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+
+  // Idempotence, through a broker that forwards: a retry gets the original offsets and writes nothing.
+  auto idem = init(b2, "");
+  auto first = b2.api().Post("/v1/topics/t/records", produce_body(0, {"i0", "i1"}, idem.id, 0, 0), "application/json");
+  auto retry = b3.api().Post("/v1/topics/t/records", produce_body(0, {"i0", "i1"}, idem.id, 0, 0), "application/json");
+  REQUIRE(first);
+  REQUIRE(retry);
+  REQUIRE(first->status == 200);
+  REQUIRE(retry->status == 200);
+  CHECK(parse(first->body)["offsets"] == parse(retry->body)["offsets"]);
+  CHECK(committed(b1, 0) == std::vector<std::string>{"i0", "i1"});
+  auto gap = b1.api().Post("/v1/topics/t/records", produce_body(0, {"i5"}, idem.id, 0, 5), "application/json");
+  REQUIRE(gap);
+  CHECK(gap->status == 409);
+  CHECK_THAT(gap->body, Catch::Contains("out_of_order_sequence"));
+
+  // Transactions spanning the three brokers, produced through any of them, committed or aborted at random.
+  std::map<int, std::vector<std::string>> expected{{0, {"i0", "i1"}}, {1, {}}, {2, {}}};
+  const std::string tid = "tx-e2e";
+  auto s = init(b1, tid);
+  std::mt19937 rng(11);
+  for (int n = 0; n < 8; ++n) {
+    std::map<int, std::vector<std::string>> written;
+    for (int p = 0; p < 3; ++p) {
+      std::vector<std::string> values{"n" + std::to_string(n) + "p" + std::to_string(p) + "a",
+                                      "n" + std::to_string(n) + "p" + std::to_string(p) + "b"};
+      auto* via = all[rng() % 3];
+      auto r = via->api().Post("/v1/topics/t/records", produce_body(p, values, s.id, s.epoch, 0, tid), "application/json");
+      REQUIRE(r);
+      INFO(r->body);
+      REQUIRE(r->status == 200);
+      written[p] = values;
+      CHECK(committed(*owner[static_cast<std::size_t>(p)], p) == expected[p]);  // open: invisible
+    }
+    const bool commit = rng() % 2 == 0;
+    auto d = end(*all[rng() % 3], tid, s, commit);
+    CHECK(std::string(d["state"].GetString()) == (commit ? "complete_commit" : "complete_abort"));
+    if (commit)
+      for (auto& [p, values] : written) expected[p].insert(expected[p].end(), values.begin(), values.end());
+    for (int p = 0; p < 3; ++p) CHECK(committed(*owner[static_cast<std::size_t>(p)], p) == expected[p]);
+  }
+
+  // A zombie: a new session of the id fences the old one at the coordinator and at every owner.
+  auto zombie = s;
+  auto open = b2.api().Post("/v1/topics/t/records", produce_body(1, {"z"}, zombie.id, zombie.epoch, 0, tid),
+                            "application/json");
+  REQUIRE(open);
+  REQUIRE(open->status == 200);
+  auto fresh = init(b3, tid);
+  CHECK(fresh.epoch > zombie.epoch);
+  auto late = b1.api().Post("/v1/topics/t/records", produce_body(1, {"z2"}, zombie.id, zombie.epoch, 1, tid),
+                            "application/json");
+  REQUIRE(late);
+  CHECK(late->status == 409);
+  CHECK_THAT(late->body, Catch::Contains("producer_fenced"));
+  CHECK(committed(b2, 1) == expected[1]);  // its open transaction was aborted
+}
+
+TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of the coordinator does not lose the "
+          "commit, and readers wait at the LSO until the markers arrive",
+          "[e2e][txn]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
+  move(b1, 1, "b2");
+  move(b1, 2, "b3");
+  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
+  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+
+  const std::string tid = "tx-crash";
+  auto s = init(b1, tid);
+  auto described = parse(b1.api().Get(("/v1/transactions/" + tid).c_str())->body);
+  auto* coordinator = by_id.at(described["coordinator"].GetString());
+  // An owner that is not the coordinator, and a broker that is neither, to talk through.
+  int victim = 0;
+  while (owner[static_cast<std::size_t>(victim)] == coordinator) ++victim;
+  auto* crashed = owner[static_cast<std::size_t>(victim)];
+  moonmqd_process* other = nullptr;
+  for (auto* b : all)
+    if (b != coordinator && b != crashed) other = b;
+
+  for (int p = 0; p < 3; ++p) {
+    auto r = other->api().Post("/v1/topics/t/records", produce_body(p, {"v" + std::to_string(p)}, s.id, s.epoch, 0, tid),
+                               "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  crashed->kill9();
+  auto d = end(*coordinator, tid, s, true);
+  INFO("coordinator " << coordinator->id << ", crashed " << crashed->id << ", through " << other->id << ": "
+                      << other->api().Get(("/v1/transactions/" + tid).c_str())->body);
+  CHECK(std::string(d["state"].GetString()) == "prepare_commit");  // decided; one marker still to deliver
+  for (int p = 0; p < 3; ++p)
+    if (p != victim) CHECK(committed(*owner[static_cast<std::size_t>(p)], p) == std::vector<std::string>{"v" + std::to_string(p)});
+
+  coordinator->kill9();
+  crashed->start();
+  // The restarted owner keeps the transaction open (its enrolment is in the log): its reader waits at the LSO.
+  CHECK(committed(*crashed, victim).empty());
+  coordinator->start();
+  bool delivered = false;
+  for (auto until = std::chrono::steady_clock::now() + 20s; !delivered && std::chrono::steady_clock::now() < until;) {
+    delivered = committed(*crashed, victim) == std::vector<std::string>{"v" + std::to_string(victim)};
+    if (!delivered) std::this_thread::sleep_for(50ms);
+  }
+  CHECK(delivered);
+  auto after = parse(other->api().Get(("/v1/transactions/" + tid).c_str())->body);
+  CHECK(std::string(after["state"].GetString()) == "complete_commit");
+}
