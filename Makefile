@@ -44,6 +44,7 @@ bench: build
 	$(BUILD)/benchmarks/migration 1024 --tls
 	$(BUILD)/benchmarks/produce_forward
 	$(BUILD)/benchmarks/produce_forward --tls
+	$(BUILD)/benchmarks/transactions
 	$(BUILD)/benchmarks/raft
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the

@@ -1,0 +1,155 @@
+// transactions: what transactions and idempotence cost a producer, side by side in one run. Three moonmqd on
+// loopback own one partition each; one client on b1 writes units of 100 records of 100 bytes spread over the three
+// partitions (three produce requests, two of them forwarded) in three ways that alternate in blocks:
+//   plain        no producer stamp
+//   idempotent   stamped with a producer id, epoch and sequences (deduplicated by each owner)
+//   transaction  the same inside a transaction, then a commit (coordinator prepare, three markers, complete)
+// It prints records/s per way, the commit latency p50/p99, and the ratios the issue names (transaction against
+// idempotent, target >= 0.5; idempotent against plain, target >= 0.9).
+//
+//   transactions [UNITS_PER_WAY]     default 300
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+/// Throws (so the daemons' destructors stop them) unless `r` answered `status`.
+void must(const httplib::Result& r, const char* what, int status = 200) {
+  if (!r || r->status != status)
+    throw std::runtime_error(std::string(what) + " failed: " + (r ? r->body : std::string("no answer")));
+}
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+void move(httplib::Client& c, int partition, const char* dest) {
+  must(c.Post("/v1/reassignments",
+              "{\"topic\":\"tx\",\"partition\":" + std::to_string(partition) + ",\"dest\":\"" + dest + "\"}",
+              "application/json"),
+       "a move", 202);
+  for (int i = 0; i < 2000; ++i) {
+    auto d = parse(c.Get("/v1/reassignments")->body);
+    const auto& l = d["reassignments"];
+    if (l[l.Size() - 1]["finished"].GetBool()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("a move did not finish");
+}
+
+struct way {
+  double seconds = 0;
+  std::size_t records = 0;
+  std::vector<double> commit_us;
+};
+
+}  // namespace
+
+int run(int units);
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    return run(argc > 1 ? std::atoi(argv[1]) : 300);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "transactions: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(int units) {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  auto c = b1.api();
+  c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);
+  must(c.Post("/v1/topics", R"({"name":"tx","partitions":3})", "application/json"), "create");
+  move(c, 1, "b2");
+  move(c, 2, "b3");
+
+  auto idem = parse(c.Post("/v1/producers", "{}", "application/json")->body);
+  const std::uint64_t idem_id = idem["producer_id"].GetUint64();
+  auto txp = parse(c.Post("/v1/producers", R"({"transactional_id":"bench"})", "application/json")->body);
+  const std::uint64_t tx_id = txp["producer_id"].GetUint64();
+  std::uint32_t tx_epoch = txp["producer_epoch"].GetUint();
+  std::map<int, std::uint32_t> idem_seq;
+  const std::string value(100, 'v');
+
+  auto batch = [&](int n) {
+    std::string records;
+    for (int i = 0; i < n; ++i) records += (i ? "," : "") + std::string("{\"value\":\"") + value + "\"}";
+    return records;
+  };
+  const std::vector<int> split{34, 33, 33};
+  std::map<int, std::string> bodies;
+  for (int p = 0; p < 3; ++p) bodies[p] = batch(split[static_cast<std::size_t>(p)]);
+
+  way plain, idempotent, transaction;
+  auto unit = [&](way& w, int kind) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int p = 0; p < 3; ++p) {
+      std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[" + bodies[p] + "]";
+      if (kind == 1) {
+        body += ",\"producer\":{\"id\":" + std::to_string(idem_id) + ",\"epoch\":0,\"sequence\":" +
+                std::to_string(idem_seq[p]) + "}";
+        idem_seq[p] += static_cast<std::uint32_t>(split[static_cast<std::size_t>(p)]);
+      } else if (kind == 2) {
+        body += ",\"producer\":{\"id\":" + std::to_string(tx_id) + ",\"epoch\":" + std::to_string(tx_epoch) +
+                ",\"sequence\":0},\"transaction\":{\"transactional_id\":\"bench\"}";
+      }
+      must(c.Post("/v1/topics/tx/records", body + "}", "application/json"), "a produce");
+    }
+    if (kind == 2) {
+      auto a = std::chrono::steady_clock::now();
+      auto r = c.Post("/v1/transactions/bench/commit",
+                      "{\"producer_id\":" + std::to_string(tx_id) + ",\"producer_epoch\":" + std::to_string(tx_epoch) + "}",
+                      "application/json");
+      must(r, "a commit");
+      w.commit_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
+      tx_epoch = parse(r->body)["producer_epoch"].GetUint();
+    }
+    w.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    w.records += 100;
+  };
+  for (int i = 0; i < 20; ++i)  // warm-up, not counted
+    for (int k = 0; k < 3; ++k) {
+      way scratch;
+      unit(scratch, k);
+    }
+  const int block = 25;
+  for (int done = 0; done < units; done += block)
+    for (int k = 0; k < 3; ++k)
+      for (int i = 0; i < std::min(block, units - done); ++i) unit(k == 0 ? plain : k == 1 ? idempotent : transaction, k);
+
+  auto rate = [](const way& w) { return static_cast<double>(w.records) / w.seconds; };
+  for (auto [name, w] : {std::pair{"plain", &plain}, std::pair{"idempotent", &idempotent},
+                         std::pair{"transaction", &transaction}})
+    std::printf("{\"bench\":\"transactions\",\"way\":\"%s\",\"units\":%d,\"records_per_s\":%.0f}\n", name, units,
+                rate(*w));
+  std::printf("{\"bench\":\"transactions\",\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f}\n",
+              percentile(transaction.commit_us, 0.5), percentile(transaction.commit_us, 0.99));
+  std::printf("{\"bench\":\"transactions\",\"transaction_vs_idempotent\":%.2f,\"idempotent_vs_plain\":%.2f}\n",
+              rate(transaction) / rate(idempotent), rate(idempotent) / rate(plain));
+  return 0;
+}
