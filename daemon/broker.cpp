@@ -35,6 +35,7 @@
 #include "moonmq/groups/group_metrics.hpp"
 #include "moonmq/txn/txn_metrics.hpp"
 #include "moonmq/txn/txn_service.hpp"
+#include "moonmq/storage/file_keyed_log.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
@@ -292,9 +293,13 @@ class running_broker final : public broker {
   status open_transactions(const std::vector<std::string>& peer_ids) {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
+    auto txn_log = storage::open_file_keyed_log(cfg_.data_dir + "/txn-state.log", log_);
+    if (!txn_log) return txn_log.err();
+    txn_log_ = std::move(*txn_log);
     auto svc = txn::txn_service::open(
-        {brokers, cfg_.transactions.timeout_ms, [] { return now_ms(); }, fresh_producer_id},
-        storage::make_file_state_file(cfg_.data_dir + "/txn-state.json"), state(), *peers_);
+        {brokers, cfg_.transactions.timeout_ms, [] { return now_ms(); }, fresh_producer_id,
+         cfg_.storage.fsync == "always"},
+        *txn_log_, state(), *peers_);
     if (!svc) return svc.err();
     txns_ = std::move(*svc);
     txn_api_ = std::make_unique<txn_api>(
@@ -964,6 +969,7 @@ class running_broker final : public broker {
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<group_api> group_api_;
   std::thread group_ticker_;
+  std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)
   std::unique_ptr<txn::txn_service> txns_;
   std::unique_ptr<txn_api> txn_api_;
   std::thread txn_ticker_;

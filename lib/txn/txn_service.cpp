@@ -90,149 +90,145 @@ void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
   if (!t.reason.empty()) json::put(w, "reason", t.reason);
 }
 
-/// The state file: every transactional id with its producer, epoch and transaction.
-std::string render(const coordinator& c) {
+/// One transaction as its log record: the id's producer, epoch, phase and what it holds.
+std::string render(const transaction& t) {
   return json::object([&](json::writer& w) {
     json::put(w, "version", 1);
-    w.Key("transactions");
+    json::put(w, "id", t.id);
+    json::put(w, "producer_id", t.producer_id);
+    json::put(w, "epoch", t.epoch);
+    json::put(w, "phase", to_string(t.phase));
+    json::put(w, "started_ms", t.started_ms);
+    json::put(w, "reason", t.reason);
+    json::put(w, "offsets_pending", t.offsets_pending);
+    w.Key("partitions");
     w.StartArray();
-    for (const auto& [id, t] : c.all()) {
+    for (const auto& [tp, owner] : t.partitions) {
       w.StartObject();
-      json::put(w, "id", t.id);
-      json::put(w, "producer_id", t.producer_id);
-      json::put(w, "epoch", t.epoch);
-      json::put(w, "phase", to_string(t.phase));
-      json::put(w, "started_ms", t.started_ms);
-      json::put(w, "reason", t.reason);
-      json::put(w, "offsets_pending", t.offsets_pending);
-      w.Key("partitions");
-      w.StartArray();
-      for (const auto& [tp, owner] : t.partitions) {
-        w.StartObject();
-        json::put(w, "topic", tp.topic);
-        json::put(w, "partition", tp.partition);
-        json::put(w, "owner", owner.value());
-        json::put(w, "pending", t.markers_pending.count(tp) > 0);
-        w.EndObject();
-      }
-      w.EndArray();
-      w.Key("offsets");
-      w.StartArray();
-      for (const auto& o : t.offsets) {
-        w.StartObject();
-        json::put(w, "group", o.group);
-        json::put(w, "topic", o.partition.topic);
-        json::put(w, "partition", o.partition.partition);
-        json::put(w, "offset", o.offset);
-        auto owner = t.offset_owners.find(o.partition);
-        json::put(w, "owner", owner == t.offset_owners.end() ? std::string() : owner->second.value());
-        w.EndObject();
-      }
-      w.EndArray();
+      json::put(w, "topic", tp.topic);
+      json::put(w, "partition", tp.partition);
+      json::put(w, "owner", owner.value());
+      json::put(w, "pending", t.markers_pending.count(tp) > 0);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("offsets");
+    w.StartArray();
+    for (const auto& o : t.offsets) {
+      w.StartObject();
+      json::put(w, "group", o.group);
+      json::put(w, "topic", o.partition.topic);
+      json::put(w, "partition", o.partition.partition);
+      json::put(w, "offset", o.offset);
+      auto owner = t.offset_owners.find(o.partition);
+      json::put(w, "owner", owner == t.offset_owners.end() ? std::string() : owner->second.value());
       w.EndObject();
     }
     w.EndArray();
   });
 }
 
-result<std::vector<transaction>> parse_state(const std::string& text, const std::string& file) {
+result<transaction> parse_one(const std::string& text, const std::string& where) {
   rapidjson::Document d;
-  if (auto s = json::parse_document(text, d, file); !s) return error{errc::corrupt, s.message()};
-  json::object_reader r(d, file);
+  if (auto s = json::parse_document(text, d, where); !s) return error{errc::corrupt, s.message()};
+  json::object_reader t(d, where);
   std::uint64_t version = 0;
-  r.get("version", version, true);
-  if (r.ok() && version != 1) r.fail("version", "expected 1");
-  const auto* list = r.member("transactions");
-  if (r.ok() && (!list || !list->IsArray())) r.fail("transactions", "expected an array");
-  if (auto s = r.finish(); !s) return error{errc::corrupt, s.message()};
-  std::vector<transaction> out;
-  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-    json::object_reader t((*list)[i], file + ": transactions[" + std::to_string(i) + "]");
-    transaction x;
-    std::string phase;
-    std::uint64_t epoch = 0;
-    t.get("id", x.id, true);
-    t.get("producer_id", x.producer_id, true);
-    t.get("epoch", epoch, true);
-    t.get("phase", phase, true);
-    t.get("started_ms", x.started_ms, true);
-    t.get("reason", x.reason);
-    t.get("offsets_pending", x.offsets_pending);
-    auto p = phase_from_string(phase);
-    if (t.ok() && !p) t.fail("phase", "unknown phase '" + phase + "'");
-    if (t.ok() && epoch > UINT32_MAX) t.fail("epoch", "out of range");
-    if (const auto* parts = t.member("partitions"); parts && parts->IsArray() && t.ok())
-      for (const auto& e : parts->GetArray()) {
-        json::object_reader pr(e, "partition");
-        std::string topic, owner;
-        std::int64_t partition = -1;
-        bool pending = false;
-        pr.get("topic", topic, true);
-        pr.get("partition", partition, true);
-        pr.get("owner", owner, true);
-        pr.get("pending", pending);
-        if (auto s = pr.finish(); !s) return error{errc::corrupt, s.message()};
-        topic_partition tp{topic, static_cast<std::int32_t>(partition)};
-        x.partitions[tp] = broker_id(owner);
-        if (pending) x.markers_pending.insert(tp);
-      }
-    if (const auto* offs = t.member("offsets"); offs && offs->IsArray() && t.ok())
-      for (const auto& e : offs->GetArray()) {
-        json::object_reader orr(e, "offset");
-        txn_offset o;
-        std::string owner;
-        std::int64_t partition = -1;
-        orr.get("group", o.group, true);
-        orr.get("topic", o.partition.topic, true);
-        orr.get("partition", partition, true);
-        orr.get("offset", o.offset, true);
-        orr.get("owner", owner);
-        if (auto s = orr.finish(); !s) return error{errc::corrupt, s.message()};
-        o.partition.partition = static_cast<std::int32_t>(partition);
-        if (!owner.empty()) x.offset_owners[o.partition] = broker_id(owner);
-        x.offsets.push_back(std::move(o));
-      }
-    if (auto s = t.finish(); !s) return error{errc::corrupt, s.message()};
-    x.epoch = static_cast<std::uint32_t>(epoch);
-    x.phase = *p;
-    out.push_back(std::move(x));
+  t.get("version", version, true);
+  if (t.ok() && version != 1) t.fail("version", "expected 1");
+  transaction x;
+  std::string phase;
+  std::uint64_t epoch = 0;
+  t.get("id", x.id, true);
+  t.get("producer_id", x.producer_id, true);
+  t.get("epoch", epoch, true);
+  t.get("phase", phase, true);
+  t.get("started_ms", x.started_ms, true);
+  t.get("reason", x.reason);
+  t.get("offsets_pending", x.offsets_pending);
+  auto p = phase_from_string(phase);
+  if (t.ok() && !p) t.fail("phase", "unknown phase '" + phase + "'");
+  if (t.ok() && epoch > UINT32_MAX) t.fail("epoch", "out of range");
+  const auto* parts = t.member("partitions");
+  const auto* offs = t.member("offsets");
+  if (t.ok() && (!parts || !parts->IsArray() || !offs || !offs->IsArray()))
+    t.fail_here("partitions and offsets must be arrays");
+  if (auto s = t.finish(); !s) return error{errc::corrupt, s.message()};
+  for (const auto& e : parts->GetArray()) {
+    json::object_reader pr(e, where + ": partition");
+    std::string topic, owner;
+    std::int64_t partition = -1;
+    bool pending = false;
+    pr.get("topic", topic, true);
+    pr.get("partition", partition, true);
+    pr.get("owner", owner, true);
+    pr.get("pending", pending);
+    if (pr.ok() && (partition < 0 || partition > INT32_MAX)) pr.fail("partition", "out of range");
+    if (auto s = pr.finish(); !s) return error{errc::corrupt, s.message()};
+    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    x.partitions[tp] = broker_id(owner);
+    if (pending) x.markers_pending.insert(tp);
   }
-  return out;
+  for (const auto& e : offs->GetArray()) {
+    json::object_reader orr(e, where + ": offset");
+    txn_offset o;
+    std::string owner;
+    std::int64_t partition = -1;
+    orr.get("group", o.group, true);
+    orr.get("topic", o.partition.topic, true);
+    orr.get("partition", partition, true);
+    orr.get("offset", o.offset, true);
+    orr.get("owner", owner);
+    if (orr.ok() && (partition < 0 || partition > INT32_MAX)) orr.fail("partition", "out of range");
+    if (auto s = orr.finish(); !s) return error{errc::corrupt, s.message()};
+    o.partition.partition = static_cast<std::int32_t>(partition);
+    if (!owner.empty()) x.offset_owners[o.partition] = broker_id(owner);
+    x.offsets.push_back(std::move(o));
+  }
+  x.epoch = static_cast<std::uint32_t>(epoch);
+  x.phase = *p;
+  return x;
 }
 
 }  // namespace
 
-txn_service::txn_service(txn_service_options o, std::unique_ptr<storage::state_file> f, cluster::cluster_state st,
+txn_service::txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st,
                          cluster::peer_client& peers)
-    : opt_(std::move(o)), file_(std::move(f)), st_(st), peers_(peers) {}
+    : opt_(std::move(o)), log_(log), st_(st), peers_(peers) {}
 
-result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options options,
-                                                       std::unique_ptr<storage::state_file> file,
+result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options options, storage::keyed_log& log,
                                                        cluster::cluster_state state, cluster::peer_client& peers) {
   if (!options.clock || !options.fresh_producer_id)
     return error{errc::invalid_argument, "txn_service needs a clock and a producer id source"};
-  std::unique_ptr<txn_service> s(new txn_service(std::move(options), std::move(file), state, peers));
+  std::unique_ptr<txn_service> s(new txn_service(std::move(options), log, state, peers));
   if (auto l = s->load(); !l) return l.err();
   return s;
 }
 
 status txn_service::load() {
-  auto text = file_->read();
-  if (!text) return text.err();
-  if (!*text) return {};
-  auto list = parse_state(**text, file_->name());
-  if (!list) return list.err();
-  for (auto& t : *list) coord_.restore(std::move(t));
+  for (const auto& [id, text] : log_.entries()) {
+    auto t = parse_one(text, log_.name() + ": transactional id " + id);
+    if (!t) return t.err();
+    if (t->id != id) return {errc::corrupt, log_.name() + ": the record of " + id + " names " + t->id};
+    coord_.restore(std::move(*t));
+  }
+  std::lock_guard lock(mu_);
+  publish_locked();
   return {};
 }
 
-status txn_service::persist_locked() {
+void txn_service::publish_locked() {
   std::size_t open = 0;
   for (const auto& [id, t] : coord_.all())
     if (t.phase != txn_phase::empty && t.phase != txn_phase::complete_commit && t.phase != txn_phase::complete_abort)
       ++open;
   st_.metrics.set(metrics::open, static_cast<double>(open));
-  return file_->replace(render(coord_));
+}
+
+status txn_service::persist_locked(const std::string& id, bool commit_point) {
+  publish_locked();
+  const transaction* t = coord_.find(id);
+  if (!t) return {};
+  return log_.put(id, render(*t), commit_point || opt_.sync_every_write);
 }
 
 broker_id txn_service::coordinator_of(const std::string& id) const { return groups::coordinator_of(id, opt_.brokers); }
@@ -340,7 +336,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
         if (!t) {
           if (t.code() != errc::unavailable) return from_error(t.err());
         } else {
-          if (auto p = persist_locked(); !p) return from_error(p.err());
+          if (auto p = persist_locked(id, t->phase == txn_phase::prepare_abort); !p) return from_error(p.err());
           if (t->phase == txn_phase::empty)
             return json_ok(json::object([&](json::writer& w) {
               json::put(w, "producer_id", t->producer_id);
@@ -374,7 +370,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
     auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
                             : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
     if (!t) return fenced(t.err());
-    if (auto p = persist_locked(); !p) return from_error(p.err());
+    if (auto p = persist_locked(id); !p) return from_error(p.err());
     return json_ok("{}");
   }
   if (route == "end") {
@@ -385,7 +381,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
       std::lock_guard lock(mu_);
       auto t = coord_.end(id, producer_id, e32, commit, now);
       if (!t) return fenced(t.err());
-      if (auto p = persist_locked(); !p) return from_error(p.err());  // the commit point
+      if (auto p = persist_locked(id, true); !p) return from_error(p.err());  // the commit point
     }
     complete(id);
     std::lock_guard lock(mu_);
@@ -460,7 +456,7 @@ bool txn_service::complete(const std::string& id) {
   const transaction* after = coord_.find(id);
   if (!after) return false;
   count_end_locked(t, *after);
-  (void)persist_locked();  // a failed write only means the next tick delivers (idempotently) again
+  (void)persist_locked(id);  // a failed write only means the next tick delivers (idempotently) again
   return after->phase == txn_phase::complete_commit || after->phase == txn_phase::complete_abort;
 }
 
@@ -605,13 +601,12 @@ void txn_service::tick() {
   {
     std::lock_guard lock(mu_);
     auto expired = coord_.expire(opt_.clock(), opt_.timeout_ms);
-    if (!expired.empty()) {
-      st_.metrics.add(metrics::timeouts, static_cast<double>(expired.size()));
-      (void)persist_locked();  // the abort decision; written again after completion if this fails
-    }
+    st_.metrics.add(metrics::timeouts, static_cast<double>(expired.size()));
+    for (const auto& id : expired) (void)persist_locked(id, true);  // the abort decision; retried by completion
     for (const auto& t : coord_.unfinished()) todo.push_back(t.id);
   }
   for (const auto& id : todo) complete(id);
+  (void)log_.sync();  // what was written without a sync since the last tick
 }
 
 }  // namespace moonmq::txn

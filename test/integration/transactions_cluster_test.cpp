@@ -15,14 +15,6 @@ using namespace moonmq;
 
 namespace {
 
-struct kept_file final : storage::state_file {
-  storage::memory_state_file* f;
-  explicit kept_file(storage::memory_state_file* file) : f(file) {}
-  result<std::optional<std::string>> read() const override { return f->read(); }
-  status replace(std::string_view c) override { return f->replace(c); }
-  std::string name() const override { return f->name(); }
-};
-
 rapidjson::Document parse(const std::string& s) {
   rapidjson::Document d;
   d.Parse(s.c_str());
@@ -34,13 +26,13 @@ struct txn_cluster {
   txn::time_ms now = 1'000'000;
   std::uint64_t next_id = 1000;
   std::vector<broker_id> ids;
-  std::vector<std::unique_ptr<storage::memory_state_file>> disks;
+  std::vector<std::unique_ptr<storage::memory_keyed_log>> disks;
   std::vector<std::unique_ptr<txn::txn_service>> services;
 
   explicit txn_cluster(int n) : c(n) {
     for (int i = 1; i <= n; ++i) {
       ids.emplace_back(c[i].id);
-      disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/txn-state.json"));
+      disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
     }
     services.resize(static_cast<std::size_t>(n));
     for (int i = 1; i <= n; ++i) start(i);
@@ -51,8 +43,7 @@ struct txn_cluster {
     auto& b = c[i];
     b.transactions = nullptr;
     auto svc = txn::txn_service::open(
-        {ids, 10'000, [this] { return now; }, [this] { return next_id++; }},
-        std::make_unique<kept_file>(disks[idx(i)].get()), b.state(), *b.peers);
+        {ids, 10'000, [this] { return now; }, [this] { return next_id++; }}, *disks[idx(i)], b.state(), *b.peers);
     REQUIRE(svc);
     services[idx(i)] = std::move(*svc);
     b.transactions = [s = services[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
@@ -220,7 +211,7 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
   REQUIRE(p.init() == 200);
   for (int part = 0; part < 3; ++part) REQUIRE(p.send({"t", part}, {"v" + std::to_string(part)}));
 
-  // Markers do not get through: the commit is decided (prepare_commit is durable) but not delivered.
+  // Markers do not get through: the commit is decided (prepare_commit is in the log) but not delivered.
   g.c.net.set_hook([](const std::string&, const std::string&, const transport::request& r) {
     return r.path == "/cluster/txn/markers" ? transport::fate::drop : transport::fate::deliver;
   });
@@ -229,7 +220,7 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
   for (int q = 0; q < 3; ++q)
     if (q + 1 != coordinator) CHECK(g.committed(q + 1, {"t", q}).empty());  // blocked at the LSO
 
-  g.start(coordinator);  // kill -9 and back: only txn-state.json remains
+  g.start(coordinator);  // kill -9 and back: only its log remains
   g.c.net.set_hook({});
   g.tick();
   for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == std::vector<std::string>{"v" + std::to_string(q)});

@@ -13,8 +13,11 @@
 //   POST /cluster/txn/markers {topic, partition, producer_id, producer_epoch, commit}
 //   POST /cluster/txn/commit_offsets {group, topic, partition, offset}
 //
-// The state file is written before any answer that depends on it: the prepare record is the commit point. After a
-// restart, every transaction found in prepare has its markers (and offsets) sent again by tick().
+// Each change of a transaction is appended to the coordinator's keyed log (txn-state.log, one record per change,
+// keyed by transactional id) before any answer that depends on it. The prepare record is the commit point and is
+// always synced; the other records are synced when `sync_every_write` (Server.Storage.Fsync = always) and otherwise
+// by tick() (about every 500 ms): written with pwrite, they survive a kill -9 either way. After a restart, every
+// transaction found in prepare has its markers (and offsets) sent again by tick().
 // Thread safety: every method may be called concurrently.
 #pragma once
 
@@ -26,7 +29,7 @@
 
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/peer.hpp"
-#include "moonmq/storage/state_file.hpp"
+#include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/coordinator.hpp"
 
 namespace moonmq::txn {
@@ -36,11 +39,13 @@ struct txn_service_options {
   time_ms timeout_ms = 60'000;     ///< Server.Transactions.TimeoutMs
   std::function<time_ms()> clock;  ///< wall-clock milliseconds (transaction ages survive a restart)
   std::function<std::uint64_t()> fresh_producer_id;
+  bool sync_every_write = false;   ///< fdatasync every change, not only the commit point
 };
 
 class txn_service {
  public:
-  static result<std::unique_ptr<txn_service>> open(txn_service_options options, std::unique_ptr<storage::state_file> file,
+  /// `log` (which must outlive the service) holds the coordinator's transactions; unreadable: an error naming it.
+  static result<std::unique_ptr<txn_service>> open(txn_service_options options, storage::keyed_log& log,
                                                    cluster::cluster_state state, cluster::peer_client& peers);
 
   transport::response handle_cluster(const transport::request& req);
@@ -65,13 +70,14 @@ class txn_service {
   const broker_id& self() const { return peers_.directory().self; }
 
  private:
-  txn_service(txn_service_options o, std::unique_ptr<storage::state_file> f, cluster::cluster_state st,
-              cluster::peer_client& peers);
+  txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, cluster::peer_client& peers);
   status load();
   /// The coordinator's add of one partition, believed to be on `owner`.
   status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch, const topic_partition& tp,
              const broker_id& owner);
-  status persist_locked();
+  /// Writes transaction `id` as it now is; `commit_point` forces a sync.
+  status persist_locked(const std::string& id, bool commit_point = false);
+  void publish_locked();
   transport::response coordinator_route(const std::string& route, const transport::request& req);
   transport::response owner_route(const std::string& route, const transport::request& req);
   /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock); true when complete.
@@ -82,7 +88,7 @@ class txn_service {
   void count_end_locked(const transaction& before, const transaction& after);
 
   txn_service_options opt_;
-  std::unique_ptr<storage::state_file> file_;
+  storage::keyed_log& log_;
   cluster::cluster_state st_;
   cluster::peer_client& peers_;
   std::mutex mu_;
