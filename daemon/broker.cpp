@@ -667,8 +667,9 @@ class running_broker final : public broker {
       auto c = producers_->committed(tp, offset);
       if (!c) return reply_error(res, c.err());
       stable = std::move(*c);
-      metrics_.set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
-                   static_cast<double>(*store_->end_offset(tp) - stable->last_stable_offset));
+      if (auto end = store_->end_offset(tp))
+        metrics_.set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
+                     static_cast<double>(*end - std::min(*end, stable->last_stable_offset)));
     }
     auto r = store_->read(tp, offset, max_bytes);
     if (!r) return reply_error(res, r.err());

@@ -29,6 +29,8 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
   if (!producer) return;
   if (attributes & storage::attr_control) {
     s.table.observe_epoch(producer->id, producer->epoch);
+    // A transaction's records count their sequences from 0, whatever the producer wrote before at this epoch.
+    if (value == txn::marker_begin) s.table.restart_sequences(producer->id);
     s.txns.observe_control(producer->id, producer->epoch, value, offset);
   } else {
     s.table.observe(*producer, offset);
@@ -123,7 +125,9 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   if (auto c = catch_up(tp, s); !c) return c;
   auto open = s.txns.open(producer_id);
   auto known = s.table.epoch_of(producer_id);
-  if (open && open->epoch > epoch) return {};               // a stale marker: a later transaction is open
+  // A marker stamped E ends a transaction of an epoch below E; one at E or later is the next transaction, which
+  // a late (re-sent, delayed) marker must not close.
+  if (open && open->epoch >= epoch) return {};
   if (!open && known && *known >= epoch) return {};         // seen already
   auto w = write(tp, s, {control(producer_id, epoch, commit ? txn::marker_commit : txn::marker_abort)});
   if (!w) return w.err();

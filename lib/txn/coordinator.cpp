@@ -14,6 +14,9 @@ constexpr std::pair<txn_phase, const char*> phase_names[] = {
     {txn_phase::complete_abort, "complete_abort"},
 };
 
+/// Every transaction needs one epoch above its own for its markers: a session at this epoch gets a new id instead.
+constexpr std::uint32_t max_epoch = UINT32_MAX - 2;
+
 bool preparing(txn_phase p) { return p == txn_phase::prepare_commit || p == txn_phase::prepare_abort; }
 bool complete(txn_phase p) { return p == txn_phase::complete_commit || p == txn_phase::complete_abort; }
 }  // namespace
@@ -48,7 +51,7 @@ result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh
     prepare(t, false, "fenced by a new producer session");
     return t;
   }
-  if (t.epoch == UINT32_MAX) {  // the epoch space is spent: a new producer id starts over
+  if (t.epoch >= max_epoch) {  // the epoch space is spent: a new producer id starts over
     t.producer_id = fresh_producer_id;
     t.epoch = 0;
   } else {
@@ -83,6 +86,9 @@ result<transaction> coordinator::add_partitions(const std::string& id, std::uint
   transaction& t = **s;
   if (preparing(t.phase))
     return error{errc::unavailable, "the previous transaction of " + id + " is being completed; retry"};
+  if (t.phase != txn_phase::ongoing && t.epoch >= max_epoch)
+    return error{errc::conflict, "producer " + std::to_string(producer_id) +
+                                     " has used its epochs; POST /v1/producers again for a new id"};
   if (t.phase != txn_phase::ongoing) {  // the first call of a new transaction
     t.phase = txn_phase::ongoing;
     t.started_ms = now;
@@ -122,8 +128,13 @@ result<transaction> coordinator::end(const std::string& id, std::uint64_t produc
   if (it == txns_.end()) return error{errc::not_found, "no transactional id " + id + " on its coordinator"};
   transaction& t = it->second;
   const bool wanted_commit = commit;
-  // A repeat of an end already taken: the same transaction, one epoch on.
+  // A repeat of an end already taken: the same transaction, one epoch on. Not when the coordinator ended it (a
+  // timeout, a new session): that producer is fenced and must not learn the new epoch.
   if (producer_id == t.producer_id && t.epoch > 0 && epoch == t.epoch - 1 && (preparing(t.phase) || complete(t.phase))) {
+    if (!t.reason.empty())
+      return error{errc::producer_fenced, "transaction " + id + " was aborted by its coordinator (" + t.reason +
+                                              "); producer " + std::to_string(producer_id) + " epoch " +
+                                              std::to_string(epoch) + " is fenced"};
     const bool committed = t.phase == txn_phase::prepare_commit || t.phase == txn_phase::complete_commit;
     if (committed == wanted_commit) return t;
     return error{errc::conflict, "transaction " + id + " was " + (committed ? "committed" : "aborted") +
@@ -131,6 +142,8 @@ result<transaction> coordinator::end(const std::string& id, std::uint64_t produc
   }
   auto s = session(id, producer_id, epoch);
   if (!s) return s.err();
+  if (t.epoch >= max_epoch) return error{errc::conflict, "producer " + std::to_string(producer_id) +
+                                                     " has used its epochs; POST /v1/producers again for a new id"};
   if (t.phase == txn_phase::empty || complete(t.phase)) {
     // Nothing was added: ended at once (the epoch still moves on, like any end).
     t.partitions.clear();

@@ -1,5 +1,6 @@
 #include "moonmq/txn/txn_service.hpp"
 
+#include <future>
 #include <shared_mutex>
 
 #include "json/object_reader.hpp"
@@ -21,6 +22,7 @@ using transport::response;
 constexpr std::string_view prefix = "/cluster/txn/";
 constexpr int max_hops = 3;
 constexpr std::size_t max_partitions = 10000;  ///< partitions or offsets one call names
+constexpr std::size_t max_parallel_markers = 16;  ///< markers in flight at once for one transaction
 
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
@@ -231,6 +233,20 @@ status txn_service::persist_locked(const std::string& id, bool commit_point) {
   return log_.put(id, render(*t), commit_point || opt_.sync_every_write);
 }
 
+status txn_service::keep_locked(const std::string& id, const std::optional<transaction>& before, bool commit_point) {
+  const transaction* now = coord_.find(id);
+  if (!now || (before && *before == *now)) return {};
+  auto written = persist_locked(id, commit_point);
+  if (!written) {
+    if (before)
+      coord_.restore(*before);
+    else
+      coord_.forget(id);
+    publish_locked();
+  }
+  return written;
+}
+
 broker_id txn_service::coordinator_of(const std::string& id) const { return groups::coordinator_of(id, opt_.brokers); }
 
 void txn_service::count_end_locked(const transaction& before, const transaction& after) {
@@ -331,18 +347,19 @@ response txn_service::coordinator_route(const std::string& route, const request&
       result<transaction> t = error{errc::internal, "not run"};
       {
         std::lock_guard lock(mu_);
-        const transaction before = coord_.find(id) ? *coord_.find(id) : transaction{};
+        const std::optional<transaction> before =
+            coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
         t = coord_.init(id, opt_.fresh_producer_id(), now);
         if (!t) {
           if (t.code() != errc::unavailable) return from_error(t.err());
         } else {
-          if (auto p = persist_locked(id, t->phase == txn_phase::prepare_abort); !p) return from_error(p.err());
+          if (auto p = keep_locked(id, before, t->phase == txn_phase::prepare_abort); !p) return from_error(p.err());
           if (t->phase == txn_phase::empty)
             return json_ok(json::object([&](json::writer& w) {
               json::put(w, "producer_id", t->producer_id);
               json::put(w, "producer_epoch", t->epoch);
             }));
-          count_end_locked(before, *t);
+          count_end_locked(before.value_or(transaction{}), *t);
         }
       }
       // An open transaction of the id was aborted (or one is completing): deliver its markers, then start again.
@@ -367,10 +384,12 @@ response txn_service::coordinator_route(const std::string& route, const request&
       if (route == "offsets") offsets.push_back({group, ref.tp, ref.offset});
     }
     std::lock_guard lock(mu_);
+    const std::optional<transaction> before =
+        coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
     auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
                             : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
     if (!t) return fenced(t.err());
-    if (auto p = persist_locked(id); !p) return from_error(p.err());
+    if (auto p = keep_locked(id, before); !p) return from_error(p.err());
     return json_ok("{}");
   }
   if (route == "end") {
@@ -379,9 +398,11 @@ response txn_service::coordinator_route(const std::string& route, const request&
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     {
       std::lock_guard lock(mu_);
+      const std::optional<transaction> before =
+          coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
       auto t = coord_.end(id, producer_id, e32, commit, now);
       if (!t) return fenced(t.err());
-      if (auto p = persist_locked(id, true); !p) return from_error(p.err());  // the commit point
+      if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());  // the commit point
     }
     complete(id);
     std::lock_guard lock(mu_);
@@ -410,8 +431,10 @@ bool txn_service::complete(const std::string& id) {
   if (t.phase != txn_phase::prepare_commit && t.phase != txn_phase::prepare_abort)
     return t.phase == txn_phase::complete_commit || t.phase == txn_phase::complete_abort;
   const bool commit = t.phase == txn_phase::prepare_commit;
-  // Markers first: a committed transaction's offsets are written only once its records are readable.
-  for (const auto& tp : t.markers_pending) {
+  // Markers first: a committed transaction's offsets are written only once its records are readable. Markers to
+  // different owners go out together (each on its own thread): the commit's latency is one round trip, not one per
+  // partition.
+  auto deliver = [&](const topic_partition& tp) {
     const std::string body = json::object([&](json::writer& w) {
       json::put(w, "topic", tp.topic);
       json::put(w, "partition", tp.partition);
@@ -423,7 +446,17 @@ bool txn_service::complete(const std::string& id) {
     std::lock_guard lock(mu_);
     if (at != t.partitions.at(tp)) coord_.owner_moved(id, tp, at);
     if (answer.status == 200) coord_.marker_written(id, t.epoch, tp);
+  };
+  std::vector<std::future<void>> remote;
+  std::vector<topic_partition> local;
+  for (const auto& tp : t.markers_pending) {
+    if (t.partitions.at(tp) == self() || remote.size() >= max_parallel_markers)
+      local.push_back(tp);
+    else
+      remote.push_back(std::async(std::launch::async, deliver, tp));
   }
+  for (const auto& tp : local) deliver(tp);
+  for (auto& f : remote) f.get();
   bool markers_done = false;
   {
     std::lock_guard lock(mu_);
@@ -445,7 +478,8 @@ bool txn_service::complete(const std::string& id) {
         std::lock_guard lock(mu_);
         coord_.owner_moved(id, o.partition, at);
       }
-      all = all && answer.status == 200;
+      // A partition that no longer exists takes no offset: nothing is left to deliver there.
+      all = all && (answer.status == 200 || answer.status == 404);
     }
     if (all) {
       std::lock_guard lock(mu_);
@@ -587,8 +621,8 @@ response txn_service::owner_route(const std::string& route, const request& req) 
     s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
   else if (route == "markers")
     s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit);
-  else
-    s = st_.offsets.commit(group, tp, offset);
+  else if (auto raised = st_.offsets.commit_if_higher(group, tp, offset); !raised)
+    s = raised.err();  // only forward: a re-sent transactional offset must not rewind what the group did since
   if (!s) {
     if (s.code() == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);
     return from_error(s.err());
@@ -600,9 +634,13 @@ void txn_service::tick() {
   std::vector<std::string> todo;
   {
     std::lock_guard lock(mu_);
+    std::map<std::string, transaction> before;
+    for (const auto& [id, t] : coord_.all())
+      if (t.phase == txn_phase::ongoing) before.emplace(id, t);
     auto expired = coord_.expire(opt_.clock(), opt_.timeout_ms);
     st_.metrics.add(metrics::timeouts, static_cast<double>(expired.size()));
-    for (const auto& id : expired) (void)persist_locked(id, true);  // the abort decision; retried by completion
+    // The abort decision: undone when it cannot be written (the next tick tries again).
+    for (const auto& id : expired) (void)keep_locked(id, before.at(id), true);
     for (const auto& t : coord_.unfinished()) todo.push_back(t.id);
   }
   for (const auto& id : todo) complete(id);

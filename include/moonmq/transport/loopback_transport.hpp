@@ -7,7 +7,9 @@
 // way). A `hook` can inspect each request and decide its fate, to fail exactly one step of a protocol. Random choices
 // come from one seeded generator: a test run is reproducible from its seed. Synchronous sends (send_now, for
 // callers that block) see every fault but the delay.
-// Thread safety: configure faults and handlers from the thread that runs the executor; sends run on it too.
+// Thread safety: configure faults and handlers from the thread that runs the executor; sends run on it too, except
+// synchronous sends, which may come from other threads while that one waits for them (handlers must then be
+// thread-safe, as the brokers' are).
 #pragma once
 
 #include <asio/steady_timer.hpp>
@@ -76,6 +78,7 @@ class loopback_network {
   };
 
   plan decide(const std::string& from, const std::string& to, const request& req, std::chrono::milliseconds timeout) {
+    std::lock_guard lock(deliveries_);
     if (cut_.count({from, to})) return {no_answer(to, "partitioned")};
     if (!handlers_.count(to)) return {no_answer(to, "no such broker (down)")};
     plan p;
@@ -99,15 +102,17 @@ class loopback_network {
 
   response deliver(const std::string& from, const std::string& to, request req, fate f) {
     if (f == fate::drop) return no_answer(to, "request dropped");
-    auto it = handlers_.find(to);  // it may have gone down while the request waited
-    if (it == handlers_.end()) return no_answer(to, "no such broker (down)");
-    req.headers[header_from] = from;
-    ++delivered_[req.path];
-    response r = it->second(req);
-    if (f == fate::duplicate) {
-      ++delivered_[req.path];
-      (void)it->second(req);
+    handler h;
+    {
+      std::lock_guard lock(deliveries_);
+      auto it = handlers_.find(to);  // it may have gone down while the request waited
+      if (it == handlers_.end()) return no_answer(to, "no such broker (down)");
+      h = it->second;
+      delivered_[req.path] += f == fate::duplicate ? 2 : 1;
     }
+    req.headers[header_from] = from;
+    response r = h(req);
+    if (f == fate::duplicate) (void)h(req);
     if (f == fate::lose_response) return no_answer(to, "response lost");
     return r;
   }
@@ -131,6 +136,9 @@ class loopback_network {
     return deliver(from, to, req, p.f);
   }
 
+  /// Held while a request's fate is drawn and its handler looked up (not while the handler runs), so that
+  /// synchronous sends may come from several threads (a coordinator's markers go out in parallel).
+  std::mutex deliveries_;
   std::map<std::string, handler> handlers_;
   std::set<std::pair<std::string, std::string>> cut_;
   std::map<std::string, std::size_t> delivered_;

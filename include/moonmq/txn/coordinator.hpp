@@ -87,6 +87,7 @@ class coordinator {
   std::vector<transaction> unfinished() const;
   const std::map<std::string, transaction>& all() const noexcept { return txns_; }
   void restore(transaction t) { txns_[t.id] = std::move(t); }
+  void forget(const std::string& id) { txns_.erase(id); }
 
  private:
   result<transaction*> session(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch);

@@ -46,6 +46,13 @@ class producer_table {
   /// Learns that the producer reached `epoch` without writing records at it (a transaction marker or enrolment):
   /// older epochs are fenced from here on, and the epoch's first record is sequence 0.
   void observe_epoch(std::uint64_t producer_id, std::uint32_t epoch);
+  /// The producer's next record is sequence 0 again (a transaction begins), at the epoch it has.
+  void restart_sequences(std::uint64_t producer_id) {
+    auto it = producers_.find(producer_id);
+    if (it == producers_.end()) return;
+    it->second.last_sequence = -1;
+    it->second.recent.clear();
+  }
   /// The epoch the table knows for `producer_id`, if any.
   std::optional<std::uint32_t> epoch_of(std::uint64_t producer_id) const {
     auto it = producers_.find(producer_id);

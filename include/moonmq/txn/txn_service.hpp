@@ -77,6 +77,9 @@ class txn_service {
              const broker_id& owner);
   /// Writes transaction `id` as it now is; `commit_point` forces a sync.
   status persist_locked(const std::string& id, bool commit_point = false);
+  /// After a change of `id` (it was `before`, or absent): written when it differs; if the write fails, the change
+  /// is undone, so that nothing is delivered that the log does not hold.
+  status keep_locked(const std::string& id, const std::optional<transaction>& before, bool commit_point = false);
   void publish_locked();
   transport::response coordinator_route(const std::string& route, const transport::request& req);
   transport::response owner_route(const std::string& route, const transport::request& req);

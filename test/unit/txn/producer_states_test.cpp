@@ -133,3 +133,30 @@ TEST_CASE("partition transactions: enrolment opens, markers close, the LSO holds
   forged[0].attributes = storage::attr_control;
   CHECK(restarted.append(tp, forged).code() == errc::invalid_argument);
 }
+
+TEST_CASE("partition transactions: a late marker never closes the next transaction, and a transaction's sequences "
+          "start at 0",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  // Stamped records outside a transaction at epoch 0, then a transaction at epoch 0: its first batch is sequence 0
+  // and is written, not taken for a retry of the earlier records.
+  REQUIRE(states.append(tp, batch(1, 0, 0, 2)));
+  REQUIRE(states.enroll(tp, 1, 0));
+  const auto before = *store.end_offset(tp);
+  REQUIRE(states.append(tp, txn_batch(1, 0, 0, 1)));
+  CHECK(*store.end_offset(tp) > before);
+  REQUIRE(states.end_transaction(tp, 1, 1, false));  // aborted, ended at epoch 1
+
+  // The next transaction runs at epoch 1; the same abort marker, re-sent late, must leave it open.
+  REQUIRE(states.enroll(tp, 1, 1));
+  REQUIRE(states.append(tp, txn_batch(1, 1, 0, 1)));
+  REQUIRE(states.end_transaction(tp, 1, 1, false));
+  auto view = states.committed(tp, 0);
+  REQUIRE(view);
+  CHECK(view->open.count(1));
+  REQUIRE(states.end_transaction(tp, 1, 2, true));
+  CHECK(committed_values(store, states, tp) == std::vector<std::string>{"r0", "r1", "r0"});
+}
