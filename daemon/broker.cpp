@@ -357,7 +357,7 @@ class running_broker final : public broker {
   void refresh_placements(const std::vector<broker_id>& brokers) {
     for (const auto& b : brokers) {
       if (b == self_) {
-        last_reports_[b] = cluster::collect_local_loads(*store_, counters_, *ownership_, self_);
+        last_reports_[b] = cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
         continue;
       }
       // A peer that did not answer is asked again only after a while, so that one dead peer does not slow every

@@ -99,6 +99,10 @@ struct balance_loop::impl {
   counter_rate<std::pair<std::string, topic_partition>> produced_rate, consumed_rate;
   std::map<topic_partition, std::string> known;  // partitions in the model -> their owner
   std::map<topic_partition, backoff> backoffs;
+  /// Consecutive passes each partition was reported with a transaction open; pinned for up to
+  /// max_transaction_passes of them.
+  std::map<topic_partition, int> open_streak;
+  static constexpr int max_transaction_passes = 3;
   std::vector<tracked> inflight;
   std::optional<controller_claim> claim;
   bool superseded = false;
@@ -200,7 +204,8 @@ struct balance_loop::impl {
       if (!fresh && l.size_bytes > it->second.second.size_bytes) it->second = {broker, l};
     };
     model.set_broker(self(), true);
-    for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self)) offer(self(), l);
+    for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers))
+      offer(self(), l);
     for (std::size_t i = 0; i < answers.size(); ++i) {
       auto loads = answers[i].ok() ? wire::read_loads(answers[i].body) : std::nullopt;
       model.set_broker(opt.peers[i], loads.has_value());
@@ -219,6 +224,12 @@ struct balance_loop::impl {
         consumed_rate.forget({k->second, tp});
       }
       known[tp] = owner;
+      // A partition with a transaction open is left where it is for a few passes (a move would carry the
+      // transaction safely, but its markers would chase it); one that stays busy is moved anyway.
+      if (l.open_transactions)
+        ++open_streak[tp];
+      else
+        open_streak.erase(tp);
       model.set_owner(tp, owner);
       model.set_disk(tp, l.size_bytes);
       if (auto r = produced_rate.update({owner, tp}, l.produced_bytes, now)) model.record_nw_in(tp, *r);
@@ -232,6 +243,7 @@ struct balance_loop::impl {
         continue;
       }
       model.remove_partition(it->first);
+      open_streak.erase(it->first);
       produced_rate.forget({it->second, it->first});
       consumed_rate.forget({it->second, it->first});
       it = known.erase(it);
@@ -441,7 +453,9 @@ struct balance_loop::impl {
         for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
           topic_partition tp{snap.topic(p), snap.partition_number(p)};
           auto b = backoffs.find(tp);
-          if (moving(tp) || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
+          auto busy = open_streak.find(tp);
+          const bool in_transaction = busy != open_streak.end() && busy->second <= max_transaction_passes;
+          if (moving(tp) || in_transaction || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
         }
         const double d0 = steady_now();
         autobalancer::plan plan = detector.detect(snap);

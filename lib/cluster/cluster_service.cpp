@@ -386,7 +386,7 @@ struct cluster_service::impl {
   }
 
   response loads() {
-    return {200, wire::loads_document(opt.self.value(), collect_local_loads(st.store, st.counters, st.ownership, opt.self)),
+    return {200, wire::loads_document(opt.self.value(), collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers)),
             "application/json"};
   }
 

@@ -145,6 +145,18 @@ result<producer_states::committed_view> producer_states::committed(const topic_p
   return v;
 }
 
+bool producer_states::has_open_transactions(const topic_partition& tp) {
+  slot* s = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = slots_.find(tp);
+    if (it == slots_.end()) return false;
+    s = it->second.get();
+  }
+  std::lock_guard lock(s->mu);
+  return !s->txns.open_transactions().empty();
+}
+
 result<std::map<std::uint64_t, txn::producer_table::producer>> producer_states::producers(const topic_partition& tp) {
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);

@@ -118,6 +118,7 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
       json::put(w, "size_bytes", l.size_bytes);
       json::put(w, "produced_bytes", l.produced_bytes);
       json::put(w, "consumed_bytes", l.consumed_bytes);
+      if (l.open_transactions) json::put(w, "open_transactions", true);
       w.EndObject();
     }
     w.EndArray();
@@ -136,10 +137,13 @@ inline std::optional<std::vector<partition_load>> read_loads(const std::string& 
       if (!e.HasMember(k) || !e[k].IsUint64()) return std::nullopt;
     if (!e.HasMember("topic") || !e["topic"].IsString() || !e.HasMember("partition") || !e["partition"].IsInt())
       return std::nullopt;
+    const bool open = e.HasMember("open_transactions") && e["open_transactions"].IsBool() &&
+                      e["open_transactions"].GetBool();
     out.push_back({{e["topic"].GetString(), e["partition"].GetInt()},
                    e["size_bytes"].GetUint64(),
                    e["produced_bytes"].GetUint64(),
-                   e["consumed_bytes"].GetUint64()});
+                   e["consumed_bytes"].GetUint64(),
+                   open});
   }
   return out;
 }

@@ -310,3 +310,34 @@ TEST_CASE("balance loop: a refusal that is not about the fence (409 already movi
   clock.now += 100;
   CHECK(c.pass(2).superseded);
 }
+
+TEST_CASE("balance loop: partitions with a transaction open are left alone for a few passes, then moved like any",
+          "[balance_loop][txn]") {
+  in_process_cluster c(3);
+  test_clock clock;
+  skew(c, "orders", 6, 10);
+  // A transaction open on partitions 0 to 2 (enrolled on their owner, b1).
+  for (int p = 0; p < 3; ++p) REQUIRE(c[1].producers.enroll({"orders", p}, 42, 0));
+  std::map<topic_partition, std::vector<std::uint64_t>> acked;
+  c.enable_balancer(1, live_config(), clock.fn());
+  auto moved_busy = [&] {
+    for (const auto& m : c[1].reassigner->progress())
+      if (m.partition.partition < 3) return true;
+    return false;
+  };
+  for (int pass = 1; pass <= 3; ++pass) {
+    traffic(c, "orders", 6, acked);
+    clock.now += 10;
+    (void)c.pass(1);
+    c.settle_moves();
+    CHECK_FALSE(moved_busy());
+  }
+  CHECK_FALSE(c[1].reassigner->progress().empty());  // the others did move
+  for (int pass = 4; pass <= 8 && !moved_busy(); ++pass) {
+    traffic(c, "orders", 6, acked);
+    clock.now += 10;
+    (void)c.pass(1);
+    c.settle_moves();
+  }
+  CHECK(moved_busy());  // still open after three passes: no longer held back
+}

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/cluster/traffic.hpp"
 #include "moonmq/storage/partition_store.hpp"
 
@@ -18,18 +19,22 @@ struct partition_load {
   std::uint64_t size_bytes = 0;
   std::uint64_t produced_bytes = 0;
   std::uint64_t consumed_bytes = 0;
+  bool open_transactions = false;  ///< a transaction is open on it (the balance loop leaves it alone for a while)
   bool operator==(const partition_load&) const = default;
 };
 
 /// The loads of the partitions `self` serves, sorted by partition. Internal topics are included (they are load too).
+/// With `producers`, whether each has a transaction open.
 inline std::vector<partition_load> collect_local_loads(const storage::partition_store& store, const traffic& counters,
-                                                       const ownership_table& table, const broker_id& self) {
+                                                       const ownership_table& table, const broker_id& self,
+                                                       producer_states* producers = nullptr) {
   std::vector<partition_load> out;
   for (const auto& tp : store.list_partitions()) {
     if (!serves(table, tp, self)) continue;
     auto size = store.size_bytes(tp);
     auto c = counters.get(tp);
-    out.push_back({tp, size ? *size : 0, c.produced_bytes, c.consumed_bytes});
+    out.push_back({tp, size ? *size : 0, c.produced_bytes, c.consumed_bytes,
+                   producers && producers->has_open_transactions(tp)});
   }
   return out;
 }

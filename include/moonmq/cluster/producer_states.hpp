@@ -60,6 +60,9 @@ class producer_states {
   };
   result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
 
+  /// Whether a transaction is open on `tp`, as far as this object has read its log (cheap: no reading).
+  bool has_open_transactions(const topic_partition& tp);
+
   /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
   result<std::map<std::uint64_t, txn::producer_table::producer>> producers(const topic_partition& tp);
 
