@@ -78,25 +78,29 @@ class loopback_network {
   };
 
   plan decide(const std::string& from, const std::string& to, const request& req, std::chrono::milliseconds timeout) {
-    std::lock_guard lock(deliveries_);
-    if (cut_.count({from, to})) return {no_answer(to, "partitioned")};
-    if (!handlers_.count(to)) return {no_answer(to, "no such broker (down)")};
     plan p;
-    std::uniform_real_distribution<double> u(0, 1);
-    if (u(rng_) < drop_)
-      p.f = fate::drop;
-    else if (u(rng_) < lose_)
-      p.f = fate::lose_response;
-    else if (u(rng_) < duplicate_)
-      p.f = fate::duplicate;
-    if (hook_) {
-      fate h = hook_(from, to, req);
-      if (h != fate::deliver) p.f = h;
+    hook h;
+    {
+      std::lock_guard lock(deliveries_);
+      if (cut_.count({from, to})) return {no_answer(to, "partitioned")};
+      if (!handlers_.count(to)) return {no_answer(to, "no such broker (down)")};
+      std::uniform_real_distribution<double> u(0, 1);
+      if (u(rng_) < drop_)
+        p.f = fate::drop;
+      else if (u(rng_) < lose_)
+        p.f = fate::lose_response;
+      else if (u(rng_) < duplicate_)
+        p.f = fate::duplicate;
+      p.wait = delay_;
+      if (jitter_.count() > 0)
+        p.wait += std::chrono::milliseconds(std::uniform_int_distribution<long>(0, jitter_.count())(rng_));
+      if (p.wait > timeout) p.wait = timeout;
+      h = hook_;
     }
-    p.wait = delay_;
-    if (jitter_.count() > 0)
-      p.wait += std::chrono::milliseconds(std::uniform_int_distribution<long>(0, jitter_.count())(rng_));
-    if (p.wait > timeout) p.wait = timeout;
+    if (h) {  // outside the lock: a test's hook may itself send
+      fate chosen = h(from, to, req);
+      if (chosen != fate::deliver) p.f = chosen;
+    }
     return p;
   }
 
