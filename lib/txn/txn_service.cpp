@@ -519,12 +519,24 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
 
 status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                          const topic_partition& tp, const broker_id& owner) {
+  // Joined already in this transaction (an epoch is one transaction): the coordinator has the partition and the
+  // owner's log its begin record, which a move carries. If the transaction ended meanwhile, the owner refuses the
+  // records for their epoch.
+  joined_key key{id, producer_id, epoch, tp};
+  {
+    std::lock_guard lock(joined_mu_);
+    if (joined_.count(key)) return {};
+  }
   if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
   auto enrolled = enroll(tp, producer_id, epoch, owner);
   if (!enrolled) return enrolled.err();
   // The owner was found by following hints: the coordinator sends its markers straight there (a broker on the way
   // may be down by then).
-  if (*enrolled != owner) return add(id, producer_id, epoch, tp, *enrolled);
+  if (*enrolled != owner)
+    if (auto s = add(id, producer_id, epoch, tp, *enrolled); !s) return s;
+  std::lock_guard lock(joined_mu_);
+  if (joined_.size() >= max_joined) joined_.clear();
+  joined_.insert(std::move(key));
   return {};
 }
 

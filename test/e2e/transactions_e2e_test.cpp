@@ -218,3 +218,33 @@ TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of 
   auto after = parse(other->api().Get(("/v1/transactions/" + tid).c_str())->body);
   CHECK(std::string(after["state"].GetString()) == "complete_commit");
 }
+
+TEST_CASE("e2e transactions: a partition moved in the middle of a transaction keeps it open on its new owner, "
+          "where the commit marker finds it",
+          "[e2e][txn]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2};
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  const std::string tid = "tx-move";
+  auto s = init(b2, tid);
+  for (int p = 0; p < 2; ++p) {
+    auto r = b1.api().Post("/v1/topics/t/records", produce_body(p, {"a" + std::to_string(p)}, s.id, s.epoch, 0, tid),
+                           "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  move(b1, 1, "b2");
+  CHECK(committed(b2, 1).empty());  // open on the new owner too
+  auto more = b1.api().Post("/v1/topics/t/records", produce_body(1, {"b1"}, s.id, s.epoch, 1, tid), "application/json");
+  REQUIRE(more);
+  INFO(more->body);
+  REQUIRE(more->status == 200);
+  CHECK_THAT(more->body, Catch::Contains("\"b2\""));  // landed on the new owner
+  auto d = end(b1, tid, s, true);
+  CHECK(std::string(d["state"].GetString()) == "complete_commit");
+  CHECK(committed(b2, 1) == std::vector<std::string>{"a1", "b1"});
+  CHECK(committed(b1, 0) == std::vector<std::string>{"a0"});
+}

@@ -24,6 +24,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,12 @@ class txn_service {
   std::mutex mu_;
   coordinator coord_;
   std::mutex completing_;  ///< one completion run at a time
+  /// Partitions this broker joined to a transaction (id, producer, epoch, partition): a later produce to the same
+  /// one in the same transaction skips the two round trips. Forgotten wholesale past max_joined entries.
+  using joined_key = std::tuple<std::string, std::uint64_t, std::uint32_t, topic_partition>;
+  static constexpr std::size_t max_joined = 100000;
+  std::mutex joined_mu_;
+  std::set<joined_key> joined_;
 };
 
 }  // namespace moonmq::txn
