@@ -12,6 +12,7 @@
 #include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/core/result.hpp"
+#include "moonmq/core/utf8.hpp"
 #include "moonmq/transport/message.hpp"
 
 namespace moonmq::daemon {
@@ -27,6 +28,21 @@ inline void reply_error(httplib::Response& res, int status, const std::string& c
 
 inline void reply_error(httplib::Response& res, const error& e) {
   reply_error(res, transport::http_status_of(e.code), errc_name(e.code), e.message);
+}
+
+/// Relays an answer of the cluster routes (a coordinator's, here or forwarded) to a client.
+inline void relay(httplib::Response& res, const transport::response& r) {
+  res.status = r.status;
+  res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
+}
+
+/// A client-chosen id (group, transactional id) from a path: 1 to 255 bytes of UTF-8 without control characters;
+/// otherwise answers 400 naming `what` and returns false.
+inline bool valid_client_id(const std::string& id, const char* what, httplib::Response& res) {
+  if (valid_client_name(id)) return true;
+  reply_error(res, 400, "invalid_argument",
+              std::string("the ") + what + " must be 1 to 255 bytes of UTF-8 without control characters");
+  return false;
 }
 
 template <typename F>

@@ -7,28 +7,12 @@
 
 namespace moonmq::daemon {
 
-namespace {
-
-/// Relays a response from the coordinator's routes to a client.
-void relay(httplib::Response& res, const transport::response& r) {
-  res.status = r.status;
-  res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
-}
-
-bool valid_group(const std::string& g, httplib::Response& res) {
-  if (valid_client_name(g)) return true;
-  reply_error(res, 400, "invalid_argument", "the group id must be 1 to 255 bytes of UTF-8 without control characters");
-  return false;
-}
-
-}  // namespace
-
 void group_api::routes(httplib::Server& api) {
   // Every client call: a valid group id from the path and a JSON body, from which `body_of` makes the coordinator's
   // request body (or an error for the client); the coordinator's answer is relayed.
   auto client_call = [this](const httplib::Request& req, httplib::Response& res, const char* route, auto&& body_of) {
     const std::string group_id = req.matches[1];
-    if (!valid_group(group_id, res)) return;
+    if (!valid_client_id(group_id, "group id", res)) return;
     rapidjson::Document d;
     if (!parse_body(req, res, d)) return;
     json::object_reader r(d, "");
@@ -84,7 +68,7 @@ void group_api::routes(httplib::Server& api) {
   });
   api.Get(R"(/v1/groups/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string group_id = req.matches[1];
-    if (!valid_group(group_id, res)) return;
+    if (!valid_client_id(group_id, "group id", res)) return;
     relay(res, routes_.on_coordinator(group_id, "describe", ""));
   });
   api.Get("/v1/groups", [this](const httplib::Request&, httplib::Response& res) {

@@ -9,22 +9,6 @@
 
 namespace moonmq::daemon {
 
-namespace {
-
-void relay(httplib::Response& res, const transport::response& r) {
-  res.status = r.status;
-  res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
-}
-
-bool valid_id(const std::string& id, httplib::Response& res) {
-  if (valid_client_name(id)) return true;
-  reply_error(res, 400, "invalid_argument",
-              "the transactional id must be 1 to 255 bytes of UTF-8 without control characters");
-  return false;
-}
-
-}  // namespace
-
 std::uint64_t fresh_producer_id() {
   std::random_device rd;
   std::uint64_t id = 0;
@@ -41,7 +25,7 @@ void txn_api::routes(httplib::Server& api) {
       json::object_reader r(d, "");
       r.get("transactional_id", tid);
       if (auto s = r.finish(); !s) return reply_error(res, s.err());
-      if (r.has("transactional_id") && !valid_id(tid, res)) return;
+      if (r.has("transactional_id") && !valid_client_id(tid, "transactional id", res)) return;
     }
     if (tid.empty())
       return reply(res, 200, json_object([&](json::writer& w) {
@@ -57,7 +41,7 @@ void txn_api::routes(httplib::Server& api) {
   api.Post(R"(/v1/transactions/([^/]+)/(commit|abort|offsets))",
            [this](const httplib::Request& req, httplib::Response& res) {
              const std::string tid = req.matches[1], action = req.matches[2];
-             if (!valid_id(tid, res)) return;
+             if (!valid_client_id(tid, "transactional id", res)) return;
              rapidjson::Document d;
              if (!parse_body(req, res, d)) return;
              json::object_reader r(d, "");
@@ -118,7 +102,7 @@ void txn_api::routes(httplib::Server& api) {
 
   api.Get(R"(/v1/transactions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string tid = req.matches[1];
-    if (!valid_id(tid, res)) return;
+    if (!valid_client_id(tid, "transactional id", res)) return;
     relay(res, service_.on_coordinator(tid, "describe", ""));
   });
   api.Get("/v1/transactions", [this](const httplib::Request&, httplib::Response& res) {

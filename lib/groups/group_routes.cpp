@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "groups/group_wire.hpp"
+#include "moonmq/cluster/coordinator_call.hpp"
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
 #include "moonmq/core/topic_name.hpp"
@@ -49,14 +50,8 @@ response group_routes::on_coordinator(const std::string& group_id, const std::st
   } else {
     r.body = body;
   }
-  const broker_id coordinator = coordinator_of(group_id);
-  if (coordinator == peers_.directory().self) return handle_cluster(r);
-  auto answer = peers_.call_now(coordinator.value(), std::move(r));
-  if (!answer || answer->status == 0)
-    return error_response(503, "coordinator_unavailable",
-                          "the coordinator of group " + group_id + ", " + coordinator.value() + ", did not answer" +
-                              (answer ? ": " + answer->body : std::string()));
-  return *answer;
+  return cluster::call_coordinator(peers_, coordinator_of(group_id), std::move(r), "group " + group_id,
+                                   [this](const request& q) { return handle_cluster(q); });
 }
 
 response group_routes::handle_cluster(const request& req) {

@@ -1,7 +1,5 @@
 #include "moonmq/storage/durable_offset_store.hpp"
 
-#include <fcntl.h>
-
 #include <charconv>
 #include <cstdio>
 #include <mutex>
@@ -9,20 +7,17 @@
 #include "json/state_document.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
+#include "moonmq/storage/file_keyed_log.hpp"
 #include "moonmq/storage/file_state_file.hpp"
-#include "moonmq/storage/record.hpp"
 #include "storage/posix_file.hpp"
 
 namespace moonmq::storage {
 
 namespace {
 
-/// One commit as a record frame: key "group\0topic\0partition", value the offset, both as text.
-std::string commit_frame(const std::string& group, const topic_partition& tp, std::uint64_t offset) {
-  record r;
-  r.key = group + '\0' + tp.topic + '\0' + std::to_string(tp.partition);
-  r.value = std::to_string(offset);
-  return encode_frame(r);
+/// One commit as a keyed log record: key "group\0topic\0partition", value the offset, both as text.
+std::string commit_key(const std::string& group, const topic_partition& tp) {
+  return group + '\0' + tp.topic + '\0' + std::to_string(tp.partition);
 }
 
 struct decoded_commit {
@@ -31,9 +26,7 @@ struct decoded_commit {
   std::uint64_t offset = 0;
 };
 
-std::optional<decoded_commit> read_commit(const record_view& v) {
-  if (!v.key) return std::nullopt;
-  const std::string_view k = *v.key;
+std::optional<decoded_commit> read_commit(std::string_view k, std::string_view value) {
   const auto a = k.find('\0');
   const auto b = a == std::string_view::npos ? a : k.find('\0', a + 1);
   if (b == std::string_view::npos || a == 0) return std::nullopt;
@@ -42,9 +35,9 @@ std::optional<decoded_commit> read_commit(const record_view& v) {
   c.tp.topic = std::string(k.substr(a + 1, b - a - 1));
   const std::string_view p = k.substr(b + 1);
   auto [pe, pec] = std::from_chars(p.data(), p.data() + p.size(), c.tp.partition);
-  auto [oe, oec] = std::from_chars(v.value.data(), v.value.data() + v.value.size(), c.offset);
+  auto [oe, oec] = std::from_chars(value.data(), value.data() + value.size(), c.offset);
   if (pec != std::errc() || pe != p.data() + p.size() || c.tp.partition < 0 || oec != std::errc() ||
-      oe != v.value.data() + v.value.size())
+      oe != value.data() + value.size())
     return std::nullopt;
   return c;
 }
@@ -65,32 +58,14 @@ class durable_offset_store final : public offset_store {
       : dir_(std::move(dir)), path_(dir_ + "/committed-offsets.log"), log_(std::move(log)), compact_at_(compact_at) {}
 
   status open() {
-    auto f = posix::open_file(path_, O_RDWR | O_CREAT, 0644);
-    if (!f) return f.err();
-    file_ = std::move(*f);
-    auto text = posix::read_file(path_);
-    if (!text) return text.err();
-    auto scan = scan_frames(*text);
-    std::size_t good = scan.whole;
-    if (scan.end == frame_scan::ending::corrupt &&
-        !is_torn_last_write(std::string_view(*text).substr(good), good, text->size(),
-                            [&](std::uint64_t at) { return all_zero_from(*text, at); }))
-      return {errc::corrupt, path_ + ": damaged commit at byte " + std::to_string(good) + " (" + scan.what +
-                                 "); refusing to read committed offsets from it"};
-    for (const auto& v : decode_frames(std::string_view(*text).substr(0, good), 0)) {
-      auto c = read_commit(v);
-      if (!c) return {errc::corrupt, path_ + ": unreadable commit at byte " + std::to_string(v.offset)};
+    auto l = open_file_keyed_log(path_, log_, compact_at_);
+    if (!l) return l.err();
+    file_ = std::move(*l);
+    for (const auto& [key, value] : file_->entries()) {
+      auto c = read_commit(key, value);
+      if (!c) return {errc::corrupt, path_ + ": unreadable commit of key '" + key + "'"};
       table_.set(c->group, c->tp, c->offset);
     }
-    if (good < text->size()) {
-      if (auto s = posix::truncate_file(file_.get(), good, path_); !s) return s;
-      if (auto s = posix::sync_data(file_.get(), path_); !s) return s;
-      log_->warn("offsets", path_ + ": truncated a torn last commit (" + std::to_string(text->size() - good) +
-                                " bytes after byte " + std::to_string(good) + ")");
-    }
-    end_ = good;
-    for (const auto& [k, v] : table_.entries())
-      live_bytes_ += commit_frame(std::get<0>(k), {std::get<1>(k), std::get<2>(k)}, v).size();
     return migrate_json();
   }
 
@@ -119,42 +94,12 @@ class durable_offset_store final : public offset_store {
   }
 
  private:
-  /// Appends one commit and syncs it; the table changes only once it is durable. Compacts when the log has grown
-  /// well past what it holds. REQUIRES: mu_ held.
+  /// Appends one commit to the keyed log and syncs it (the log compacts itself); the table changes only once it is
+  /// durable. REQUIRES: mu_ held.
   status append_locked(const std::string& group, const topic_partition& tp, std::uint64_t offset) {
-    const std::string frame = commit_frame(group, tp, offset);
-    auto s = posix::pwrite_all(file_.get(), frame.data(), frame.size(), end_, path_);
-    if (s) s = posix::sync_data(file_.get(), path_);
-    if (!s) {
-      (void)posix::truncate_file(file_.get(), end_, path_);  // nothing half-applied
-      return s;
-    }
-    end_ += frame.size();
-    if (!table_.get(group, tp)) live_bytes_ += frame.size();  // roughly what the compacted log would hold
+    if (auto s = file_->put(commit_key(group, tp), std::to_string(offset), true); !s) return s;
     table_.set(group, tp, offset);
-    if (end_ > compact_at_ && end_ > 4 * live_bytes_) {
-      if (auto c = compact_locked(); !c) log_->error("offsets", "compaction of " + path_ + " failed: " + c.message());
-    }
     return {};
-  }
-
-  /// Rewrites the log as one commit per (group, partition): a new file, synced, renamed over the old one, and the
-  /// directory synced. A crash at any point leaves the old log or the new one, whole. REQUIRES: mu_ held.
-  status compact_locked() {
-    std::string all;
-    for (const auto& [k, v] : table_.entries())
-      all += commit_frame(std::get<0>(k), {std::get<1>(k), std::get<2>(k)}, v);
-    const std::string tmp = path_ + ".compacting";
-    auto f = posix::open_file(tmp, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (!f) return f.err();
-    if (auto s = posix::pwrite_all(f->get(), all.data(), all.size(), 0, tmp); !s) return s;
-    if (auto s = posix::sync_data(f->get(), tmp); !s) return s;
-    if (std::rename(tmp.c_str(), path_.c_str()) != 0) return posix::os_error("cannot rename " + tmp + " to", path_);
-    // From the rename on, the path names the new file: commits go there, whether or not the directory syncs.
-    file_ = std::move(*f);
-    end_ = all.size();
-    live_bytes_ = all.size();
-    return posix::sync_directory(dir_);
   }
 
   /// A `committed-offsets.json` left by an older version: its commits are carried into the log, then it goes.
@@ -192,7 +137,10 @@ class durable_offset_store final : public offset_store {
         table_.set(group, {topic, static_cast<std::int32_t>(partition)}, static_cast<std::uint64_t>(offset));
       }
     }
-    if (auto s = compact_locked(); !s) return s;
+    for (const auto& [k, v] : table_.entries())
+      if (auto s = file_->put(commit_key(std::get<0>(k), {std::get<1>(k), std::get<2>(k)}), std::to_string(v), false); !s)
+        return s;
+    if (auto s = file_->sync(); !s) return s;
     // Kept beside the log, renamed: a downgrade can still find the offsets it wrote.
     if (std::rename(old.c_str(), (old + ".migrated").c_str()) != 0) return posix::os_error("cannot rename", old);
     log_->info("offsets", "carried the committed offsets of " + old + " into " + path_ + " (the old file is now " +
@@ -205,9 +153,7 @@ class durable_offset_store final : public offset_store {
   std::shared_ptr<logger> log_;
   std::size_t compact_at_;
   mutable std::mutex mu_;
-  posix::fd file_;
-  std::uint64_t end_ = 0;
-  std::uint64_t live_bytes_ = 0;  ///< about what one commit per (group, partition) takes
+  std::unique_ptr<keyed_log> file_;
   offset_table table_;
 };
 

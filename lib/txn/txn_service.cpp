@@ -6,6 +6,7 @@
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
 #include "json/writer.hpp"
+#include "moonmq/cluster/coordinator_call.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
 #include "moonmq/groups/group_service.hpp"
@@ -61,12 +62,9 @@ result<std::vector<partition_ref>> read_refs(json::object_reader& r, const char*
   return out;
 }
 
-void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
-  json::put(w, "transactional_id", t.id);
-  json::put(w, "producer_id", t.producer_id);
-  json::put(w, "producer_epoch", t.epoch);
-  json::put(w, "state", to_string(t.phase));
-  json::put(w, "age_ms", t.phase == txn_phase::ongoing ? now - t.started_ms : 0);
+/// A transaction's partitions (with their owners and whether the marker is pending) and offsets (with their
+/// owners): the same in a describe answer and in the coordinator's log record.
+void write_holdings(json::writer& w, const transaction& t) {
   w.Key("partitions");
   w.StartArray();
   for (const auto& [tp, owner] : t.partitions) {
@@ -86,9 +84,20 @@ void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
     json::put(w, "topic", o.partition.topic);
     json::put(w, "partition", o.partition.partition);
     json::put(w, "offset", o.offset);
+    auto owner = t.offset_owners.find(o.partition);
+    json::put(w, "owner", owner == t.offset_owners.end() ? std::string() : owner->second.value());
     w.EndObject();
   }
   w.EndArray();
+}
+
+void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
+  json::put(w, "transactional_id", t.id);
+  json::put(w, "producer_id", t.producer_id);
+  json::put(w, "producer_epoch", t.epoch);
+  json::put(w, "state", to_string(t.phase));
+  json::put(w, "age_ms", t.phase == txn_phase::ongoing ? now - t.started_ms : 0);
+  write_holdings(w, t);
   if (!t.reason.empty()) json::put(w, "reason", t.reason);
 }
 
@@ -103,30 +112,7 @@ std::string render(const transaction& t) {
     json::put(w, "started_ms", t.started_ms);
     json::put(w, "reason", t.reason);
     json::put(w, "offsets_pending", t.offsets_pending);
-    w.Key("partitions");
-    w.StartArray();
-    for (const auto& [tp, owner] : t.partitions) {
-      w.StartObject();
-      json::put(w, "topic", tp.topic);
-      json::put(w, "partition", tp.partition);
-      json::put(w, "owner", owner.value());
-      json::put(w, "pending", t.markers_pending.count(tp) > 0);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("offsets");
-    w.StartArray();
-    for (const auto& o : t.offsets) {
-      w.StartObject();
-      json::put(w, "group", o.group);
-      json::put(w, "topic", o.partition.topic);
-      json::put(w, "partition", o.partition.partition);
-      json::put(w, "offset", o.offset);
-      auto owner = t.offset_owners.find(o.partition);
-      json::put(w, "owner", owner == t.offset_owners.end() ? std::string() : owner->second.value());
-      w.EndObject();
-    }
-    w.EndArray();
+    write_holdings(w, t);
   });
 }
 
@@ -163,7 +149,7 @@ result<transaction> parse_one(const std::string& text, const std::string& where)
     pr.get("topic", topic, true);
     pr.get("partition", partition, true);
     pr.get("owner", owner, true);
-    pr.get("pending", pending);
+    pr.get("marker_pending", pending);
     if (pr.ok() && (partition < 0 || partition > INT32_MAX)) pr.fail("partition", "out of range");
     if (auto s = pr.finish(); !s) return error{errc::corrupt, s.message()};
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
@@ -269,14 +255,8 @@ response txn_service::on_coordinator(const std::string& id, const std::string& r
   } else {
     r.body = body;
   }
-  const broker_id c = coordinator_of(id);
-  if (c == self()) return handle_cluster(r);
-  auto answer = peers_.call_now(c.value(), std::move(r));
-  if (!answer || answer->status == 0)
-    return error_response(503, "coordinator_unavailable",
-                          "the transaction coordinator of " + id + ", " + c.value() + ", did not answer" +
-                              (answer ? ": " + answer->body : std::string()));
-  return *answer;
+  return cluster::call_coordinator(peers_, coordinator_of(id), std::move(r), "transactional id " + id,
+                                   [this](const request& q) { return handle_cluster(q); });
 }
 
 response txn_service::handle_cluster(const request& req) {

@@ -10,18 +10,12 @@
 #include <set>
 #include <thread>
 
-#include "support/daemon_process.hpp"
+#include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str(), s.size());
-  return d;
-}
 
 struct consumer {
   const moonmqd_process* via = nullptr;
@@ -68,28 +62,6 @@ struct consumer {
     return r ? r->status : 0;
   }
 };
-
-void move(const moonmqd_process& from, int partition, const std::string& dest) {
-  auto api = from.api();
-  auto r = api.Post("/v1/reassignments",
-                    "{\"topic\":\"t\",\"partition\":" + std::to_string(partition) + ",\"dest\":\"" + dest + "\"}",
-                    "application/json");
-  REQUIRE(r);
-  REQUIRE(r->status == 202);
-  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
-    auto p = api.Get("/v1/reassignments");
-    REQUIRE(p);
-    auto d = parse(p->body);
-    const auto& list = d["reassignments"];
-    const auto& last = list[list.Size() - 1];
-    if (last["finished"].GetBool()) {
-      REQUIRE(last["succeeded"].GetBool());
-      return;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  FAIL("the move of t-" << partition << " did not finish");
-}
 
 /// Heartbeats everyone until each partition is held by exactly one member and nobody's assignment changes.
 void settle(std::vector<consumer*> members, std::size_t partitions) {

@@ -10,38 +10,12 @@
 #include <random>
 #include <thread>
 
-#include "support/daemon_process.hpp"
+#include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str(), s.size());
-  return d;
-}
-
-void move(const moonmqd_process& from, int partition, const std::string& dest) {
-  auto api = from.api();
-  auto r = api.Post("/v1/reassignments",
-                    "{\"topic\":\"t\",\"partition\":" + std::to_string(partition) + ",\"dest\":\"" + dest + "\"}",
-                    "application/json");
-  REQUIRE(r);
-  REQUIRE(r->status == 202);
-  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
-    auto d = parse(api.Get("/v1/reassignments")->body);
-    const auto& list = d["reassignments"];
-    const auto& last = list[list.Size() - 1];
-    if (last["finished"].GetBool()) {
-      REQUIRE(last["succeeded"].GetBool());
-      return;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  FAIL("the move of t-" << partition << " did not finish");
-}
 
 /// The values a read_committed reader gets from partition `p` on its owner.
 std::vector<std::string> committed(const moonmqd_process& owner, int p) {

@@ -14,16 +14,9 @@
 using namespace moonmq;
 using namespace std::chrono_literals;
 
-namespace {
+using moonmq::test::kept_file;
 
-/// A state file owned by the test, so that a coordinator's "disk" outlives a restart.
-struct kept_file final : storage::state_file {
-  storage::memory_state_file* f;
-  explicit kept_file(storage::memory_state_file* file) : f(file) {}
-  result<std::optional<std::string>> read() const override { return f->read(); }
-  status replace(std::string_view c) override { return f->replace(c); }
-  std::string name() const override { return f->name(); }
-};
+namespace {
 
 struct group_cluster {
   test::in_process_cluster c;

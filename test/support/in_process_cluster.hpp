@@ -19,6 +19,7 @@
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
+#include "support/kept_file.hpp"
 #include "support/ownership.hpp"
 #include "support/test_log.hpp"
 #include "moonmq/cluster/router.hpp"
@@ -145,7 +146,7 @@ class in_process_cluster {
   void restart(int i) {
     auto& b = unwire(i);
     b.ownership = open_ownership(b, true);
-    b.journal = std::move(*cluster::open_move_journal(share(b.journal_file)));
+    b.journal = std::move(*cluster::open_move_journal(keep(b.journal_file)));
     wire(b);
   }
 
@@ -155,15 +156,6 @@ class in_process_cluster {
   test_log log;
 
  private:
-  /// A state_file that forwards to a memory file owned by the harness (so that it outlives a restart).
-  struct shared_file final : storage::state_file {
-    storage::memory_state_file* f;
-    explicit shared_file(storage::memory_state_file* file) : f(file) {}
-    result<std::optional<std::string>> read() const override { return f->read(); }
-    status replace(std::string_view c) override { return f->replace(c); }
-    std::string name() const override { return f->name(); }
-  };
-  std::unique_ptr<storage::state_file> share(storage::memory_state_file* f) { return std::make_unique<shared_file>(f); }
 
   void add(const std::string& id) {
     auto b = std::make_unique<in_process_broker>();
@@ -175,12 +167,12 @@ class in_process_cluster {
     b->ownership = open_ownership(*b, false);
     b->fence = std::move(*cluster::open_file_controller_fence(
         broker_id(id), std::make_unique<storage::memory_state_file>(id + "/controller-epoch.json")));
-    b->journal = std::move(*cluster::open_move_journal(share(b->journal_file)));
+    b->journal = std::move(*cluster::open_move_journal(keep(b->journal_file)));
     brokers_.push_back(std::move(b));
   }
 
   std::unique_ptr<cluster::ownership_table> open_ownership(in_process_broker& b, bool lagging) {
-    auto local = std::move(*cluster::open_local_ownership_table(broker_id(b.id), share(b.ownership_file)));
+    auto local = std::move(*cluster::open_local_ownership_table(broker_id(b.id), keep(b.ownership_file)));
     if (!replicated_) return local;
     auto table = std::make_unique<cluster::raft_ownership_table>(broker_id(b.id), std::move(local));
     log.attach(b.id, *table, lagging);

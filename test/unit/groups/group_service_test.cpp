@@ -2,20 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include "moonmq/groups/group_service.hpp"
+#include "support/kept_file.hpp"
 
 using namespace moonmq;
 using namespace moonmq::groups;
 
-namespace {
+using moonmq::test::kept_file;
 
-/// A state file that outlives the service using it (a coordinator restart keeps its disk).
-struct kept_file final : storage::state_file {
-  storage::memory_state_file* f;
-  explicit kept_file(storage::memory_state_file* file) : f(file) {}
-  result<std::optional<std::string>> read() const override { return f->read(); }
-  status replace(std::string_view c) override { return f->replace(c); }
-  std::string name() const override { return f->name(); }
-};
+namespace {
 
 placement_source two_partitions_on(const broker_id& owner) {
   return [owner](const std::set<std::string>& topics) -> std::optional<std::vector<placement>> {

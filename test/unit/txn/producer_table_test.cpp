@@ -42,7 +42,8 @@ TEST_CASE("record frames: producer fields survive encoding, are covered by the c
 
   // A frame without the bit: no producer, same layout as ever.
   storage::record plain{std::nullopt, "v", 1, 0};
-  auto plain_views = storage::decode_frames(storage::encode_frame(plain), 0);
+  const std::string plain_frame = storage::encode_frame(plain);  // the views point into it
+  auto plain_views = storage::decode_frames(plain_frame, 0);
   CHECK_FALSE(plain_views[0].producer);
   CHECK(plain_views[0].value == "v");
 
