@@ -11,6 +11,7 @@
 #include "moonmq/storage/record.hpp"
 #include "raft/message_json.hpp"
 #include "transport/http1.hpp"
+#include "txn/txn_record.hpp"
 
 namespace moonmq::fuzz {
 
@@ -135,6 +136,18 @@ int planner_snapshot(const std::uint8_t* data, std::size_t size) {
   if (!input) return 0;
   // What the reader accepted is a snapshot the planner can take: every partition sits on a known broker.
   must(input->snap.broker_count() > 0 || input->snap.partition_count() == 0);
+  return 0;
+}
+
+int txn_record(const std::uint8_t* data, std::size_t size) {
+  auto t = txn::parse_transaction(std::string(text_of(data, size)), "fuzz");
+  if (!t) {
+    must(t.code() == errc::corrupt);
+    return 0;
+  }
+  // What the coordinator reads back from its log, it writes again the same way.
+  auto again = txn::parse_transaction(txn::render_transaction(*t), "fuzz");
+  must(static_cast<bool>(again) && *again == *t);
   return 0;
 }
 
