@@ -588,6 +588,8 @@ class running_broker final : public broker {
     }
     if (!done) {
       if (done.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
+      if (!tid.empty() && (done.code() == errc::conflict || done.code() == errc::producer_fenced))
+        txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
       return reply_error(res, done.err());
     }
     reply(res, 200, json_object([&](json_writer& w) {

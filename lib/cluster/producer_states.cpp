@@ -129,7 +129,10 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   // a late (re-sent, delayed) marker must not close.
   if (open && open->epoch >= epoch) return {};
   if (!open && known && *known >= epoch) return {};         // seen already
-  auto w = write(tp, s, {control(producer_id, epoch, commit ? txn::marker_commit : txn::marker_abort)});
+  // A commit marker commits only the transaction it ends (the epoch right below its own). An older one still open
+  // here was orphaned (its end never reached this partition): it is aborted, never committed by someone else's end.
+  const bool commits = commit && (!open || open->epoch + 1 == epoch);
+  auto w = write(tp, s, {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort)});
   if (!w) return w.err();
   return {};
 }

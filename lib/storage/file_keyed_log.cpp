@@ -80,8 +80,13 @@ class file_keyed_log final : public keyed_log {
       live_bytes_ = live_bytes_ - std::min<std::uint64_t>(live_bytes_, before) + frame.size();
       it->second = value;
     }
-    if (end_ > compact_at_ && end_ > 4 * live_bytes_)
-      if (auto c = compact_locked(); !c) log_->error("state", "compaction of " + path_ + " failed: " + c.message());
+    if (end_ > compact_at_ && end_ > 4 * live_bytes_ && end_ >= retry_compaction_at_)
+      if (auto c = compact_locked(); !c) {
+        // Not again on every put: once the log has grown by another compact_at.
+        retry_compaction_at_ = end_ + compact_at_;
+        (void)std::remove((path_ + ".compacting").c_str());
+        log_->error("state", "compaction of " + path_ + " failed: " + c.message());
+      }
     return {};
   }
 
@@ -122,6 +127,7 @@ class file_keyed_log final : public keyed_log {
   std::uint64_t end_ = 0;
   std::uint64_t live_bytes_ = 0;
   bool dirty_ = false;
+  std::uint64_t retry_compaction_at_ = 0;  ///< after a failed compaction, the size to try again at
   std::map<std::string, std::string> entries_;
 };
 

@@ -1,6 +1,7 @@
 #include "moonmq/txn/txn_service.hpp"
 
 #include <future>
+#include <system_error>
 #include <shared_mutex>
 
 #include "json/object_reader.hpp"
@@ -219,7 +220,8 @@ response txn_service::coordinator_route(const std::string& route, const request&
         if (!t) {
           if (t.code() != errc::unavailable) return from_error(t.err());
         } else {
-          if (auto p = keep_locked(id, before, t->phase == txn_phase::prepare_abort); !p) return from_error(p.err());
+          // Always synced: an epoch handed to a session must never be handed again after a power loss.
+          if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());
           if (t->phase == txn_phase::empty)
             return json_ok(json::object([&](json::writer& w) {
               json::put(w, "producer_id", t->producer_id);
@@ -316,10 +318,15 @@ bool txn_service::complete(const std::string& id) {
   std::vector<std::future<void>> remote;
   std::vector<topic_partition> local;
   for (const auto& tp : t.markers_pending) {
-    if (t.partitions.at(tp) == self() || remote.size() >= max_parallel_markers)
+    if (t.partitions.at(tp) == self() || remote.size() >= max_parallel_markers) {
       local.push_back(tp);
-    else
+      continue;
+    }
+    try {
       remote.push_back(std::async(std::launch::async, deliver, tp));
+    } catch (const std::system_error&) {  // no thread to be had: deliver it here
+      local.push_back(tp);
+    }
   }
   for (const auto& tp : local) deliver(tp);
   for (auto& f : remote) f.get();
@@ -385,15 +392,15 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
 
 status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                          const topic_partition& tp, const broker_id& owner) {
-  // Joined already in this transaction (an epoch is one transaction): the coordinator has the partition and the
-  // owner's log its begin record, which a move carries. If the transaction ended meanwhile, the owner refuses the
-  // records for their epoch.
+  // The coordinator's add every time: it is what fences a produce of a transaction that is ending. The owner's
+  // enrolment only the first time in a transaction (an epoch is one transaction): its begin record is in the
+  // partition's log, which a move carries.
+  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
   joined_key key{id, producer_id, epoch, tp};
   {
     std::lock_guard lock(joined_mu_);
     if (joined_.count(key)) return {};
   }
-  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
   auto enrolled = enroll(tp, producer_id, epoch, owner);
   if (!enrolled) return enrolled.err();
   // The owner was found by following hints: the coordinator sends its markers straight there (a broker on the way
@@ -433,6 +440,12 @@ status txn_service::add(const std::string& id, std::uint64_t producer_id, std::u
     return {e && *e != errc::ok ? *e : errc::internal, message};
   }
   return {};
+}
+
+void txn_service::forget_join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                              const topic_partition& tp) {
+  std::lock_guard lock(joined_mu_);
+  joined_.erase(joined_key{id, producer_id, epoch, tp});
 }
 
 result<broker_id> txn_service::enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,

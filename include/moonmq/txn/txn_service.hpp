@@ -62,6 +62,10 @@ class txn_service {
   status join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
               const topic_partition& tp, const broker_id& owner);
 
+  /// Forgets that `tp` was enrolled in this transaction (its produce was refused: the next one enrols again).
+  void forget_join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
+                   const topic_partition& tp);
+
   /// The owner's half of join(): answers the owner that enrolled `tp`.
   result<broker_id> enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, broker_id owner);
 
@@ -99,8 +103,8 @@ class txn_service {
   std::mutex mu_;
   coordinator coord_;
   std::mutex completing_;  ///< one completion run at a time
-  /// Partitions this broker joined to a transaction (id, producer, epoch, partition): a later produce to the same
-  /// one in the same transaction skips the two round trips. Forgotten wholesale past max_joined entries.
+  /// Partitions this broker enrolled in a transaction (id, producer, epoch, partition): a later produce to the same
+  /// one in the same transaction skips the enrolment's round trip. Forgotten wholesale past max_joined entries.
   using joined_key = std::tuple<std::string, std::uint64_t, std::uint32_t, topic_partition>;
   static constexpr std::size_t max_joined = 100000;
   std::mutex joined_mu_;

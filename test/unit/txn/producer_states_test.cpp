@@ -160,3 +160,20 @@ TEST_CASE("partition transactions: a late marker never closes the next transacti
   REQUIRE(states.end_transaction(tp, 1, 2, true));
   CHECK(committed_values(store, states, tp) == std::vector<std::string>{"r0", "r1", "r0"});
 }
+
+TEST_CASE("partition transactions: a commit marker commits only the transaction right below its epoch, an orphan "
+          "older one is aborted",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  REQUIRE(states.enroll(tp, 3, 0));
+  REQUIRE(states.append(tp, txn_batch(3, 0, 0, 1)));
+  // The end of that transaction never reached this partition; a later transaction's commit (epoch 5) arrives.
+  REQUIRE(states.end_transaction(tp, 3, 5, true));
+  CHECK(committed_values(store, states, tp).empty());
+  auto view = states.committed(tp, 0);
+  REQUIRE(view);
+  CHECK(view->open.empty());  // closed, as aborted
+}
