@@ -29,9 +29,12 @@ class file_keyed_log final : public keyed_log {
       : path_(std::move(path)), log_(std::move(log)), compact_at_(compact_at) {}
 
   status open() {
+    const bool fresh = !posix::exists(path_);
     auto f = posix::open_file(path_, O_RDWR | O_CREAT, 0644);
     if (!f) return f.err();
     file_ = std::move(*f);
+    if (fresh)  // the new file's name is durable before anything synced into it is relied on
+      if (auto s = posix::sync_directory(directory_of(path_)); !s) return s;
     auto text = posix::read_file(path_);
     if (!text) return text.err();
     auto scan = scan_frames(*text);
