@@ -288,7 +288,7 @@ class running_broker final : public broker {
 
   /// The consumer groups this broker coordinates (group-state.json), their routes, and the thread that expires silent
   /// members and follows the partitions' owners.
-  /// The transactions this broker coordinates (txn-state.json), its side of every transaction on its partitions,
+  /// The transactions this broker coordinates (txn-state.log), its side of every transaction on its partitions,
   /// and the thread that aborts expired transactions and delivers pending markers.
   status open_transactions(const std::vector<std::string>& peer_ids) {
     std::vector<broker_id> brokers{self_};

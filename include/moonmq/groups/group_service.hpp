@@ -5,8 +5,8 @@
 // membership or an assignment changes, never for a heartbeat that changes nothing, so it survives a restart of the
 // coordinator: members that keep heartbeating keep their ids and partitions, and epochs never go backwards.
 //
-// Forwarding join/heartbeat/leave from other brokers and fencing commits at partition owners are the caller's (the
-// broker's API and its cluster routes); `coordinator_of` says where a group lives.
+// Forwarding join/heartbeat/leave from other brokers and fencing commits at partition owners are group_routes's job
+// (group_routes.hpp); `coordinator_of` says where a group lives.
 // Thread safety: all methods may be called concurrently (one mutex).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Transactions on one broker: the coordinator of the transactional ids that hash to it (txn::coordinator, with its
-// state durable in one state file), the /cluster/txn/* routes, and the owner's side of a transaction (enrolment,
+// state durable in a keyed log), the /cluster/txn/* routes, and the owner's side of a transaction (enrolment,
 // markers, transactional offsets) for the partitions this broker serves.
 //
 // Coordinator routes (a call arriving elsewhere is forwarded, like groups; 503 naming an unreachable coordinator):
