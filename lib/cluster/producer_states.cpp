@@ -32,6 +32,7 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
     // A transaction's records count their sequences from 0, whatever the producer wrote before at this epoch.
     if (value == txn::marker_begin) s.table.restart_sequences(producer->id);
     s.txns.observe_control(producer->id, producer->epoch, value, offset);
+    s.any_open.store(!s.txns.open_transactions().empty(), std::memory_order_relaxed);
   } else {
     s.table.observe(*producer, offset);
   }
@@ -43,6 +44,7 @@ status producer_states::catch_up(const topic_partition& tp, slot& s) {
   if (*end < s.table.applied()) {  // the log was rewritten shorter: read it again
     s.table.clear();
     s.txns.clear();
+    s.any_open.store(false, std::memory_order_relaxed);
   }
   while (s.table.applied() < *end) {
     auto r = store_.read(tp, s.table.applied(), catch_up_chunk);
@@ -149,15 +151,9 @@ result<producer_states::committed_view> producer_states::committed(const topic_p
 }
 
 bool producer_states::has_open_transactions(const topic_partition& tp) {
-  slot* s = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    auto it = slots_.find(tp);
-    if (it == slots_.end()) return false;
-    s = it->second.get();
-  }
-  std::lock_guard lock(s->mu);
-  return !s->txns.open_transactions().empty();
+  std::lock_guard lock(mu_);
+  auto it = slots_.find(tp);
+  return it != slots_.end() && it->second->any_open.load(std::memory_order_relaxed);
 }
 
 result<std::map<std::uint64_t, txn::producer_table::producer>> producer_states::producers(const topic_partition& tp) {

@@ -7,6 +7,7 @@
 #include "moonmq/cluster/coordinator_call.hpp"
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
+#include "moonmq/core/fnv1a.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
 
@@ -23,7 +24,7 @@ constexpr std::string_view cluster_prefix = "/cluster/group/";
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 
 response refused(const error& e, const char* conflict_code) {
-  const int status = e.code == errc::not_found ? 404 : e.code == errc::conflict ? 409 : transport::http_status_of(e.code);
+  const int status = transport::http_status_of(e.code);
   const std::string code = e.code == errc::not_found ? "unknown_member"
                            : e.code == errc::conflict ? conflict_code
                                                       : errc_name(e.code);
@@ -157,6 +158,8 @@ response group_routes::handle_cluster(const request& req) {
     r.get("topic", topic, true);
     r.get("partition", partition, true);
     if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok())
+      if (auto v = validate_topic_name(topic); !v) r.fail("topic", v.message());
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     std::lock_guard passed(commit_gate(group_id, {topic, static_cast<std::int32_t>(partition)}));
     return json_ok("{}");
@@ -169,6 +172,8 @@ response group_routes::handle_cluster(const request& req) {
     r.get("topic", topic, true);
     r.get("partition", partition, true);
     if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok())
+      if (auto v = validate_topic_name(topic); !v) r.fail("topic", v.message());
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     if (auto s = service_.check_commit(group_id, member_id, epoch, {topic, static_cast<std::int32_t>(partition)}); !s)
       return refused(s.err(), "stale_member_epoch");
@@ -199,10 +204,10 @@ status group_routes::check_commit(const std::string& group_id, const std::string
 }
 
 std::mutex& group_routes::commit_gate(const std::string& group_id, const topic_partition& tp) {
-  std::lock_guard lock(gates_mu_);
-  auto& g = commit_gates_[{group_id, tp}];
-  if (!g) g = std::make_unique<std::mutex>();
-  return *g;
+  // One of a fixed set, chosen by the key: group ids are the clients', so one mutex per key ever seen would grow
+  // without bound. Two keys sharing a gate only wait for each other; the barrier a clearance needs still holds.
+  const std::string key = group_id + '\0' + tp.topic + '\0' + std::to_string(tp.partition);
+  return commit_gates_[fnv1a(key) % commit_gates_.size()];
 }
 
 status group_routes::fenced_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,

@@ -17,6 +17,9 @@ constexpr std::pair<txn_phase, const char*> phase_names[] = {
 /// Every transaction needs one epoch above its own for its markers: a session at this epoch gets a new id instead.
 constexpr std::uint32_t max_epoch = UINT32_MAX - 2;
 
+/// Partitions one transaction spans, and group offsets it commits: what a client may make a coordinator hold.
+constexpr std::size_t max_entries = 10000;
+
 bool preparing(txn_phase p) { return p == txn_phase::prepare_commit || p == txn_phase::prepare_abort; }
 bool complete(txn_phase p) { return p == txn_phase::complete_commit || p == txn_phase::complete_abort; }
 }  // namespace
@@ -99,6 +102,10 @@ result<transaction> coordinator::add_partitions(const std::string& id, std::uint
     t.offsets_pending = false;
     t.reason.clear();
   }
+  std::size_t fresh = 0;
+  for (const auto& [tp, owner] : partitions) fresh += t.partitions.count(tp) ? 0 : 1;
+  if (t.partitions.size() + fresh > max_entries)
+    return error{errc::resource_exhausted, "a transaction spans at most " + std::to_string(max_entries) + " partitions"};
   for (const auto& [tp, owner] : partitions) t.partitions[tp] = owner;
   return t;
 }
@@ -109,6 +116,15 @@ result<transaction> coordinator::add_offsets(const std::string& id, std::uint64_
   auto t = add_partitions(id, producer_id, epoch, {}, now);
   if (!t) return t;
   transaction& mine = txns_[id];
+  std::set<std::pair<std::string, topic_partition>> fresh;
+  for (const auto& o : offsets)
+    if (std::none_of(mine.offsets.begin(), mine.offsets.end(), [&](const txn_offset& x) {
+          return x.group == o.group && x.partition == o.partition;
+        }))
+      fresh.insert({o.group, o.partition});
+  if (mine.offsets.size() + fresh.size() > max_entries)
+    return error{errc::resource_exhausted,
+                 "a transaction commits at most " + std::to_string(max_entries) + " group offsets"};
   for (const auto& o : offsets) {
     auto same = std::find_if(mine.offsets.begin(), mine.offsets.end(), [&](const txn_offset& x) {
       return x.group == o.group && x.partition == o.partition;

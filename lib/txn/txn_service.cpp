@@ -32,6 +32,19 @@ response from_error(const error& e) { return error_response(transport::http_stat
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
 
+/// The error a coordinator's or owner's refusal names ({"error","message"}); no answer is unavailable.
+error error_of(const response& r) {
+  rapidjson::Document d;
+  std::string message = r.body, code;
+  if (json::parse_object(r.body, d)) {
+    if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
+    if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
+  }
+  auto e = errc_from_name(code);
+  if (r.status == 0 || code == "coordinator_unavailable") e = errc::unavailable;
+  return {e && *e != errc::ok ? *e : errc::internal, message};
+}
+
 /// Reads {"topic","partition"} (and optionally "owner", "offset") of one list element.
 struct partition_ref {
   topic_partition tp;
@@ -428,17 +441,7 @@ status txn_service::add(const std::string& id, std::uint64_t producer_id, std::u
                                 w.EndObject();
                                 w.EndArray();
                               }));
-  if (added.status != 200) {
-    rapidjson::Document d;
-    std::string message = added.body, code;
-    if (json::parse_object(added.body, d)) {
-      if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
-      if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
-    }
-    auto e = errc_from_name(code);
-    if (code == "coordinator_unavailable") e = errc::unavailable;
-    return {e && *e != errc::ok ? *e : errc::internal, message};
-  }
+  if (added.status != 200) return error_of(added);
   return {};
 }
 
@@ -458,16 +461,9 @@ result<broker_id> txn_service::enroll(const topic_partition& tp, std::uint64_t p
   });
   auto [answer, at] = to_owner(tp, std::move(owner), "enroll", body);
   if (answer.status == 200) return at;
-  rapidjson::Document d;
-  std::string message = answer.body, code;
-  if (json::parse_object(answer.body, d)) {
-    if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
-    if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
-  }
-  auto e = errc_from_name(code);
-  if (answer.status == 0) e = errc::unavailable;
-  return error{e && *e != errc::ok ? *e : errc::internal,
-               "enrolling " + name_of(tp) + " at " + at.value() + ": " + message};
+  error e = error_of(answer);
+  e.message = "enrolling " + name_of(tp) + " at " + at.value() + ": " + e.message;
+  return e;
 }
 
 response txn_service::owner_route(const std::string& route, const request& req) {
@@ -522,7 +518,7 @@ response txn_service::owner_route(const std::string& route, const request& req) 
 }
 
 void txn_service::tick() {
-  std::vector<std::string> todo;
+  std::vector<std::string> prepared;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, transaction> before;
@@ -532,9 +528,9 @@ void txn_service::tick() {
     st_.metrics.add(metrics::timeouts, static_cast<double>(expired.size()));
     // The abort decision: undone when it cannot be written (the next tick tries again).
     for (const auto& id : expired) (void)keep_locked(id, before.at(id), true);
-    for (const auto& t : coord_.unfinished()) todo.push_back(t.id);
+    for (const auto& t : coord_.unfinished()) prepared.push_back(t.id);
   }
-  for (const auto& id : todo) complete(id);
+  for (const auto& id : prepared) complete(id);
   (void)log_.sync();  // what was written without a sync since the last tick
 }
 

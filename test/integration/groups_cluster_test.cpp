@@ -212,6 +212,15 @@ TEST_CASE("in-process groups: calls anywhere reach the coordinator, members get 
   auto forged = g.routes[group_cluster::idx(forwarder)]->on_coordinator(
       "g", "join", R"({"group":"g","broker":")" + g.ids[group_cluster::idx(elsewhere)].value() + R"(","topics":["t"]})");
   CHECK(forged.status == 400);
+
+  // A clearance or a commit check naming no valid topic is refused, not answered.
+  for (const char* route : {"clear", "check"}) {
+    transport::request bad;
+    bad.method = "POST";
+    bad.path = std::string("/cluster/group/") + route;
+    bad.body = R"({"group":"g","member_id":"m","topic":"","partition":0})";
+    CHECK(g.routes[0]->handle_cluster(bad).status == 400);
+  }
 }
 
 TEST_CASE("in-process groups: an unreachable coordinator is 503 naming it, and nothing is committed meanwhile",

@@ -293,4 +293,12 @@ TEST_CASE("in-process transactions: a transaction past its timeout is aborted an
   REQUIRE(q.end(true) == "complete_commit");
   REQUIRE(g.c[3].offsets.committed("g", {"t", 2}));
   CHECK(*g.c[3].offsets.committed("g", {"t", 2}) == 9);
+  // The group moves on; a late re-send of the transaction's offset does not rewind it.
+  REQUIRE(g.c[3].offsets.commit("g", {"t", 2}, 20));
+  transport::request resend;
+  resend.method = "POST";
+  resend.path = "/cluster/txn/commit_offsets";
+  resend.body = R"({"group":"g","topic":"t","partition":2,"offset":9})";
+  CHECK(g.at(3).handle_cluster(resend).status == 200);
+  CHECK(*g.c[3].offsets.committed("g", {"t", 2}) == 20);
 }

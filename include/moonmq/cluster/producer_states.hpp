@@ -10,6 +10,7 @@
 // Thread safety: all methods may be called concurrently; appends to one partition are serialised.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,7 +61,8 @@ class producer_states {
   };
   result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
 
-  /// Whether a transaction is open on `tp`, as far as this object has read its log (cheap: no reading).
+  /// Whether a transaction is open on `tp`, as far as this object has read its log. Never waits for a partition's
+  /// producer lock (the balance loop and /cluster/loads ask from the reactor).
   bool has_open_transactions(const topic_partition& tp);
 
   /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
@@ -71,6 +73,8 @@ class producer_states {
     std::mutex mu;
     txn::producer_table table;
     txn::partition_txns txns;
+    /// Whether txns has an open transaction, readable without `mu` (which a log read may hold for a while).
+    std::atomic<bool> any_open{false};
     explicit slot(std::size_t max) : table(max) {}
   };
   slot& slot_of(const topic_partition& tp);

@@ -10,6 +10,7 @@
 // Thread safety: every method may be called concurrently.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -56,7 +57,7 @@ class group_routes {
  private:
   status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
                       const topic_partition& tp);
-  /// The commit gate of (group, partition) on this broker.
+  /// The commit gate of (group, partition) on this broker (one of a fixed set).
   std::mutex& commit_gate(const std::string& group_id, const topic_partition& tp);
 
   group_service& service_;
@@ -65,8 +66,7 @@ class group_routes {
   std::function<time_ms()> clock_;
   std::mutex clear_mu_;                      ///< one clear_pending at a time
   std::map<broker_id, time_ms> clear_retry_at_;  ///< under clear_mu_
-  std::mutex gates_mu_;
-  std::map<std::pair<std::string, topic_partition>, std::unique_ptr<std::mutex>> commit_gates_;
+  std::array<std::mutex, 256> commit_gates_;
 };
 
 }  // namespace moonmq::groups

@@ -112,3 +112,17 @@ TEST_CASE("txn coordinator: an empty transaction ends at once, and the number of
   CHECK(e->epoch == 1);
   CHECK(c.init("b", 2, 0).code() == errc::resource_exhausted);
 }
+
+TEST_CASE("txn coordinator: a transaction spans a bounded number of partitions and offsets", "[txn]") {
+  coordinator c;
+  REQUIRE(c.init("tx", 1, 0));
+  std::map<topic_partition, broker_id> many;
+  for (int p = 0; p < 10000; ++p) many[{"t", p}] = broker_id("b1");
+  REQUIRE(c.add_partitions("tx", 1, 0, many, 0));
+  REQUIRE(c.add_partitions("tx", 1, 0, on_b1({{"t", 9999}}), 0));  // one it has: no growth
+  CHECK(c.add_partitions("tx", 1, 0, on_b1({{"t", 10000}}), 0).code() == errc::resource_exhausted);
+  std::vector<txn_offset> offsets;
+  for (int p = 0; p < 10001; ++p) offsets.push_back({"g", {"t", p}, 1});
+  CHECK(c.add_offsets("tx", 1, 0, offsets, {}, 0).code() == errc::resource_exhausted);
+  CHECK(c.find("tx")->offsets.empty());
+}
