@@ -1,9 +1,11 @@
 // transactions: what transactions and idempotence cost a producer, side by side in one run. Three moonmqd on
 // loopback own one partition each; one client on b1 writes units of 100 records of 100 bytes spread over the three
-// partitions (three produce requests, two of them forwarded) in three ways that alternate in blocks:
+// partitions (three produce requests, two of them forwarded) in four ways that take turns unit by unit:
 //   plain        no producer stamp
 //   idempotent   stamped with a producer id, epoch and sequences (deduplicated by each owner)
-//   transaction  the same inside a transaction, then a commit (coordinator prepare, three markers, complete)
+//   transaction  the same inside a transaction, then a commit that answers at its decision (the coordinator's
+//                prepare record); the markers are delivered behind it, before the next transaction's first add
+//   transaction_wait  the same with a commit that waits for its three markers ("wait": true)
 // It prints records/s per way, the commit latency p50/p99, and the ratios the issue names (transaction against
 // idempotent, target >= 0.5; idempotent against plain, target >= 0.9).
 //
@@ -59,6 +61,7 @@ struct way {
   double seconds = 0;
   std::size_t records = 0;
   std::vector<double> commit_us;
+  std::vector<double> produce_us;  ///< per unit: its three produce requests
 };
 
 }  // namespace
@@ -90,9 +93,20 @@ int run(int units) {
 
   auto idem = parse(c.Post("/v1/producers", "{}", "application/json")->body);
   const std::uint64_t idem_id = idem["producer_id"].GetUint64();
-  auto txp = parse(c.Post("/v1/producers", R"({"transactional_id":"bench"})", "application/json")->body);
-  const std::uint64_t tx_id = txp["producer_id"].GetUint64();
-  std::uint32_t tx_epoch = txp["producer_epoch"].GetUint();
+  struct txn_producer {
+    std::string tid;
+    std::uint64_t id;
+    std::uint32_t epoch;
+  };
+  // Two transactional ids coordinated by b2 (not the broker the client talks to, so every coordinator call is
+  // forwarded), one for each way of committing.
+  std::vector<txn_producer> txn_producers;
+  for (int n = 0; txn_producers.size() < 2; ++n) {
+    const std::string tid = "bench-" + std::to_string(n);
+    auto txp = parse(c.Post("/v1/producers", "{\"transactional_id\":\"" + tid + "\"}", "application/json")->body);
+    if (std::string(parse(c.Get(("/v1/transactions/" + tid).c_str())->body)["coordinator"].GetString()) == "b2")
+      txn_producers.push_back({tid, txp["producer_id"].GetUint64(), txp["producer_epoch"].GetUint()});
+  }
   std::map<int, std::uint32_t> idem_seq;
   const std::string value(100, 'v');
 
@@ -105,7 +119,8 @@ int run(int units) {
   std::map<int, std::string> bodies;
   for (int p = 0; p < 3; ++p) bodies[p] = batch(split[static_cast<std::size_t>(p)]);
 
-  way plain, idempotent, transaction;
+  way plain, idempotent, transaction, transaction_wait;
+  way* const ways[] = {&plain, &idempotent, &transaction, &transaction_wait};
   auto unit = [&](way& w, int kind) {
     auto t0 = std::chrono::steady_clock::now();
     for (int p = 0; p < 3; ++p) {
@@ -114,42 +129,53 @@ int run(int units) {
         body += ",\"producer\":{\"id\":" + std::to_string(idem_id) + ",\"epoch\":0,\"sequence\":" +
                 std::to_string(idem_seq[p]) + "}";
         idem_seq[p] += static_cast<std::uint32_t>(split[static_cast<std::size_t>(p)]);
-      } else if (kind == 2) {
-        body += ",\"producer\":{\"id\":" + std::to_string(tx_id) + ",\"epoch\":" + std::to_string(tx_epoch) +
-                ",\"sequence\":0},\"transaction\":{\"transactional_id\":\"bench\"}";
+      } else if (kind >= 2) {
+        const auto& t = txn_producers[static_cast<std::size_t>(kind - 2)];
+        body += ",\"producer\":{\"id\":" + std::to_string(t.id) + ",\"epoch\":" + std::to_string(t.epoch) +
+                ",\"sequence\":0},\"transaction\":{\"transactional_id\":\"" + t.tid + "\"}";
       }
       must(c.Post("/v1/topics/tx/records", body + "}", "application/json"), "a produce");
     }
-    if (kind == 2) {
+    w.produce_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    if (kind >= 2) {
+      auto& t = txn_producers[static_cast<std::size_t>(kind - 2)];
       auto a = std::chrono::steady_clock::now();
-      auto r = c.Post("/v1/transactions/bench/commit",
-                      "{\"producer_id\":" + std::to_string(tx_id) + ",\"producer_epoch\":" + std::to_string(tx_epoch) + "}",
+      auto r = c.Post(("/v1/transactions/" + t.tid + "/commit").c_str(),
+                      "{\"producer_id\":" + std::to_string(t.id) + ",\"producer_epoch\":" + std::to_string(t.epoch) +
+                          (kind == 3 ? ",\"wait\":true}" : "}"),
                       "application/json");
       must(r, "a commit");
       w.commit_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
-      tx_epoch = parse(r->body)["producer_epoch"].GetUint();
+      t.epoch = parse(r->body)["producer_epoch"].GetUint();
     }
     w.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     w.records += 100;
   };
   for (int i = 0; i < 20; ++i)  // warm-up, not counted
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
       way scratch;
       unit(scratch, k);
     }
-  const int block = 1;  // the three ways take turns unit by unit, so that each sees the same machine
-  for (int done = 0; done < units; done += block)
-    for (int k = 0; k < 3; ++k)
-      for (int i = 0; i < std::min(block, units - done); ++i) unit(k == 0 ? plain : k == 1 ? idempotent : transaction, k);
+  // The ways take turns unit by unit, so that each sees the same machine.
+  for (int done = 0; done < units; ++done)
+    for (int k = 0; k < 4; ++k) unit(*ways[k], k);
 
   auto rate = [](const way& w) { return static_cast<double>(w.records) / w.seconds; };
   for (auto [name, w] : {std::pair{"plain", &plain}, std::pair{"idempotent", &idempotent},
-                         std::pair{"transaction", &transaction}})
+                         std::pair{"transaction", &transaction}, std::pair{"transaction_wait", &transaction_wait}})
     std::printf("{\"bench\":\"transactions\",\"way\":\"%s\",\"units\":%d,\"records_per_s\":%.0f}\n", name, units,
                 rate(*w));
-  std::printf("{\"bench\":\"transactions\",\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f}\n",
-              percentile(transaction.commit_us, 0.5), percentile(transaction.commit_us, 0.99));
-  std::printf("{\"bench\":\"transactions\",\"transaction_vs_idempotent\":%.2f,\"idempotent_vs_plain\":%.2f}\n",
-              rate(transaction) / rate(idempotent), rate(idempotent) / rate(plain));
+  std::printf("{\"bench\":\"transactions\",\"commit_p50_us\":%.0f,\"commit_p99_us\":%.0f,"
+              "\"commit_wait_p50_us\":%.0f,\"commit_wait_p99_us\":%.0f}\n",
+              percentile(transaction.commit_us, 0.5), percentile(transaction.commit_us, 0.99),
+              percentile(transaction_wait.commit_us, 0.5), percentile(transaction_wait.commit_us, 0.99));
+  std::printf("{\"bench\":\"transactions\",\"unit_produce_p50_us\":{\"plain\":%.0f,\"idempotent\":%.0f,"
+              "\"transaction\":%.0f,\"transaction_wait\":%.0f}}\n",
+              percentile(plain.produce_us, 0.5), percentile(idempotent.produce_us, 0.5),
+              percentile(transaction.produce_us, 0.5), percentile(transaction_wait.produce_us, 0.5));
+  std::printf("{\"bench\":\"transactions\",\"transaction_vs_idempotent\":%.2f,"
+              "\"transaction_wait_vs_idempotent\":%.2f,\"idempotent_vs_plain\":%.2f}\n",
+              rate(transaction) / rate(idempotent), rate(transaction_wait) / rate(idempotent),
+              rate(idempotent) / rate(plain));
   return 0;
 }

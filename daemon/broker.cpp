@@ -298,7 +298,7 @@ class running_broker final : public broker {
     txn_log_ = std::move(*txn_log);
     auto svc = txn::txn_service::open(
         {brokers, cfg_.transactions.timeout_ms, [] { return now_ms(); }, fresh_producer_id,
-         cfg_.storage.fsync == "always"},
+         cfg_.storage.fsync == "always", [this](std::function<void()> job) { asio::post(blocking_, std::move(job)); }},
         *txn_log_, state(), *peers_);
     if (!svc) return svc.err();
     txns_ = std::move(*svc);
@@ -567,10 +567,11 @@ class running_broker final : public broker {
       partition = records[0].key ? fnv1a(*records[0].key) % static_cast<std::uint32_t>(*count)
                                  : static_cast<std::int64_t>(round_robin_++ % static_cast<std::uint64_t>(*count));
     topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    const broker_id seen_owner = cluster::owner_as_seen_by(*ownership_, tp, self_);
     if (!tid.empty()) {
-      // The coordinator records the partition first (so its markers will reach it), then the owner opens the
-      // transaction there; only then are the records taken.
-      auto joined = txns_->join(tid, stamp->id, stamp->epoch, tp, cluster::owner_as_seen_by(*ownership_, tp, self_));
+      // The coordinator records the partition first (so its markers will reach it); the owner opens the transaction
+      // with the first batch it takes.
+      auto joined = txns_->join(tid, stamp->id, stamp->epoch, tp, seen_owner);
       if (!joined) {
         if (joined.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
         return reply_error(res, joined.err());
@@ -591,6 +592,14 @@ class running_broker final : public broker {
       if (!tid.empty() && (done.code() == errc::conflict || done.code() == errc::producer_fenced))
         txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
       return reply_error(res, done.err());
+    }
+    if (!tid.empty() && done->broker != seen_owner) {
+      // This broker's view was stale (the forward followed the owner's hints): the coordinator sends its markers
+      // straight to the broker that took the records, which a broker on the way may not be alive to point to.
+      if (auto s = txns_->join_again(tid, stamp->id, stamp->epoch, tp, done->broker); !s) {
+        txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
+        return reply_error(res, s.err());  // a retry is deduplicated and asks again
+      }
     }
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "partition", tp.partition);

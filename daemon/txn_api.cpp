@@ -47,8 +47,10 @@ void txn_api::routes(httplib::Server& api) {
              json::object_reader r(d, "");
              std::uint64_t producer_id = 0, epoch = 0;
              std::string group;
+             bool wait = false;
              r.get("producer_id", producer_id, true);
              r.get("producer_epoch", epoch, true);
+             if (action != "offsets") r.get("wait", wait);
              struct entry {
                topic_partition tp;
                std::uint64_t offset;
@@ -95,6 +97,7 @@ void txn_api::routes(httplib::Server& api) {
                  w.EndArray();
                } else {
                  json::put(w, "commit", action == "commit");
+                 json::put(w, "wait", wait);
                }
              });
              relay(res, service_.on_coordinator(tid, action == "offsets" ? "offsets" : "end", body));

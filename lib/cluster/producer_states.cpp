@@ -7,12 +7,14 @@ constexpr std::size_t catch_up_chunk = 4u << 20;
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
 
-storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker) {
+/// A control record. A commit or abort marker's sequence field carries the epoch of the coordinator that wrote it.
+storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker,
+                        std::uint32_t coordinator_epoch = 0) {
   storage::record r;
   r.value = std::string(marker);
   r.timestamp_ms = 0;
   r.attributes = storage::attr_control;
-  r.producer = storage::producer_stamp{producer_id, epoch, 0};
+  r.producer = storage::producer_stamp{producer_id, epoch, coordinator_epoch};
   return r;
 }
 }  // namespace
@@ -31,6 +33,7 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
     s.table.observe_epoch(producer->id, producer->epoch);
     // A transaction's records count their sequences from 0, whatever the producer wrote before at this epoch.
     if (value == txn::marker_begin) s.table.restart_sequences(producer->id);
+    else s.table.observe_coordinator(producer->id, producer->sequence);
     s.txns.observe_control(producer->id, producer->epoch, value, offset);
     s.any_open.store(!s.txns.open_transactions().empty(), std::memory_order_relaxed);
   } else {
@@ -89,15 +92,14 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
   std::lock_guard lock(s.mu);
   if (auto c = catch_up(tp, s); !c) return c.err();
   if (first) {
+    // The first batch of a transaction here opens it: the router had the coordinator record this partition first,
+    // so its marker will come. The begin record restarts the producer's sequences, so it is written before judging.
+    if (transactional)
+      if (auto open = s.txns.open(first->id); !open || open->epoch != first->epoch)
+        if (auto e = enroll_locked(tp, s, first->id, first->epoch); !e) return e.err();
     auto verdict = s.table.check(*first, records.size());
     if (!verdict) return error{verdict.code(), name_of(tp) + ": " + verdict.message()};
     if (verdict->duplicate) return std::move(verdict->offsets);
-    if (transactional) {
-      auto open = s.txns.open(first->id);
-      if (!open || open->epoch != first->epoch)
-        return error{errc::conflict, name_of(tp) + " is not enrolled in a transaction of producer " +
-                                         std::to_string(first->id) + " at epoch " + std::to_string(first->epoch)};
-    }
   }
   return write(tp, s, records);
 }
@@ -106,6 +108,11 @@ status producer_states::enroll(const topic_partition& tp, std::uint64_t producer
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);
   if (auto c = catch_up(tp, s); !c) return c;
+  return enroll_locked(tp, s, producer_id, epoch);
+}
+
+status producer_states::enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id,
+                                      std::uint32_t epoch) {
   if (auto known = s.table.epoch_of(producer_id); known && *known > epoch)
     return {errc::producer_fenced, name_of(tp) + ": producer " + std::to_string(producer_id) + " epoch " +
                                        std::to_string(epoch) + " is fenced by epoch " + std::to_string(*known)};
@@ -121,7 +128,7 @@ status producer_states::enroll(const topic_partition& tp, std::uint64_t producer
 }
 
 status producer_states::end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
-                                        bool commit) {
+                                        bool commit, std::uint32_t coordinator_epoch) {
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);
   if (auto c = catch_up(tp, s); !c) return c;
@@ -131,10 +138,15 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   // a late (re-sent, delayed) marker must not close.
   if (open && open->epoch >= epoch) return {};
   if (!open && known && *known >= epoch) return {};         // seen already
+  // A coordinator that was replaced (a newer one wrote a marker for this producer here) writes no more.
+  if (const auto newest = s.table.coordinator_epoch_of(producer_id); coordinator_epoch < newest)
+    return {errc::conflict, name_of(tp) + ": coordinator epoch " + std::to_string(coordinator_epoch) +
+                                " is fenced by " + std::to_string(newest)};
   // A commit marker commits only the transaction it ends (the epoch right below its own). An older one still open
   // here was orphaned (its end never reached this partition): it is aborted, never committed by someone else's end.
   const bool commits = commit && (!open || open->epoch + 1 == epoch);
-  auto w = write(tp, s, {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort)});
+  auto w = write(tp, s,
+                 {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort, coordinator_epoch)});
   if (!w) return w.err();
   return {};
 }

@@ -1,5 +1,8 @@
 #include "moonmq/txn/txn_service.hpp"
 
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+#include <charconv>
 #include <future>
 #include <system_error>
 #include <shared_mutex>
@@ -26,6 +29,7 @@ constexpr std::string_view prefix = "/cluster/txn/";
 constexpr int max_hops = 3;
 constexpr std::size_t max_partitions = 10000;  ///< partitions or offsets one call names
 constexpr std::size_t max_parallel_markers = 16;  ///< markers in flight at once for one transaction
+constexpr std::size_t marker_thread_count = 4;     ///< threads that send markers, shared by all transactions
 
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
@@ -81,7 +85,13 @@ result<std::vector<partition_ref>> read_refs(json::object_reader& r, const char*
 
 txn_service::txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st,
                          cluster::peer_client& peers)
-    : opt_(std::move(o)), log_(log), st_(st), peers_(peers) {}
+    : opt_(std::move(o)),
+      log_(log),
+      st_(st),
+      peers_(peers),
+      marker_threads_(std::make_unique<asio::thread_pool>(marker_thread_count)) {}
+
+txn_service::~txn_service() { marker_threads_->join(); }
 
 result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options options, storage::keyed_log& log,
                                                        cluster::cluster_state state, cluster::peer_client& peers) {
@@ -93,12 +103,23 @@ result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options optio
 }
 
 status txn_service::load() {
+  // This coordinator's epoch: one more than the last start's, synced before any marker carries it, so an owner can
+  // tell a coordinator that came back from the process it replaced.
+  std::uint64_t last = 0;
   for (const auto& [id, text] : log_.entries()) {
+    if (id == epoch_key) {
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), last);
+      if (ec != std::errc() || end != text.data() + text.size() || last >= UINT32_MAX)
+        return {errc::corrupt, log_.name() + ": bad coordinator epoch '" + text + "'"};
+      continue;
+    }
     auto t = parse_transaction(text, log_.name() + ": transactional id " + id);
     if (!t) return t.err();
     if (t->id != id) return {errc::corrupt, log_.name() + ": the record of " + id + " names " + t->id};
     coord_.restore(std::move(*t));
   }
+  coordinator_epoch_ = static_cast<std::uint32_t>(last + 1);
+  if (auto s = log_.put(epoch_key, std::to_string(coordinator_epoch_), true); !s) return s;
   std::lock_guard lock(mu_);
   publish_locked();
   return {};
@@ -174,6 +195,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
     std::lock_guard lock(mu_);
     return json_ok(json::object([&](json::writer& w) {
       json::put(w, "coordinator", self().value());
+      json::put(w, "coordinator_epoch", coordinator_epoch_);
       w.Key("transactions");
       w.StartArray();
       for (const auto& [id, t] : coord_.all()) {
@@ -196,6 +218,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
     return json_ok(json::object([&](json::writer& w) {
       write_txn(w, *t, now);
       json::put(w, "coordinator", self().value());
+      json::put(w, "coordinator_epoch", coordinator_epoch_);
     }));
   }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
@@ -264,28 +287,50 @@ response txn_service::coordinator_route(const std::string& route, const request&
       owners[ref.tp] = broker_id(ref.owner.empty() ? self().value() : ref.owner);
       if (route == "offsets") offsets.push_back({group, ref.tp, ref.offset});
     }
-    std::lock_guard lock(mu_);
-    const std::optional<transaction> before =
-        coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-    auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
-                            : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
-    if (!t) return fenced(t.err());
-    if (auto p = keep_locked(id, before); !p) return from_error(p.err());
-    return json_ok("{}");
+    for (int round = 0;; ++round) {
+      std::unique_lock lock(mu_);
+      const std::optional<transaction> before =
+          coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
+      auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
+                              : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
+      if (!t && round == 0 && completing_locked(id)) {
+        lock.unlock();
+        complete(id);  // the previous transaction's markers first (or wait for the run delivering them)
+        continue;
+      }
+      if (!t) return fenced(t.err());
+      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
+      return json_ok("{}");
+    }
   }
   if (route == "end") {
-    bool commit = false;
+    bool commit = false, wait = false;
     r.get("commit", commit, true);
+    r.get("wait", wait);
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    {
-      std::lock_guard lock(mu_);
+    for (int round = 0;; ++round) {
+      std::unique_lock lock(mu_);
       const std::optional<transaction> before =
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
       auto t = coord_.end(id, producer_id, e32, commit, now);
+      if (!t && round == 0 && completing_locked(id)) {
+        lock.unlock();
+        complete(id);
+        continue;
+      }
       if (!t) return fenced(t.err());
-      if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());  // the commit point
+      // The commit point. Synced as the partitions' records and markers are (Server.Storage.Fsync): with `interval`, a
+      // power loss may lose the last interval's writes, this record among them; a kill -9 loses none of them.
+      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
+      break;
     }
-    complete(id);
+    // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
+    // read_committed reader then sees the commit as soon as this returns). Otherwise it says which are pending,
+    // and the producer's next add, end or init waits for them.
+    if (wait || !opt_.defer)
+      complete(id);
+    else
+      opt_.defer([this, id] { complete(id); });
     std::lock_guard lock(mu_);
     const transaction* t = coord_.find(id);
     return json_ok(json::object([&](json::writer& w) {
@@ -300,8 +345,32 @@ response txn_service::coordinator_route(const std::string& route, const request&
   return error_response(404, "not_found", req.path + " is not a transaction route");
 }
 
+bool txn_service::completing_locked(const std::string& id) const {
+  const transaction* t = coord_.find(id);
+  return t && (t->phase == txn_phase::prepare_commit || t->phase == txn_phase::prepare_abort);
+}
+
 bool txn_service::complete(const std::string& id) {
-  std::lock_guard one(completing_);
+  {
+    std::unique_lock lock(completing_mu_);
+    completing_cv_.wait(lock, [&] { return !completing_ids_.count(id); });
+    completing_ids_.insert(id);
+  }
+  struct release {
+    txn_service& s;
+    const std::string& id;
+    ~release() {
+      {
+        std::lock_guard lock(s.completing_mu_);
+        s.completing_ids_.erase(id);
+      }
+      s.completing_cv_.notify_all();
+    }
+  } done{*this, id};
+  return complete_now(id);
+}
+
+bool txn_service::complete_now(const std::string& id) {
   transaction t;
   {
     std::lock_guard lock(mu_);
@@ -321,6 +390,7 @@ bool txn_service::complete(const std::string& id) {
       json::put(w, "partition", tp.partition);
       json::put(w, "producer_id", t.producer_id);
       json::put(w, "producer_epoch", t.epoch);
+      json::put(w, "coordinator_epoch", coordinator_epoch_);
       json::put(w, "commit", commit);
     });
     auto [answer, at] = to_owner(tp, t.partitions.at(tp), "markers", body);
@@ -335,11 +405,9 @@ bool txn_service::complete(const std::string& id) {
       local.push_back(tp);
       continue;
     }
-    try {
-      remote.push_back(std::async(std::launch::async, deliver, tp));
-    } catch (const std::system_error&) {  // no thread to be had: deliver it here
-      local.push_back(tp);
-    }
+    auto task = std::make_shared<std::packaged_task<void()>>([&deliver, tp] { deliver(tp); });
+    remote.push_back(task->get_future());
+    asio::post(*marker_threads_, [task] { (*task)(); });
   }
   for (const auto& tp : local) deliver(tp);
   for (auto& f : remote) f.get();
@@ -405,21 +473,14 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
 
 status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                          const topic_partition& tp, const broker_id& owner) {
-  // The coordinator's add every time: it is what fences a produce of a transaction that is ending. The owner's
-  // enrolment only the first time in a transaction (an epoch is one transaction): its begin record is in the
-  // partition's log, which a move carries.
-  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
+  // Once per transaction (an epoch is one transaction) and partition: the owner opens the transaction with the
+  // first batch it takes, and fences the epoch when the marker closes it, so a later batch needs no round trip.
   joined_key key{id, producer_id, epoch, tp};
   {
     std::lock_guard lock(joined_mu_);
     if (joined_.count(key)) return {};
   }
-  auto enrolled = enroll(tp, producer_id, epoch, owner);
-  if (!enrolled) return enrolled.err();
-  // The owner was found by following hints: the coordinator sends its markers straight there (a broker on the way
-  // may be down by then).
-  if (*enrolled != owner)
-    if (auto s = add(id, producer_id, epoch, tp, *enrolled); !s) return s;
+  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
   std::lock_guard lock(joined_mu_);
   if (joined_.size() >= max_joined) joined_.clear();
   joined_.insert(std::move(key));
@@ -451,28 +512,13 @@ void txn_service::forget_join(const std::string& id, std::uint64_t producer_id, 
   joined_.erase(joined_key{id, producer_id, epoch, tp});
 }
 
-result<broker_id> txn_service::enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
-                                      broker_id owner) {
-  const std::string body = json::object([&](json::writer& w) {
-    json::put(w, "topic", tp.topic);
-    json::put(w, "partition", tp.partition);
-    json::put(w, "producer_id", producer_id);
-    json::put(w, "producer_epoch", epoch);
-  });
-  auto [answer, at] = to_owner(tp, std::move(owner), "enroll", body);
-  if (answer.status == 200) return at;
-  error e = error_of(answer);
-  e.message = "enrolling " + name_of(tp) + " at " + at.value() + ": " + e.message;
-  return e;
-}
-
 response txn_service::owner_route(const std::string& route, const request& req) {
   rapidjson::Document d;
   if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
   json::object_reader r(d, "");
   std::string topic, group;
   std::int64_t partition = -1;
-  std::uint64_t producer_id = 0, epoch = 0, offset = 0;
+  std::uint64_t producer_id = 0, epoch = 0, offset = 0, coordinator_epoch = 0;
   bool commit = false;
   r.get("topic", topic, true);
   r.get("partition", partition, true);
@@ -483,7 +529,11 @@ response txn_service::owner_route(const std::string& route, const request& req) 
   } else {
     r.get("producer_id", producer_id, true);
     r.get("producer_epoch", epoch, true);
-    if (route == "markers") r.get("commit", commit, true);
+    if (route == "markers") {
+      r.get("commit", commit, true);
+      r.get("coordinator_epoch", coordinator_epoch, true);
+      if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
+    }
     if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
   }
   if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
@@ -507,7 +557,8 @@ response txn_service::owner_route(const std::string& route, const request& req) 
   if (route == "enroll")
     s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
   else if (route == "markers")
-    s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit);
+    s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit,
+                                      static_cast<std::uint32_t>(coordinator_epoch));
   else if (auto raised = st_.offsets.commit_if_higher(group, tp, offset); !raised)
     s = raised.err();  // only forward: a re-sent transactional offset must not rewind what the group did since
   if (!s) {

@@ -219,6 +219,9 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
   CHECK(state == "prepare_commit");
   for (int q = 0; q < 3; ++q)
     if (q + 1 != coordinator) CHECK(g.committed(q + 1, {"t", q}).empty());  // blocked at the LSO
+  auto before = g.at(1).on_coordinator(tid, "describe", "");
+  REQUIRE(before.status == 200);
+  const auto old_epoch = parse(before.body)["coordinator_epoch"].GetUint();
 
   g.start(coordinator);  // kill -9 and back: only its log remains
   g.c.net.set_hook({});
@@ -227,6 +230,26 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
   auto d = g.at(1).on_coordinator(tid, "describe", "");
   REQUIRE(d.status == 200);
   CHECK(std::string(parse(d.body)["state"].GetString()) == "complete_commit");
+  // The restarted coordinator has a new epoch, which its markers carried: the process it replaced can end nothing
+  // more on the owners that got them (here: a marker as it would have sent for the producer's next transaction).
+  // The coordinator's own partition had its marker before the restart.
+  CHECK(parse(d.body)["coordinator_epoch"].GetUint() == old_epoch + 1);
+  for (int q = 0; q < 3; ++q) {
+    if (q + 1 == coordinator) continue;
+    transport::request m;
+    m.path = "/cluster/txn/markers";
+    m.body = json::object([&](json::writer& w) {
+      json::put(w, "topic", "t");
+      json::put(w, "partition", q);
+      json::put(w, "producer_id", p.id);
+      json::put(w, "producer_epoch", p.epoch + 1);
+      json::put(w, "coordinator_epoch", old_epoch);
+      json::put(w, "commit", false);
+    });
+    auto refused = g.at(q + 1).handle_cluster(m);
+    CHECK(refused.status == 409);
+    CHECK_THAT(refused.body, Catch::Contains("coordinator epoch"));
+  }
 }
 
 TEST_CASE("in-process transactions: a partition moved with a transaction open keeps it open on the new owner, "

@@ -1,8 +1,9 @@
 // The idempotent producers and the transactions of every partition on this broker, and the one way records are
 // appended to a served partition: under the partition's producer lock, a batch stamped by a producer is judged by
 // that partition's producer_table (duplicate: the original offsets; fenced or out of order: refused) before it is
-// written, and a transactional batch is taken only while its producer has a transaction open here at its epoch
-// (enrolled by a begin record), so a delayed batch of an ended transaction cannot join the next one.
+// written. A transactional batch is taken only inside its producer's transaction at its epoch: the first one opens
+// it (a begin record, unless an enrolment did), and a marker ends it and fences the epoch, so a delayed batch of an
+// ended transaction cannot join the next one.
 //
 // The state is never stored on its own: it follows the log. Before judging, it reads whatever the log holds past the
 // point it has seen (everything after a restart, the copied bytes after a move in, a log rewritten shorter: from
@@ -31,7 +32,8 @@ class producer_states {
 
   /// Appends `records` to `tp` (the caller holds the partition's gate and has checked that it serves `tp`). A batch
   /// with producer stamps must be one producer's, with consecutive sequences; a duplicate of what was written
-  /// returns the offsets it was written at, and writes nothing.
+  /// returns the offsets it was written at, and writes nothing. A transactional batch enrols first (see enroll()):
+  /// the caller has had the coordinator record `tp` in the producer's transaction.
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records);
 
   /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
@@ -41,8 +43,11 @@ class producer_states {
 
   /// Writes a commit or abort marker stamped `epoch` (the epoch the coordinator ended the transaction with, above
   /// the transaction's own): it closes the open transaction and fences every older epoch. Idempotent: a marker the
-  /// partition has seen (its producer is at `epoch` or later, nothing open) writes nothing.
-  status end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, bool commit);
+  /// partition has seen (its producer is at `epoch` or later, nothing open) writes nothing. `coordinator_epoch` is
+  /// recorded in the marker; a marker from an older coordinator than one that wrote here before is refused
+  /// (conflict).
+  status end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, bool commit,
+                         std::uint32_t coordinator_epoch = 0);
 
   /// What a read_committed fetch of [from, ...) needs: the last stable offset and the aborted ranges from `from` on.
   struct committed_view {
@@ -82,6 +87,8 @@ class producer_states {
   status catch_up(const topic_partition& tp, slot& s);
   /// Appends and learns what was appended. Under s.mu, caught up.
   result<std::vector<std::uint64_t>> write(const topic_partition& tp, slot& s, const std::vector<storage::record>& records);
+  /// enroll() under s.mu, caught up.
+  status enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id, std::uint32_t epoch);
   static void learn(slot& s, const std::optional<storage::producer_stamp>& producer, std::uint8_t attributes,
                     std::string_view value, std::uint64_t offset);
 

@@ -11,6 +11,7 @@
 // Thread safety: none (the caller holds the partition's producer lock).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -46,6 +47,16 @@ class producer_table {
   /// Learns that the producer reached `epoch` without writing records at it (a transaction marker or enrolment):
   /// older epochs are fenced from here on, and the epoch's first record is sequence 0.
   void observe_epoch(std::uint64_t producer_id, std::uint32_t epoch);
+  /// Learns a marker written by a coordinator at `coordinator_epoch` (a marker's stamp carries it as its sequence).
+  void observe_coordinator(std::uint64_t producer_id, std::uint32_t coordinator_epoch) {
+    auto it = producers_.find(producer_id);
+    if (it != producers_.end()) it->second.coordinator_epoch = std::max(it->second.coordinator_epoch, coordinator_epoch);
+  }
+  /// The newest coordinator epoch a marker of `producer_id` carried here (0: none).
+  std::uint32_t coordinator_epoch_of(std::uint64_t producer_id) const {
+    auto it = producers_.find(producer_id);
+    return it == producers_.end() ? 0 : it->second.coordinator_epoch;
+  }
   /// The producer's next record is sequence 0 again (a transaction begins), at the epoch it has.
   void restart_sequences(std::uint64_t producer_id) {
     auto it = producers_.find(producer_id);
@@ -72,6 +83,7 @@ class producer_table {
     std::uint32_t epoch = 0;
     std::int64_t last_sequence = -1;   ///< -1: nothing written at this epoch
     std::deque<std::uint64_t> recent;  ///< offsets of sequences last_sequence - size + 1 .. last_sequence
+    std::uint32_t coordinator_epoch = 0;  ///< of the newest marker seen
   };
   const std::map<std::uint64_t, producer>& producers() const noexcept { return producers_; }
 

@@ -6,11 +6,14 @@
 //   POST /cluster/txn/init {transactional_id}                     -> {producer_id, producer_epoch}
 //   POST /cluster/txn/add {transactional_id, producer_id, producer_epoch, partitions:[{topic, partition, owner}]}
 //   POST /cluster/txn/offsets {..., group, offsets:[{topic, partition, offset, owner}]}
-//   POST /cluster/txn/end {..., commit}                           -> {state, producer_epoch, pending}
+//   POST /cluster/txn/end {..., commit, wait?}                    -> {state, producer_epoch, pending}
+//     answers once the decision (prepare) is written; with `wait` (or no `defer` option), once the markers are
+//     delivered too. The id's next add, end or init waits for a completion still under way.
 //   GET  /cluster/txn/describe?transactional_id=  ·  GET /cluster/txn/list
 // Owner routes (421 naming the owner where the partition is not served, as for produce):
-//   POST /cluster/txn/enroll {topic, partition, producer_id, producer_epoch}
-//   POST /cluster/txn/markers {topic, partition, producer_id, producer_epoch, commit}
+//   POST /cluster/txn/enroll {topic, partition, producer_id, producer_epoch}   (opens the transaction without
+//     records; a forwarded transactional produce opens it itself)
+//   POST /cluster/txn/markers {topic, partition, producer_id, producer_epoch, coordinator_epoch, commit}
 //   POST /cluster/txn/commit_offsets {group, topic, partition, offset}
 //
 // Each change of a transaction is appended to the coordinator's keyed log (txn-state.log, one record per change,
@@ -21,6 +24,7 @@
 // Thread safety: every method may be called concurrently.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,6 +38,10 @@
 #include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/coordinator.hpp"
 
+namespace asio {
+class thread_pool;
+}  // namespace asio
+
 namespace moonmq::txn {
 
 struct txn_service_options {
@@ -41,12 +49,16 @@ struct txn_service_options {
   time_ms timeout_ms = 60'000;     ///< Server.Transactions.TimeoutMs
   std::function<time_ms()> clock;  ///< wall-clock milliseconds (transaction ages survive a restart)
   std::function<std::uint64_t()> fresh_producer_id;
-  bool sync_every_write = false;   ///< fdatasync every change, not only the commit point
+  bool sync_every_write = false;   ///< fdatasync every change, the commit point among them
+  /// Runs a transaction's completion (its markers and offsets) off the thread that answered its end. Empty: an end
+  /// always waits for its markers.
+  std::function<void(std::function<void()>)> defer;
 };
 
 class txn_service {
  public:
   /// `log` (which must outlive the service) holds the coordinator's transactions; unreadable: an error naming it.
+  ~txn_service();
   static result<std::unique_ptr<txn_service>> open(txn_service_options options, storage::keyed_log& log,
                                                    cluster::cluster_state state, cluster::peer_client& peers);
 
@@ -57,17 +69,21 @@ class txn_service {
                                      const std::string& body);
 
   /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
-  /// `tp` in the transaction (so its markers will reach it), then `tp`'s owner (`owner`, following its hints) opens
-  /// the transaction there. Errors as the coordinator or the owner gave them (producer_fenced, unavailable, ...).
+  /// `tp` (owned by `owner`, as far as this broker knows) in the transaction, so its markers will reach it. Once per
+  /// transaction and partition; the owner opens the transaction with the first batch it takes. Errors as the
+  /// coordinator gave them (producer_fenced, conflict for a transaction that is ending, unavailable, ...).
   status join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
               const topic_partition& tp, const broker_id& owner);
 
-  /// Forgets that `tp` was enrolled in this transaction (its produce was refused: the next one enrols again).
+  /// Tells the coordinator that `tp`'s records were taken by `owner`, not the broker join() named.
+  status join_again(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
+                    const topic_partition& tp, const broker_id& owner) {
+    return add(transactional_id, producer_id, epoch, tp, owner);
+  }
+
+  /// Forgets that `tp` joined this transaction (its produce was refused: the next one asks the coordinator again).
   void forget_join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                    const topic_partition& tp);
-
-  /// The owner's half of join(): answers the owner that enrolled `tp`.
-  result<broker_id> enroll(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, broker_id owner);
 
   /// Aborts expired transactions and delivers the markers and offsets of every transaction in prepare.
   void tick();
@@ -89,8 +105,12 @@ class txn_service {
   void publish_locked();
   transport::response coordinator_route(const std::string& route, const transport::request& req);
   transport::response owner_route(const std::string& route, const transport::request& req);
-  /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock); true when complete.
+  /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock; after a run of the same
+  /// id in progress ends); true when complete.
   bool complete(const std::string& id);
+  bool complete_now(const std::string& id);
+  /// Whether `id`'s transaction is decided and its markers or offsets are still to be delivered. Under mu_.
+  bool completing_locked(const std::string& id) const;
   /// Sends an owner route to `tp`'s owner, starting at `owner` and following 421 hints; the answer and who gave it.
   std::pair<transport::response, broker_id> to_owner(const topic_partition& tp, broker_id owner, const std::string& route,
                                                      const std::string& body);
@@ -102,13 +122,24 @@ class txn_service {
   cluster::peer_client& peers_;
   std::mutex mu_;
   coordinator coord_;
-  std::mutex completing_;  ///< one completion run at a time
-  /// Partitions this broker enrolled in a transaction (id, producer, epoch, partition): a later produce to the same
-  /// one in the same transaction skips the enrolment's round trip. Forgotten wholesale past max_joined entries.
+  /// The keyed log's record of the coordinator epoch: a key no transactional id can be (ids have no control bytes).
+  static constexpr const char* epoch_key = "\x01coordinator_epoch";
+  std::uint32_t coordinator_epoch_ = 0;  ///< set by load(), then constant
+  /// The transactional ids whose completion runs now: one run per id at a time (an end's, the ticker's, a waiting
+  /// add's), runs of different ids in parallel.
+  std::mutex completing_mu_;
+  std::condition_variable completing_cv_;
+  std::set<std::string> completing_ids_;
+  /// Partitions this broker had the coordinator record in a transaction (id, producer, epoch, partition): a later
+  /// produce to the same one in the same transaction goes straight to the owner. Forgotten wholesale past
+  /// max_joined entries.
   using joined_key = std::tuple<std::string, std::uint64_t, std::uint32_t, topic_partition>;
   static constexpr std::size_t max_joined = 100000;
   std::mutex joined_mu_;
   std::set<joined_key> joined_;
+  /// Sends the markers of one transaction to different owners at once (persistent: a thread per marker costs as
+  /// much as the marker's round trip).
+  std::unique_ptr<asio::thread_pool> marker_threads_;
 };
 
 }  // namespace moonmq::txn

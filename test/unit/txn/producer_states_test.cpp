@@ -87,11 +87,19 @@ TEST_CASE("partition transactions: enrolment opens, markers close, the LSO holds
   REQUIRE(store.ensure_topic("t", 1));
   cluster::producer_states states(store);
 
-  // Without enrolment, a transactional batch is refused.
-  CHECK(states.append(tp, txn_batch(1, 0, 0, 1)).code() == errc::conflict);
+  // The first transactional batch opens the transaction (a begin record before it); an enrolment of the open
+  // transaction writes nothing.
+  auto first = states.append(tp, txn_batch(1, 0, 0, 2));
+  REQUIRE(first);
+  REQUIRE(first->size() == 2);
+  CHECK((*first)[0] > 0);  // the begin record is at 0
+  CHECK(states.committed(tp, 0)->open.at(1).first == 0);
+  const auto before = *store.end_offset(tp);
   REQUIRE(states.enroll(tp, 1, 0));
-  REQUIRE(states.enroll(tp, 1, 0));  // idempotent
-  REQUIRE(states.append(tp, txn_batch(1, 0, 0, 2)));
+  CHECK(*store.end_offset(tp) == before);
+  auto retried = states.append(tp, txn_batch(1, 0, 0, 2));  // a retry: the original offsets
+  REQUIRE(retried);
+  CHECK(*retried == *first);
   REQUIRE(states.append(tp, {storage::record{std::nullopt, "plain", 1, 0}}));
   // Open: nothing from the enrolment on is visible, not even the plain record after it.
   CHECK(committed_values(store, states, tp).empty());
@@ -102,8 +110,11 @@ TEST_CASE("partition transactions: enrolment opens, markers close, the LSO holds
   REQUIRE(states.end_transaction(tp, 1, 1, true));
   CHECK(*store.end_offset(tp) == end);
 
-  // The ended transaction's epoch is fenced: a delayed batch cannot join, nor can an enrolment.
+  // The ended transaction's epoch is fenced: a delayed batch can neither join nor open a transaction again, nor
+  // can an enrolment; nothing is written for them.
   CHECK(states.append(tp, txn_batch(1, 0, 2, 1)).code() == errc::producer_fenced);
+  CHECK(states.append(tp, txn_batch(1, 0, 0, 1)).code() == errc::producer_fenced);
+  CHECK(*store.end_offset(tp) == end);
   CHECK(states.enroll(tp, 1, 0).code() == errc::producer_fenced);
 
   // An aborted transaction: its records are skipped, the records around it are not.
@@ -176,4 +187,29 @@ TEST_CASE("partition transactions: a commit marker commits only the transaction 
   auto view = states.committed(tp, 0);
   REQUIRE(view);
   CHECK(view->open.empty());  // closed, as aborted
+}
+
+TEST_CASE("partition transactions: a marker records its coordinator's epoch, and a replaced coordinator's markers "
+          "are refused, also after a restart",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  REQUIRE(states.append(tp, txn_batch(4, 0, 0, 1)));
+  REQUIRE(states.end_transaction(tp, 4, 1, true, 7));  // coordinator epoch 7
+  REQUIRE(states.append(tp, txn_batch(4, 1, 0, 1)));
+  // The coordinator as it was before it restarted (epoch 6) may not end the next transaction.
+  const auto end = *store.end_offset(tp);
+  auto stale = states.end_transaction(tp, 4, 2, false, 6);
+  CHECK(stale.code() == errc::conflict);
+  CHECK_THAT(stale.message(), Catch::Contains("coordinator epoch 6 is fenced by 7"));
+  CHECK(*store.end_offset(tp) == end);
+  // A re-sent marker it already wrote is still answered (idempotent), whoever sends it.
+  CHECK(states.end_transaction(tp, 4, 1, true, 6));
+  // The epoch is in the log: rebuilt after a restart.
+  cluster::producer_states restarted(store);
+  CHECK(restarted.end_transaction(tp, 4, 2, false, 6).code() == errc::conflict);
+  REQUIRE(restarted.end_transaction(tp, 4, 2, true, 8));
+  CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r0"});
 }
