@@ -17,7 +17,7 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOONMQ_FAULT_POINTS=ON
 
 configure: deps $(BUILD)/CMakeCache.txt
 
@@ -51,7 +51,7 @@ bench: build
 # end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs
 # 50 seeds here (an unoptimized, instrumented build runs it ~60x slower); `make test` runs its 2,000.
 sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON \
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON -DMOONMQ_FAULT_POINTS=ON \
 	  -DMOONMQ_BUILD_BENCHMARKS=OFF -DMOONMQ_BUILD_EXAMPLES=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target moonmq_tests moonmq-plan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,5 +1,5 @@
 // moonmqd: one MoonMQ broker. `moonmqd --config PATH` (default ./appsettings.json); `--check-config` validates the
-// configuration and exits; `--version` prints the version.
+// configuration and exits; `--version` prints the version. A test build also reads MOONMQ_FAULTS (fault points).
 // Exit status: 0 after SIGTERM/SIGINT and a clean stop (or a valid configuration with --check-config); 2 for a bad
 // configuration or command line (the message names the key); 1 when the broker cannot start (unreadable or corrupt
 // state, an address in use).
@@ -13,6 +13,7 @@
 #include "broker.hpp"
 #include "daemon_logger.hpp"
 #include "moonmq/cluster/settings_loader.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 int main(int argc, char** argv) {
   std::string config_path = "./appsettings.json";
@@ -34,6 +35,11 @@ int main(int argc, char** argv) {
   if (check_only) {
     std::cout << "moonmqd: " << config_path << " is valid\n";
     return 0;
+  }
+  // Test builds only (docs/fault-points.md): a spec this build cannot honour is a start-up mistake.
+  if (auto f = moonmq::faults::configure_from_env(); !f) {
+    std::cerr << "moonmqd: " << f.message() << "\n";
+    return 2;
   }
 
   // Signals are taken by one thread with sigwait, so every other thread starts with them blocked.

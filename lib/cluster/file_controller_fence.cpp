@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "json/state_document.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::cluster {
 
@@ -86,9 +87,10 @@ class file_controller_fence final : public controller_fence {
     w.Key("controller");
     w.String(c.controller.value().c_str(), static_cast<rapidjson::SizeType>(c.controller.value().size()));
     w.EndObject();
+    if (auto f = MOONMQ_FAULT("fence.before_write"); !f) return f;
     if (auto s = file_->replace(std::string_view(buf.GetString(), buf.GetSize())); !s) return s;
     highest_ = c;
-    return {};
+    return MOONMQ_FAULT("fence.after_write");
   }
 
   broker_id self_;

@@ -5,6 +5,7 @@
 
 #include "json/state_document.hpp"
 #include "json/writer.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::cluster {
 
@@ -69,8 +70,10 @@ class local_ownership_table final : public ownership_table {
     }
     auto next = map_;
     next[e.partition] = e;
+    if (auto f = MOONMQ_FAULT("ownership.before_write"); !f) return f;
     if (auto s = file_->replace(render(next)); !s) return s;
     map_ = std::move(next);
+    if (auto f = MOONMQ_FAULT("ownership.after_write"); !f) return f;  // written, reported as failed
     return {};
   }
 
@@ -86,8 +89,10 @@ class local_ownership_table final : public ownership_table {
       if (judge_record(current, c, std::nullopt) == record_verdict::apply) next[c.partition] = c;
     }
     if (next == map_) return {};
+    if (auto f = MOONMQ_FAULT("ownership.before_write"); !f) return f;
     if (auto s = file_->replace(render(next)); !s) return s;
     map_ = std::move(next);
+    if (auto f = MOONMQ_FAULT("ownership.after_write"); !f) return f;  // written, reported as failed
     return {};
   }
 

@@ -19,6 +19,7 @@
 #include "json/writer.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::cluster {
 
@@ -254,9 +255,12 @@ struct reassigner::impl {
   /// Rolls back a move at `version` (its cutover's) that no confirm was ever sent for: this broker again, at
   /// version + 1. Decided like the cutover, so under Raft every broker learns it from the log.
   status roll_back(const topic_partition& tp, std::uint64_t version) {
+    if (auto f = MOONMQ_FAULT("reassigner.before_rollback"); !f) return f;
     std::unique_lock gate(st.gates.gate(tp));
     const ownership_entry back{tp, peers.directory().self, version + 1, false};
-    return st.ownership.decide(back, {version, true});
+    auto decided = st.ownership.decide(back, {version, true});
+    if (decided) return MOONMQ_FAULT("reassigner.after_rollback");  // decided; an error: the journal entry stays
+    return decided;
   }
 
   /// Without Raft, tells the destination (best effort) that a move at `version` was rolled back, so that a confirm for
@@ -452,6 +456,7 @@ struct reassigner::impl {
       }
       if (!resp.ok()) co_return peer_error(dest.value(), "reserve", resp);
     }
+    if (auto f = MOONMQ_FAULT("reassigner.after_reserve"); !f) co_return f;
 
     set_step(p, "copy");
     auto end_now = st.store.end_offset(tp);
@@ -463,10 +468,13 @@ struct reassigner::impl {
     }
     auto copied = co_await copy(p, tp, dest.value(), dest_end, *end_now, true);
     if (!copied) co_return copied.to_status();
+    if (auto f = MOONMQ_FAULT("reassigner.after_copy"); !f) co_return f;
 
     set_step(p, "cutover");
     const pending_move journaled{tp, dest, version + 1, false};
     if (auto s = co_await offload(pool, [&] { return journal.add(journaled); }); !s) co_return s;
+    // Journaled, nothing decided: an error here leaves the entry for recovery to resolve (as a crash would).
+    if (auto f = MOONMQ_FAULT("reassigner.before_cutover"); !f) co_return f;
     if (auto s = co_await offload(pool, [&] { return cut_over(tp, dest, version); }); !s) {
       // A cutover whose decision failed may still take effect (a replicated entry can commit after the wait for it
       // gave up): it is rolled back by a decision of its own, after it in the log. Only once that holds may the
@@ -488,7 +496,9 @@ struct reassigner::impl {
     }
     // (No co_await inside a conditional expression: GCC 12 miscompiles that into a double destruction.)
     result<std::uint64_t> drained = error{errc::internal, "not drained"};
-    if (tail_end)
+    if (auto f = MOONMQ_FAULT("reassigner.after_cutover"); !f)
+      drained = f.err();  // handled as a failed drain: rolled back
+    else if (tail_end)
       drained = co_await copy(p, tp, dest.value(), *copied, *tail_end, true);
     else
       drained = tail_end.err();
@@ -497,6 +507,7 @@ struct reassigner::impl {
       pending_move done = journaled;
       done.drained = true;
       marked = co_await offload(pool, [&] { return journal.add(done); });
+      if (marked) marked = MOONMQ_FAULT("reassigner.after_drain");
     }
     if (!drained || !marked) {
       // No confirm has been sent: the destination can never serve this version, so the move is rolled back.
@@ -519,12 +530,18 @@ struct reassigner::impl {
     set_step(p, "confirm");
     std::string why;
     confirmation c = confirmation::unknown;
-    for (int attempt = 0; attempt < 3 && c != confirmation::confirmed; ++attempt)
-      c = co_await confirm(tp, dest, version + 1, claim, &why);
+    if (auto f = MOONMQ_FAULT("reassigner.before_confirm"); !f) {
+      why = f.message();  // as if no confirm got an answer: recovery confirms it later
+    } else {
+      for (int attempt = 0; attempt < 3 && c != confirmation::confirmed; ++attempt)
+        c = co_await confirm(tp, dest, version + 1, claim, &why);
+    }
     if (c != confirmation::confirmed)
       co_return status{errc::unavailable, "confirm on " + dest.value() +
                                               " failed; the move stays journaled and is confirmed when " +
                                               dest.value() + " answers: " + why};
+    // Confirmed, still journaled: an error leaves the entry for recovery, which finds the move decided.
+    if (auto f = MOONMQ_FAULT("reassigner.after_confirm"); !f) co_return f;
     if (auto s = co_await offload(pool, [&] { return journal.remove(tp, version + 1); }); !s)
       st.log.error("reassigner", "could not clear the journal entry of " + name_of(tp) + ": " + s.message());
     co_return status{};

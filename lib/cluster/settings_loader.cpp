@@ -223,6 +223,7 @@ environment process_environment() {
     if (!kv.starts_with(env_prefix)) continue;
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
+    if (kv.substr(0, eq) == "MOONMQ_FAULTS") continue;  // fault points (docs/fault-points.md), not a setting
     env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   return env;

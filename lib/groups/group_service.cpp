@@ -7,6 +7,7 @@
 #include "json/writer.hpp"
 #include "moonmq/core/fnv1a.hpp"
 #include "moonmq/groups/group_metrics.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::groups {
 
@@ -237,12 +238,14 @@ std::string group_service::fingerprint_locked() const { return render(groups_); 
 status group_service::persist_locked() {
   std::string now = render(groups_);
   if (now == written_) return {};
-  if (auto s = file_->replace(now); !s) {
+  auto s = MOONMQ_FAULT("groups.before_persist");
+  if (s) s = file_->replace(now);
+  if (!s) {
     log_.error("groups", "could not write the group state (it is kept in memory): " + s.message());
     return s;
   }
   written_ = std::move(now);
-  return {};
+  return MOONMQ_FAULT("groups.after_persist");
 }
 
 result<member_answer> group_service::join(const std::string& group_id, const std::string& member_id,

@@ -16,6 +16,7 @@
 #include "message_json.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/raft/raft_metrics.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::raft {
 
@@ -142,6 +143,7 @@ struct service::impl {
           break;
         }
       }
+      if (durable_part) (void)MOONMQ_FAULT("raft.after_save");  // crash or pause: saved, nothing sent yet
       for (auto& m : r.messages) enqueue(std::move(m));
       apply(r);
     }
@@ -171,6 +173,7 @@ struct service::impl {
       request req;  // POST, JSON: the defaults
       req.path = wire::route_of(m.type);
       req.body = wire::encode(m);
+      if (auto f = MOONMQ_FAULT("raft.before_send"); !f) continue;  // error: this message is lost
       (void)co_await peers.call(peer, std::move(req));
     }
     sending[peer] = false;

@@ -14,6 +14,7 @@
 #include "moonmq/storage/file_state_file.hpp"
 #include "storage/descriptor_cache.hpp"
 #include "storage/posix_file.hpp"
+#include "moonmq/core/fault_points.hpp"
 
 namespace moonmq::storage {
 
@@ -213,7 +214,8 @@ class partition_log {
   status sync() {
     dirty_.store(false, std::memory_order_relaxed);
     auto file = files_.acquire(path_);
-    status s = file ? posix::sync_data((*file)->get(), path_) : status(file.err());
+    status s = file ? MOONMQ_FAULT("log.before_fsync") : status(file.err());
+    if (s) s = posix::sync_data((*file)->get(), path_);
     if (!s) dirty_.store(true, std::memory_order_release);  // the flusher tries again
     return s;
   }
@@ -226,7 +228,11 @@ class partition_log {
     if (!file) return file.err();
     const int fd = (*file)->get();
     auto s = posix::pwrite_all(fd, bytes.data(), bytes.size(), at, path_);
-    if (s && policy == fsync_policy::always) s = posix::sync_data(fd, path_);
+    if (s && policy == fsync_policy::always) {
+      s = MOONMQ_FAULT("log.before_fsync");
+      if (s) s = posix::sync_data(fd, path_);
+      if (s) s = MOONMQ_FAULT("log.after_fsync");  // an error here: synced, yet refused and cut back
+    }
     if (!s) {
       // Nothing half-applied: cut back whatever part of the write landed.
       (void)posix::truncate_file(fd, at, path_);

@@ -11,6 +11,7 @@
 #include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/coordinator_call.hpp"
+#include "moonmq/core/fault_points.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
 #include "moonmq/groups/group_service.hpp"
@@ -324,6 +325,8 @@ response txn_service::coordinator_route(const std::string& route, const request&
       if (auto p = keep_locked(id, before); !p) return from_error(p.err());
       break;
     }
+    // Decided, no marker sent: an error is answered as it is, and the ticker delivers what was decided.
+    if (auto f = MOONMQ_FAULT("txn.after_prepare"); !f) return from_error(f.err());
     // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
     // read_committed reader then sees the commit as soon as this returns). Otherwise it says which are pending,
     // and the producer's next add, end or init waits for them.
@@ -394,9 +397,11 @@ bool txn_service::complete_now(const std::string& id) {
       json::put(w, "commit", commit);
     });
     auto [answer, at] = to_owner(tp, t.partitions.at(tp), "markers", body);
+    // Between markers: this one delivered (or not), the others maybe not yet. An error forgets this delivery.
+    const bool counted = answer.status == 200 && MOONMQ_FAULT("txn.between_markers").ok();
     std::lock_guard lock(mu_);
     if (at != t.partitions.at(tp)) coord_.owner_moved(id, tp, at);
-    if (answer.status == 200) coord_.marker_written(id, t.epoch, tp);
+    if (counted) coord_.marker_written(id, t.epoch, tp);
   };
   std::vector<std::future<void>> remote;
   std::vector<topic_partition> local;
@@ -440,6 +445,7 @@ bool txn_service::complete_now(const std::string& id) {
       coord_.offsets_written(id, t.epoch);
     }
   }
+  if (auto f = MOONMQ_FAULT("txn.before_complete"); !f) return false;  // the ticker tries again
   std::lock_guard lock(mu_);
   const transaction* after = coord_.find(id);
   if (!after) return false;
@@ -556,9 +562,11 @@ response txn_service::owner_route(const std::string& route, const request& req) 
   status s;
   if (route == "enroll")
     s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
-  else if (route == "markers")
+  else if (route == "markers") {
     s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit,
                                       static_cast<std::uint32_t>(coordinator_epoch));
+    if (s) s = MOONMQ_FAULT("txn.after_marker_write");  // written on the owner, the answer lost
+  }
   else if (auto raised = st_.offsets.commit_if_higher(group, tp, offset); !raised)
     s = raised.err();  // only forward: a re-sent transactional offset must not rewind what the group did since
   if (!s) {

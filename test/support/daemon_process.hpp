@@ -54,6 +54,8 @@ class moonmqd_process {
   std::string log_path;
   /// RLIMIT_NOFILE for the process (like `ulimit -n`); 0 leaves the test runner's.
   rlim_t open_files_limit = 0;
+  /// MOONMQ_FAULTS for the next start() (fault points; empty: none).
+  std::string faults;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -90,6 +92,10 @@ class moonmqd_process {
         rlimit l{open_files_limit, open_files_limit};
         if (setrlimit(RLIMIT_NOFILE, &l) != 0) _exit(126);
       }
+      if (faults.empty())
+        unsetenv("MOONMQ_FAULTS");
+      else
+        setenv("MOONMQ_FAULTS", faults.c_str(), 1);
       execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -114,6 +120,22 @@ class moonmqd_process {
     ::kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
+  }
+
+  /// Waits up to `timeout` for the process to end by itself; true (and reaped) if it did, with the signal that
+  /// ended it in `*signal_out` (0: it exited).
+  bool wait_for_end(std::chrono::milliseconds timeout, int* signal_out = nullptr) {
+    if (pid_ <= 0) return true;
+    for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        if (signal_out) *signal_out = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
   }
 
   /// SIGTERM; returns the exit status.

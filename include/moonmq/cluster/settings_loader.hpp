@@ -11,7 +11,8 @@
 
 namespace moonmq::cluster {
 
-/// Environment overrides, name -> value, e.g. {"MOONMQ_Server__Cluster__BrokerId", "b2"}. Other names are ignored.
+/// Environment overrides, name -> value, e.g. {"MOONMQ_Server__Cluster__BrokerId", "b2"}. Other names are ignored,
+/// and so is MOONMQ_FAULTS (fault points, not a setting).
 using environment = std::map<std::string, std::string>;
 
 /// The process environment's MOONMQ_* variables.
