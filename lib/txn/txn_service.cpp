@@ -294,7 +294,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
       auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
                               : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
-      if (!t && round == 0 && completing_locked(id)) {
+      if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
         lock.unlock();
         complete(id);  // the previous transaction's markers first (or wait for the run delivering them)
         continue;
@@ -314,23 +314,30 @@ response txn_service::coordinator_route(const std::string& route, const request&
       const std::optional<transaction> before =
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
       auto t = coord_.end(id, producer_id, e32, commit, now);
-      if (!t && round == 0 && completing_locked(id)) {
+      if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
         lock.unlock();
         complete(id);
         continue;
       }
       if (!t) return fenced(t.err());
-      // The commit point. Synced as the partitions' records and markers are (Server.Storage.Fsync): with `interval`, a
-      // power loss may lose the last interval's writes, this record among them; a kill -9 loses none of them.
-      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
+      // The commit point, always synced: lost to a power loss after a marker went out, the coordinator would come
+      // back with the transaction open, time it out and abort what an owner already committed.
+      if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());
       break;
     }
     // Decided, no marker sent: an error is answered as it is, and the ticker delivers what was decided.
     if (auto f = MOONMQ_FAULT("txn.after_prepare"); !f) return from_error(f.err());
     // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
-    // read_committed reader then sees the commit as soon as this returns). Otherwise it says which are pending,
-    // and the producer's next add, end or init waits for them.
-    if (wait || !opt_.defer)
+    // read_committed reader then sees the commit as soon as this returns), or when it commits group offsets (a
+    // member that takes the partitions over must find them). Otherwise it says which are pending, and the
+    // producer's next add, end or init waits for them.
+    bool offsets = false;
+    {
+      std::lock_guard lock(mu_);
+      const transaction* t = coord_.find(id);
+      offsets = t && t->offsets_pending;
+    }
+    if (wait || offsets || !opt_.defer)
       complete(id);
     else
       opt_.defer([this, id] { complete(id); });
@@ -414,6 +421,14 @@ bool txn_service::complete_now(const std::string& id) {
     remote.push_back(task->get_future());
     asio::post(*marker_threads_, [task] { (*task)(); });
   }
+  // The pool's tasks refer to `deliver` and `t` on this stack: wait for every one of them, whatever happens here.
+  struct join_all {
+    std::vector<std::future<void>>& futures;
+    ~join_all() {
+      for (auto& f : futures)
+        if (f.valid()) f.wait();
+    }
+  } joined{remote};
   for (const auto& tp : local) deliver(tp);
   for (auto& f : remote) f.get();
   bool markers_done = false;
@@ -537,7 +552,7 @@ response txn_service::owner_route(const std::string& route, const request& req) 
     r.get("producer_epoch", epoch, true);
     if (route == "markers") {
       r.get("commit", commit, true);
-      r.get("coordinator_epoch", coordinator_epoch, true);
+      r.get("coordinator_epoch", coordinator_epoch);  // absent: 0, as from a coordinator that predates it
       if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
     }
     if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
