@@ -7,17 +7,12 @@
 
 #include "moonmq/core/fault_points.hpp"
 #include "support/daemon_process.hpp"
+#include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str(), s.size());
-  return d;
-}
 
 /// Partition 0's records on `b` (offset, value), or nullopt with the status when `b` does not serve it.
 std::pair<int, std::vector<std::pair<std::uint64_t, std::string>>> read_partition(const moonmqd_process& b) {

@@ -231,3 +231,58 @@ TEST_CASE("e2e transactions: a partition moved in the middle of a transaction ke
   CHECK(committed(b2, 1) == std::vector<std::string>{"a1", "b1"});
   CHECK(committed(b1, 0) == std::vector<std::string>{"a0"});
 }
+
+TEST_CASE("e2e transactions: the coordinator crashes right after its commit point (fault point txn.after_prepare), and "
+          "after its restart every partition gets the commit",
+          "[e2e][txn][faults]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
+  move(b1, 1, "b2");
+  move(b1, 2, "b3");
+  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
+  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+
+  const std::string tid = "tx-fault";
+  auto s = init(b1, tid);
+  auto* coordinator = by_id.at(parse(b1.api().Get(("/v1/transactions/" + tid).c_str())->body)["coordinator"].GetString());
+  moonmqd_process* via = coordinator == &b1 ? &b2 : &b1;
+  // The coordinator again, now set to die right after the prepare record is written (synced) and before any marker.
+  REQUIRE(coordinator->terminate() == 0);
+  coordinator->faults = "txn.after_prepare=crash";
+  coordinator->start();
+  for (int p = 0; p < 3; ++p) {
+    auto r = via->api().Post("/v1/topics/t/records", produce_body(p, {"f" + std::to_string(p)}, s.id, s.epoch, 0, tid),
+                             "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+  }
+  auto commit = via->api().Post(("/v1/transactions/" + tid + "/commit").c_str(),
+                                "{\"producer_id\":" + std::to_string(s.id) + ",\"producer_epoch\":" +
+                                    std::to_string(s.epoch) + ",\"wait\":true}",
+                                "application/json");
+  REQUIRE(commit);
+  CHECK(commit->status == 503);  // the coordinator went away mid-call: the outcome is unknown to the client
+  int sig = 0;
+  REQUIRE(coordinator->wait_for_end(10s, &sig));
+  CHECK(sig == SIGKILL);
+  for (int p = 0; p < 3; ++p)  // no marker yet on the brokers that are up
+    if (owner[static_cast<std::size_t>(p)] != coordinator) CHECK(committed(*owner[static_cast<std::size_t>(p)], p).empty());
+
+  coordinator->faults.clear();
+  coordinator->start();
+  bool delivered = false;
+  for (auto until = std::chrono::steady_clock::now() + 20s; !delivered && std::chrono::steady_clock::now() < until;) {
+    delivered = true;
+    for (int p = 0; p < 3; ++p)
+      delivered = delivered && committed(*owner[static_cast<std::size_t>(p)], p) == std::vector<std::string>{"f" + std::to_string(p)};
+    if (!delivered) std::this_thread::sleep_for(50ms);
+  }
+  CHECK(delivered);
+  auto after = parse(via->api().Get(("/v1/transactions/" + tid).c_str())->body);
+  CHECK(std::string(after["state"].GetString()) == "complete_commit");
+}
