@@ -9,7 +9,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo demo-plan bench sanitize fuzz clean
+.PHONY: all deps configure build test demo demo-plan bench sanitize fuzz torture clean
 
 all: build
 
@@ -61,6 +61,12 @@ sanitize: deps
 # target, "fuzz TARGET: N execs, M crashes", and a non-zero exit on any crash (scripts/fuzz.sh).
 fuzz: deps
 	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) scripts/fuzz.sh
+
+# The torture harness (docs/reliability.md): a seeded round without Raft, then one with it, DURATION seconds of
+# faults each (default 60), then heal, converge, drain and check. SEED= replays a round.
+torture: build
+	$(BUILD)/test/moonmq-torture --duration $(or $(DURATION),60) $(if $(SEED),--seed $(SEED))
+	$(BUILD)/test/moonmq-torture --duration $(or $(DURATION),60) --raft $(if $(SEED),--seed $(SEED))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

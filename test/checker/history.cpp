@@ -222,41 +222,46 @@ class checker {
   }
 
   void lost_and_unseen(report& r) {
-    std::map<std::string, std::vector<const op*>> reads;  // tp -> reads
+    struct span {
+      const op* read;
+      std::uint64_t first, last;
+      std::set<std::uint64_t> offsets;
+    };
+    std::map<std::string, std::vector<span>> reads;  // tp -> reads that returned records
     std::map<std::string, std::set<std::string>> final_values;
+    std::map<std::string, const op*> last_final;
     for (const auto& o : ops_)
       if (o.kind == "read") {
-        reads[o.tp()].push_back(&o);
-        if (o.final_read)
+        if (!o.records.empty()) {
+          span s{&o, o.records.front().offset, o.records.back().offset, {}};
+          for (const auto& rec : o.records) {
+            s.first = std::min(s.first, rec.offset);
+            s.last = std::max(s.last, rec.offset);
+            s.offsets.insert(rec.offset);
+          }
+          reads[o.tp()].push_back(std::move(s));
+        }
+        if (o.final_read) {
+          last_final[o.tp()] = &o;
           for (const auto& rec : o.records) final_values[o.tp()].insert(rec.value);
+        }
       }
     for (const auto& [value, acked] : acks_) {
       const op& ack = *acked.front();
       const std::uint64_t offset = *ack.offset;
       bool lost = false;
-      for (const op* rd : reads[ack.tp()]) {
-        if (!must_show(ack, rd->isolation) || rd->records.empty()) continue;
-        bool before = false, after = false, there = false;
-        for (const auto& rec : rd->records) {
-          before = before || rec.offset < offset;
-          after = after || rec.offset > offset;
-          there = there || rec.offset == offset;
-        }
-        if (before && after && !there) {
-          r.anomalies.push_back({"lost_write", value, {observed(ack), observed(*rd, offset)}});
-          lost = true;
-          break;
-        }
+      for (const auto& s : reads[ack.tp()]) {
+        if (s.first >= offset || s.last <= offset || s.offsets.count(offset) || !must_show(ack, s.read->isolation))
+          continue;
+        r.anomalies.push_back({"lost_write", value, {observed(ack), observed(*s.read, offset)}});
+        lost = true;
+        break;
       }
       const std::string outcome = outcome_of(ack);
       if (lost || outcome == "abort" || outcome == "info") continue;
       if (!final_values[ack.tp()].count(value)) {
-        const auto& finals = reads[ack.tp()];
-        const op* last_final = nullptr;
-        for (const op* rd : finals)
-          if (rd->final_read) last_final = rd;
         std::vector<std::string> obs{observed(ack)};
-        if (last_final) obs.push_back(observed(*last_final));
+        if (auto f = last_final.find(ack.tp()); f != last_final.end()) obs.push_back(observed(*f->second));
         r.anomalies.push_back({"unseen_after_drain", value, std::move(obs)});
       }
     }

@@ -56,6 +56,10 @@ class moonmqd_process {
   rlim_t open_files_limit = 0;
   /// MOONMQ_FAULTS for the next start() (fault points; empty: none).
   std::string faults;
+  /// The address both listeners bind and peers and clients use; with `netns`, the process runs in that network
+  /// namespace (`ip netns exec`), where `host` is its address.
+  std::string host = "127.0.0.1";
+  std::string netns;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -73,11 +77,12 @@ class moonmqd_process {
     for (auto* p : peers) {
       if (p == this) continue;
       if (!peer_list.empty()) peer_list += ",";
-      peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"127.0.0.1:" + std::to_string(p->cluster_port) + "\"}";
+      peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"" + p->host + ":" + std::to_string(p->cluster_port) + "\"}";
     }
-    std::ofstream(config_path) << "{\"Server\":{\"Host\":\"127.0.0.1\",\"Port\":" << api_port << ",\"DataDir\":\""
+    std::ofstream(config_path) << "{\"Server\":{\"Host\":\"" << host << "\",\"Port\":" << api_port << ",\"DataDir\":\""
                                << data_dir << "\"" << (server_extra.empty() ? "" : "," + server_extra)
-                               << ",\"Cluster\":{\"BrokerId\":\"" << id << "\",\"Port\":" << cluster_port
+                               << ",\"Cluster\":{\"BrokerId\":\"" << id << "\",\"Host\":\"" << host
+                               << "\",\"Port\":" << cluster_port
                                << ",\"Token\":\"" << token << "\",\"PeerTimeout\":3,\"Peers\":[" << peer_list << "]"
                                << (cluster_extra.empty() ? "" : "," + cluster_extra) << "}}}";
   }
@@ -96,12 +101,16 @@ class moonmqd_process {
         unsetenv("MOONMQ_FAULTS");
       else
         setenv("MOONMQ_FAULTS", faults.c_str(), 1);
-      execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
+      if (!netns.empty())
+        execl("/usr/sbin/ip", "ip", "netns", "exec", netns.c_str(), MOONMQ_DAEMON_BIN, "--config", config_path.c_str(),
+              static_cast<char*>(nullptr));
+      else
+        execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
-      httplib::Client c("127.0.0.1", api_port);
+      httplib::Client c(host, api_port);
       c.set_connection_timeout(std::chrono::milliseconds(200));
       if (auto r = c.Get("/v1/health"); r && r->status == 200) return;
       int status = 0;
@@ -138,6 +147,12 @@ class moonmqd_process {
     return false;
   }
 
+  /// Sends `sig` (SIGSTOP, SIGCONT, ...) to the running process.
+  void send_signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+  bool running() const { return pid_ > 0; }
+
   /// SIGTERM; returns the exit status.
   int terminate() {
     if (pid_ <= 0) return -1;
@@ -149,7 +164,7 @@ class moonmqd_process {
   }
 
   httplib::Client api() const {
-    httplib::Client c("127.0.0.1", api_port);
+    httplib::Client c(host, api_port);
     c.set_read_timeout(std::chrono::seconds(30));
     return c;
   }

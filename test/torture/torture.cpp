@@ -1,0 +1,599 @@
+// moonmq-torture: real moonmqd processes under a seeded nemesis while a workload runs, then heal, a quiet liveness
+// phase, a final drain and the history checker (test/checker/history.hpp). `make torture` runs it; docs/reliability.md
+// says what it covers.
+//
+//   moonmq-torture [--seed N] [--duration S] [--raft] [--brokers N] [--keep DIR]
+//
+// The workload: idempotent producers (retrying a record with its sequence until it is answered), transactional
+// producers (1-3 records over random partitions, then commit or abort), a read_committed reader, hand-driven moves,
+// and the balance loop. The nemesis, one fault at a time: kill -9 and restart, SIGSTOP/SIGCONT, and a restart with a
+// fault point armed (a crash at a named step of a move, a commit, a write, the N-th time it is reached).
+// It prints the seed, each fault, the checker's report, and last one JSON line:
+//   {"seed", "duration_s", "raft", "faults": {KIND: COUNT}, "acknowledged", "anomalies": [...]}
+// Exit status: 0 when the checker found nothing and the cluster converged, 1 otherwise, 2 for a bad command line.
+#include <CLI/CLI.hpp>
+#include <rapidjson/document.h>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "checker/history.hpp"
+#include "support/daemon_process.hpp"
+#include "torture/netns_lab.hpp"
+
+using namespace moonmq::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int partitions = 6;
+const std::string topic = "torture";
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// The history, one JSON object per line, shared by every workload thread.
+class history {
+ public:
+  void add(std::string line) {
+    std::lock_guard lock(mu_);
+    lines_ += line + "\n";
+  }
+  std::string text() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string lines_;
+};
+
+/// The brokers, restarted and signalled by the nemesis while the workload talks to them.
+struct cluster {
+  std::vector<std::unique_ptr<moonmqd_process>> brokers;
+  std::mutex mu;  ///< held while a broker is being restarted (its ports stay the same)
+  std::vector<bool> stopped;  ///< SIGSTOPped
+
+  httplib::Client client(std::size_t i) {
+    httplib::Client c(brokers[i]->host, brokers[i]->api_port);
+    c.set_connection_timeout(1s);
+    c.set_read_timeout(5s);
+    c.set_write_timeout(5s);
+    return c;
+  }
+};
+
+struct options {
+  std::uint64_t seed = 0;
+  int duration_s = 60;
+  bool raft = false;
+  int broker_count = 3;
+  std::string keep;
+  bool sabotage = false;  ///< drop one record from what the drain saw: the checker must report it
+  bool network = true;    ///< network namespaces and network faults, when this machine allows them
+};
+
+class torture {
+ public:
+  explicit torture(options o) : opt_(std::move(o)) {}
+
+  int run() {
+    temp_dir dir;
+    const std::string base = opt_.keep.empty() ? dir.path() : opt_.keep;
+    std::string network = "off (--no-network)";
+    if (opt_.network) {
+      if (auto why = netns_lab::unavailable_reason(); !why.empty()) {
+        network = "off (" + why + "): process faults and fault points only";
+      } else {
+        lab_ = std::make_unique<netns_lab>(opt_.broker_count, static_cast<int>(::getpid()));
+        network = "on (a network namespace per broker)";
+      }
+    }
+    std::vector<moonmqd_process*> all;
+    for (int i = 0; i < opt_.broker_count; ++i) {
+      c_.brokers.push_back(std::make_unique<moonmqd_process>("b" + std::to_string(i + 1), base));
+      if (lab_) {
+        c_.brokers.back()->host = lab_->address(i + 1);
+        c_.brokers.back()->netns = lab_->ns(i + 1);
+      }
+      all.push_back(c_.brokers.back().get());
+    }
+    c_.stopped.assign(all.size(), false);
+    const std::string raft =
+        opt_.raft ? "\"Raft\":{\"Enabled\":true,\"HeartbeatMs\":100,\"ElectionTimeoutMinMs\":1000,"
+                    "\"ElectionTimeoutMaxMs\":2000}"
+                  : "";
+    // Beyond loopback (in namespaces) the client API takes anonymous clients only when told to.
+    const std::string server =
+        "\"Transactions\":{\"TimeoutMs\":5000},\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":3,"
+        "\"Goals\":[{\"Name\":\"PARTITION_COUNT\"}]}" +
+        std::string(lab_ ? ",\"Auth\":{\"AllowAnonymous\":true}" : "");
+    for (auto* b : all) b->configure(all, raft, server);
+    for (auto* b : all) b->start();
+    std::printf("torture: seed %llu, %d s, %d brokers, raft %s, network faults: %s\n",
+                static_cast<unsigned long long>(opt_.seed), opt_.duration_s, opt_.broker_count,
+                opt_.raft ? "on" : "off", network.c_str());
+    if (!create_topic()) return fail("could not create the topic");
+
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (int i = 0; i < 2; ++i) workers.push_back(worker(1 + i, [this, i] { idempotent_producer(i); }));
+    for (int i = 0; i < 2; ++i) workers.push_back(worker(3 + i, [this, i] { transactional_producer(i); }));
+    workers.push_back(worker(5, [this] { reader(); }));
+    workers.push_back(worker(6, [this] { mover(); }));
+    std::mt19937_64 nemesis_rng(opt_.seed);
+    thread_rng = &nemesis_rng;
+    nemesis(start + std::chrono::seconds(opt_.duration_s));
+    stop_ = true;
+    for (auto& w : workers) w.join();
+
+    heal();
+    const bool converged = wait_converged();
+    drain();
+    auto report = moonmq::check::check_history(history_.text());
+    if (!report) return fail("the history does not parse: " + report.message());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("torture: checker: %s\n", report->to_json().c_str());
+    if (!converged) std::printf("torture: the cluster did not converge after healing\n");
+    // The last line, for machines.
+    std::string faults = "{";
+    for (const auto& [kind, n] : fault_counts_) faults += (faults.size() > 1 ? "," : "") + quoted(kind) + ":" + std::to_string(n);
+    faults += "}";
+    std::string anomalies = "[";
+    for (const auto& a : report->anomalies) {
+      anomalies += (anomalies.size() > 1 ? "," : "") + std::string("{\"type\":") + quoted(a.type) +
+                   ",\"record\":" + quoted(a.record) + ",\"observations\":[";
+      for (std::size_t i = 0; i < a.observations.size(); ++i) anomalies += (i ? "," : "") + a.observations[i];
+      anomalies += "]}";
+    }
+    if (!converged) anomalies += std::string(anomalies.size() > 1 ? "," : "") + "{\"type\":\"not_converged\"}";
+    anomalies += "]";
+    std::printf("{\"seed\":%llu,\"duration_s\":%.1f,\"raft\":%s,\"faults\":%s,\"acknowledged\":%zu,\"anomalies\":%s}\n",
+                static_cast<unsigned long long>(opt_.seed), seconds, opt_.raft ? "true" : "false", faults.c_str(),
+                report->acknowledged, anomalies.c_str());
+    std::fflush(stdout);
+    for (auto& b : c_.brokers) b->kill9();  // before their data directory goes
+    return report->anomalies.empty() && converged ? 0 : 1;
+  }
+
+ private:
+  int fail(const std::string& why) {
+    std::printf("torture: %s\n", why.c_str());
+    return 1;
+  }
+
+  /// A uniform choice in [0, n) from the calling thread's generator: each thread (the nemesis, every workload
+  /// thread) has its own, seeded from the seed and its role, so a seed replays every thread's choices (the
+  /// interleaving of the threads and the processes is up to the machine).
+  static std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(*thread_rng); }
+  std::thread worker(std::uint64_t role, std::function<void()> f) {
+    return std::thread([this, role, f = std::move(f)] {
+      std::mt19937_64 rng(opt_.seed * 0x9E3779B97F4A7C15ull + role);
+      thread_rng = &rng;
+      f();
+    });
+  }
+
+  void note_fault(const std::string& kind, const std::string& what) {
+    ++fault_counts_[kind];
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count();
+    std::printf("torture: %7.2f s  %s\n", t, what.c_str());
+    std::fflush(stdout);
+  }
+
+  bool create_topic() {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      auto c = c_.client(0);
+      auto r = c.Post("/v1/topics", "{\"name\":\"" + topic + "\",\"partitions\":" + std::to_string(partitions) + "}",
+                      "application/json");
+      if (r && (r->status == 200 || r->status == 409)) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  }
+
+  /// An idempotent producer: each record is retried with its sequence until answered (a retry is deduplicated).
+  void idempotent_producer(int n) {
+    std::uint64_t id = 0;
+    while (!stop_ && id == 0) {
+      auto c = c_.client(pick(c_.brokers.size()));
+      if (auto r = c.Post("/v1/producers", "{}", "application/json"); r && r->status == 200)
+        id = parse(r->body)["producer_id"].GetUint64();
+      else
+        std::this_thread::sleep_for(100ms);
+    }
+    std::map<int, std::uint32_t> sequence;
+    for (int k = 0; !stop_; ++k) {
+      const int p = static_cast<int>(pick(partitions));
+      const std::string value = "i" + std::to_string(n) + "-" + std::to_string(k);
+      const std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + quoted(value) +
+                               "}],\"producer\":{\"id\":" + std::to_string(id) + ",\"epoch\":0,\"sequence\":" +
+                               std::to_string(sequence[p]) + "}}";
+      bool answered = false;
+      // Until answered: a record whose fate is unknown must be retried with the same sequence, or every later one
+      // is out of order. It stops retrying only when the run ends (the record's fate then stays unknown).
+      while (!answered) {
+        auto c = c_.client(pick(c_.brokers.size()));
+        auto r = c.Post(("/v1/topics/" + topic + "/records").c_str(), body, "application/json");
+        if (r && r->status == 200) {
+          auto d = parse(r->body);
+          history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+                       ",\"value\":" + quoted(value) + ",\"outcome\":\"ok\",\"offset\":" +
+                       std::to_string(d["offsets"][0].GetUint64()) + "}");
+          answered = true;
+        } else if (stop_) {
+          history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+                       ",\"value\":" + quoted(value) + ",\"outcome\":\"info\"}");
+          return;
+        } else {
+          if (r && r->status == 409) {
+            std::printf("torture: idempotent producer %d refused: %s\n", n, r->body.c_str());
+            history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+                         ",\"value\":" + quoted(value) + ",\"outcome\":\"info\"}");
+            return;  // fenced or out of order: this producer cannot go on
+          }
+          std::this_thread::sleep_for(50ms);
+        }
+      }
+      ++sequence[p];
+    }
+  }
+
+  /// A transactional producer: transactions of 1-3 records, committed or aborted at random.
+  void transactional_producer(int n) {
+    const std::string tid = "tx-" + std::to_string(n);
+    std::uint64_t id = 0;
+    std::uint32_t epoch = 0;
+    auto init = [&] {
+      while (!stop_) {
+        auto c = c_.client(pick(c_.brokers.size()));
+        auto r = c.Post("/v1/producers", "{\"transactional_id\":" + quoted(tid) + "}", "application/json");
+        if (r && r->status == 200) {
+          auto d = parse(r->body);
+          id = d["producer_id"].GetUint64();
+          epoch = d["producer_epoch"].GetUint();
+          return true;
+        }
+        std::this_thread::sleep_for(100ms);
+      }
+      return false;
+    };
+    if (!init()) return;
+    for (int k = 0; !stop_; ++k) {
+      const std::string txn = tid + ":" + std::to_string(epoch);
+      bool broken = false;
+      const std::size_t count = 1 + pick(3);
+      std::map<int, std::uint32_t> sequence;
+      for (std::size_t j = 0; j < count && !broken; ++j) {
+        const int p = static_cast<int>(pick(partitions));
+        const std::string value = "t" + std::to_string(n) + "-" + std::to_string(k) + "-" + std::to_string(j);
+        auto c = c_.client(pick(c_.brokers.size()));
+        auto r = c.Post(("/v1/topics/" + topic + "/records").c_str(),
+                        "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + quoted(value) +
+                            "}],\"producer\":{\"id\":" + std::to_string(id) + ",\"epoch\":" + std::to_string(epoch) +
+                            ",\"sequence\":" + std::to_string(sequence[p]) +
+                            "},\"transaction\":{\"transactional_id\":" + quoted(tid) + "}}",
+                        "application/json");
+        std::string line = "{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+                           ",\"value\":" + quoted(value) + ",\"txn\":" + quoted(txn);
+        if (r && r->status == 200) {
+          history_.add(line + ",\"outcome\":\"ok\",\"offset\":" +
+                       std::to_string(parse(r->body)["offsets"][0].GetUint64()) + "}");
+          ++sequence[p];
+        } else {
+          history_.add(line + (r && r->status / 100 == 4 ? ",\"outcome\":\"fail\"}" : ",\"outcome\":\"info\"}"));
+          broken = true;  // whatever happened to it, this transaction is aborted
+        }
+      }
+      const bool commit = !broken && pick(3) != 0;
+      auto c = c_.client(pick(c_.brokers.size()));
+      auto r = c.Post(("/v1/transactions/" + tid + (commit ? "/commit" : "/abort")).c_str(),
+                      "{\"producer_id\":" + std::to_string(id) + ",\"producer_epoch\":" + std::to_string(epoch) + "}",
+                      "application/json");
+      if (r && r->status == 200) {
+        history_.add("{\"op\":\"txn\",\"txn\":" + quoted(txn) + ",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
+        epoch = parse(r->body)["producer_epoch"].GetUint();
+      } else {
+        // Unknown (or refused: fenced after a timeout, which aborted it). A new session aborts whatever is open.
+        history_.add("{\"op\":\"txn\",\"txn\":" + quoted(txn) + ",\"outcome\":\"info\"}");
+        if (!init()) return;
+      }
+    }
+  }
+
+  /// A consumer: follows every partition's tail read_committed (a page at a time, from where it stopped), recording
+  /// what it saw.
+  void reader() {
+    std::map<int, std::uint64_t> position;
+    while (!stop_) {
+      const int p = static_cast<int>(pick(partitions));
+      read_partition(p, false, &position[p], 1);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  /// Reads partition `p` from whichever broker serves it, from `*from` (0 when null) for at most `max_pages` pages;
+  /// true when read to its end (the LSO for read_committed). `*from` moves to where it stopped.
+  bool read_partition(int p, bool final_read, std::uint64_t* from = nullptr, int max_pages = 1000000) {
+    for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+      auto c = c_.client(b);
+      std::uint64_t offset = from ? *from : 0;
+      bool served = false;
+      for (int pages = 0; pages < max_pages; ++pages) {
+        auto r = c.Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(p) +
+                        "/records?isolation=read_committed&max_bytes=262144&offset=" + std::to_string(offset))
+                           .c_str());
+        if (!r || r->status != 200) break;
+        served = true;
+        auto d = parse(r->body);
+        std::string records = "[";
+        for (const auto& rec : d["records"].GetArray()) {
+          if (final_read && opt_.sabotage && !sabotaged_) {
+            sabotaged_ = true;
+            std::printf("torture: sabotage: the drain's record at %s-%d offset %llu is left out of the history\n",
+                        topic.c_str(), p, static_cast<unsigned long long>(rec["offset"].GetUint64()));
+            continue;
+          }
+          records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") +
+                     std::to_string(rec["offset"].GetUint64()) + ",\"value\":" + quoted(rec["value"].GetString()) + "}";
+        }
+        records += "]";
+        history_.add("{\"op\":\"read\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+                     ",\"isolation\":\"committed\",\"final\":" + (final_read ? "true" : "false") +
+                     ",\"records\":" + records + "}");
+        const std::uint64_t next = d["next_offset"].GetUint64();
+        const std::uint64_t end = d.HasMember("last_stable_offset") ? d["last_stable_offset"].GetUint64()
+                                                                    : d["end_offset"].GetUint64();
+        if (from) *from = next;
+        if (next >= end || next == offset) return true;
+        offset = next;
+      }
+      if (served) return false;  // served here, but not read to its end
+    }
+    return false;
+  }
+
+  /// Moves a random partition to a random broker every couple of seconds (asked of its owner).
+  void mover() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 + pick(1000)));
+      const int p = static_cast<int>(pick(partitions));
+      const std::string dest = c_.brokers[pick(c_.brokers.size())]->id;
+      for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+        auto c = c_.client(b);
+        auto r = c.Post("/v1/reassignments",
+                        "{\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) + ",\"dest\":" +
+                            quoted(dest) + "}",
+                        "application/json");
+        if (r && r->status / 100 == 2) break;
+      }
+    }
+  }
+
+  /// One fault at a time until `until`: kill -9, a pause, or a restart with a fault point armed.
+  void nemesis(std::chrono::steady_clock::time_point until) {
+    began_ = std::chrono::steady_clock::now();
+    static const char* points[] = {
+        "reassigner.after_reserve", "reassigner.after_copy",   "reassigner.before_cutover",
+        "reassigner.after_cutover", "reassigner.after_drain",  "reassigner.before_confirm",
+        "reassigner.after_confirm", "ownership.after_write",   "txn.after_prepare",
+        "txn.between_markers",      "txn.before_complete",     "txn.after_marker_write",
+        "groups.after_persist",     "log.before_fsync",        "raft.after_save"};
+    while (std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000 + pick(2000)));
+      if (std::chrono::steady_clock::now() >= until) break;
+      const std::size_t b = pick(c_.brokers.size());
+      auto& broker = *c_.brokers[b];
+      if (lab_ && pick(2) == 0) {
+        network_fault(b);
+        continue;
+      }
+      switch (pick(3)) {
+        case 0: {
+          note_fault("kill", "kill -9 " + broker.id);
+          broker.kill9();
+          std::this_thread::sleep_for(std::chrono::milliseconds(200 + pick(1500)));
+          restart(b, "");
+          break;
+        }
+        case 1: {
+          const auto ms = 500 + pick(3000);
+          note_fault("pause", "SIGSTOP " + broker.id + " for " + std::to_string(ms) + " ms");
+          broker.send_signal(SIGSTOP);
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          broker.send_signal(SIGCONT);
+          break;
+        }
+        default: {
+          const std::string point = points[pick(std::size(points))];
+          if (point.rfind("raft.", 0) == 0 && !opt_.raft) break;
+          const std::string spec = point + "=crash@" + std::to_string(1 + pick(3));
+          note_fault("fault_point", "restart " + broker.id + " with " + spec);
+          broker.kill9();
+          restart(b, spec);
+          // It crashes when (and if) the point is reached; then it comes back without it.
+          if (broker.wait_for_end(std::chrono::milliseconds(3000 + pick(7000)))) {
+            note_fault("fault_point_fired", broker.id + " crashed at " + point);
+            std::this_thread::sleep_for(std::chrono::milliseconds(pick(1000)));
+          } else {
+            broker.kill9();
+          }
+          restart(b, "");
+        }
+      }
+    }
+  }
+
+  /// A network fault around broker `b` for 1-5 s, then the network is whole again.
+  void network_fault(std::size_t b) {
+    const int i = static_cast<int>(b) + 1;
+    const int n = static_cast<int>(c_.brokers.size());
+    const int other = 1 + static_cast<int>((b + 1 + pick(c_.brokers.size() - 1)) % c_.brokers.size());
+    const auto ms = 1000 + pick(4000);
+    std::string what;
+    switch (pick(5)) {
+      case 0:
+        lab_->cut(i, other, true);
+        note_fault("partition", what = "cut b" + std::to_string(i) + " <-> b" + std::to_string(other));
+        break;
+      case 1:
+        lab_->cut(i, other, false);
+        note_fault("partition_one_way", what = "cut b" + std::to_string(i) + " -> b" + std::to_string(other));
+        break;
+      case 2: {
+        // The controller (the fence holder, or the Raft leader's choice) when a broker names it, else `b`.
+        int target = i;
+        auto c = c_.client(b);
+        if (auto r = c.Get("/v1/cluster"); r && r->status == 200) {
+          auto d = parse(r->body);
+          if (d.HasMember("controller") && d["controller"].IsObject() && d["controller"].HasMember("id")) {
+            const std::string id = d["controller"]["id"].GetString();
+            for (int j = 1; j <= n; ++j)
+              if (c_.brokers[static_cast<std::size_t>(j - 1)]->id == id) target = j;
+          }
+        }
+        lab_->isolate(target);
+        note_fault("isolate", what = "b" + std::to_string(target) + " cut off from every peer");
+        break;
+      }
+      case 3: {
+        const int percent = 10 + static_cast<int>(pick(40));
+        lab_->lossy(i, percent);
+        note_fault("loss", what = std::to_string(percent) + "% loss at b" + std::to_string(i));
+        break;
+      }
+      default: {
+        const int kbit = 128 << pick(4);
+        lab_->slow(i, kbit);
+        note_fault("slow", what = "b" + std::to_string(i) + " sends at " + std::to_string(kbit) + " kbit/s");
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    lab_->heal();
+    std::printf("torture:            healed after %zu ms: %s\n", static_cast<std::size_t>(ms), what.c_str());
+  }
+
+  void restart(std::size_t b, const std::string& faults) {
+    auto& broker = *c_.brokers[b];
+    broker.faults = faults;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      try {
+        broker.start();
+        return;
+      } catch (const std::exception& e) {
+        std::printf("torture: restart of %s failed (%s); again\n", broker.id.c_str(), e.what());
+        std::this_thread::sleep_for(500ms);
+      }
+    }
+  }
+
+  /// Every broker running, without fault points, none paused.
+  void heal() {
+    if (lab_) lab_->heal();
+    for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+      auto& broker = *c_.brokers[b];
+      broker.send_signal(SIGCONT);
+      if (!broker.faults.empty() || !broker.running()) {
+        broker.kill9();
+        restart(b, "");
+      }
+    }
+    std::printf("torture: healed; waiting for the cluster to converge\n");
+  }
+
+  /// The liveness phase: no move unfinished, no transaction in prepare, every partition readable to its end, within
+  /// 60 s.
+  bool wait_converged() {
+    for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;) {
+      bool quiet = true;
+      for (std::size_t b = 0; b < c_.brokers.size() && quiet; ++b) {
+        auto c = c_.client(b);
+        auto moves = c.Get("/v1/reassignments");
+        auto txns = c.Get("/v1/transactions");
+        if (!moves || moves->status != 200 || !txns || txns->status != 200) {
+          quiet = false;
+          break;
+        }
+        for (const auto& m : parse(moves->body)["reassignments"].GetArray())
+          quiet = quiet && m["finished"].GetBool();
+        for (const auto& t : parse(txns->body)["transactions"].GetArray()) {
+          const std::string state = t["state"].GetString();
+          quiet = quiet && state.rfind("prepare", 0) != 0 && state != "ongoing";
+        }
+      }
+      if (quiet) {
+        std::printf("torture: converged\n");
+        return true;
+      }
+      std::this_thread::sleep_for(500ms);
+    }
+    return false;
+  }
+
+  void drain() {
+    for (int p = 0; p < partitions; ++p)
+      if (!read_partition(p, true)) std::printf("torture: partition %d could not be read to its end\n", p);
+  }
+
+  options opt_;
+  std::unique_ptr<netns_lab> lab_;  ///< outlives the brokers (declared first, destroyed last)
+  cluster c_;
+  history history_;
+  static thread_local std::mt19937_64* thread_rng;
+  std::atomic<bool> stop_{false};
+  bool sabotaged_ = false;
+  std::map<std::string, std::size_t> fault_counts_;
+  std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
+};
+
+thread_local std::mt19937_64* torture::thread_rng = nullptr;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  // Line by line: a child forked for a command must not inherit (and write again) half a buffer.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  options o;
+  o.seed = std::random_device{}();
+  CLI::App app{"moonmq-torture: moonmqd under a seeded nemesis, checked by the history checker"};
+  app.add_option("--seed", o.seed, "the seed (printed; the same seed replays the same choices)");
+  app.add_option("--duration", o.duration_s, "seconds of faults before healing")->check(CLI::Range(1, 86400));
+  app.add_flag("--raft", o.raft, "brokers with Cluster.Raft");
+  app.add_option("--brokers", o.broker_count, "how many brokers")->check(CLI::Range(2, 9));
+  app.add_option("--keep", o.keep, "keep the brokers' data and logs in this directory");
+  app.add_flag("--sabotage", o.sabotage, "leave one drained record out of the history (the checker must catch it)");
+  bool no_network = false;
+  app.add_flag("--no-network", no_network, "no network namespaces and no network faults, even as root");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  o.network = !no_network;
+  try {
+    return torture(o).run();
+  } catch (const std::exception& e) {
+    std::printf("torture: %s\n", e.what());
+    return 1;
+  }
+}
