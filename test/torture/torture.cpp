@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -41,7 +42,7 @@ rapidjson::Document parse(const std::string& s) {
   return d;
 }
 
-std::string quoted(const std::string& s) {
+std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -90,6 +91,7 @@ struct options {
   std::string keep;
   bool sabotage = false;  ///< drop one record from what the drain saw: the checker must report it
   bool network = true;    ///< network namespaces and network faults, when this machine allows them
+  std::string history_file;  ///< where to write the history (history-check reads it)
 };
 
 class torture {
@@ -99,6 +101,7 @@ class torture {
   int run() {
     temp_dir dir;
     const std::string base = opt_.keep.empty() ? dir.path() : opt_.keep;
+    std::filesystem::create_directories(base);
     std::string network = "off (--no-network)";
     if (opt_.network) {
       if (auto why = netns_lab::unavailable_reason(); !why.empty()) {
@@ -139,6 +142,7 @@ class torture {
     for (int i = 0; i < 2; ++i) workers.push_back(worker(1 + i, [this, i] { idempotent_producer(i); }));
     for (int i = 0; i < 2; ++i) workers.push_back(worker(3 + i, [this, i] { transactional_producer(i); }));
     workers.push_back(worker(5, [this] { reader(); }));
+    for (int i = 0; i < 2; ++i) workers.push_back(worker(7 + i, [this, i] { group_member(i); }));
     workers.push_back(worker(6, [this] { mover(); }));
     std::mt19937_64 nemesis_rng(opt_.seed);
     thread_rng = &nemesis_rng;
@@ -149,19 +153,24 @@ class torture {
     heal();
     const bool converged = wait_converged();
     drain();
+    if (!opt_.history_file.empty()) std::ofstream(opt_.history_file) << history_.text();
     auto report = moonmq::check::check_history(history_.text());
     if (!report) return fail("the history does not parse: " + report.message());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    {
+      std::lock_guard lock(refusals_mu_);
+      for (const auto& [why, n] : refusals_) std::printf("torture: refused %zu times: %s\n", n, why.c_str());
+    }
     std::printf("torture: checker: %s\n", report->to_json().c_str());
     if (!converged) std::printf("torture: the cluster did not converge after healing\n");
     // The last line, for machines.
     std::string faults = "{";
-    for (const auto& [kind, n] : fault_counts_) faults += (faults.size() > 1 ? "," : "") + quoted(kind) + ":" + std::to_string(n);
+    for (const auto& [kind, n] : fault_counts_) faults += (faults.size() > 1 ? "," : "") + json_string(kind) + ":" + std::to_string(n);
     faults += "}";
     std::string anomalies = "[";
     for (const auto& a : report->anomalies) {
-      anomalies += (anomalies.size() > 1 ? "," : "") + std::string("{\"type\":") + quoted(a.type) +
-                   ",\"record\":" + quoted(a.record) + ",\"observations\":[";
+      anomalies += (anomalies.size() > 1 ? "," : "") + std::string("{\"type\":") + json_string(a.type) +
+                   ",\"record\":" + json_string(a.record) + ",\"observations\":[";
       for (std::size_t i = 0; i < a.observations.size(); ++i) anomalies += (i ? "," : "") + a.observations[i];
       anomalies += "]}";
     }
@@ -176,6 +185,17 @@ class torture {
   }
 
  private:
+  /// Counts why the cluster refused a request (status and error), for the summary.
+  void refused(const std::string& what, const httplib::Result& r) {
+    std::string why = r ? std::to_string(r->status) : "no answer";
+    if (r) {
+      auto d = parse(r->body);
+      if (d.IsObject() && d.HasMember("error") && d["error"].IsString()) why += std::string(" ") + d["error"].GetString();
+    }
+    std::lock_guard lock(refusals_mu_);
+    ++refusals_[what + ": " + why];
+  }
+
   int fail(const std::string& why) {
     std::printf("torture: %s\n", why.c_str());
     return 1;
@@ -225,7 +245,7 @@ class torture {
     for (int k = 0; !stop_; ++k) {
       const int p = static_cast<int>(pick(partitions));
       const std::string value = "i" + std::to_string(n) + "-" + std::to_string(k);
-      const std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + quoted(value) +
+      const std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + json_string(value) +
                                "}],\"producer\":{\"id\":" + std::to_string(id) + ",\"epoch\":0,\"sequence\":" +
                                std::to_string(sequence[p]) + "}}";
       bool answered = false;
@@ -236,19 +256,20 @@ class torture {
         auto r = c.Post(("/v1/topics/" + topic + "/records").c_str(), body, "application/json");
         if (r && r->status == 200) {
           auto d = parse(r->body);
-          history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
-                       ",\"value\":" + quoted(value) + ",\"outcome\":\"ok\",\"offset\":" +
+          history_.add("{\"op\":\"produce\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                       ",\"value\":" + json_string(value) + ",\"outcome\":\"ok\",\"offset\":" +
                        std::to_string(d["offsets"][0].GetUint64()) + "}");
           answered = true;
         } else if (stop_) {
-          history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
-                       ",\"value\":" + quoted(value) + ",\"outcome\":\"info\"}");
+          history_.add("{\"op\":\"produce\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                       ",\"value\":" + json_string(value) + ",\"outcome\":\"info\"}");
           return;
         } else {
+          refused("idempotent produce", r);
           if (r && r->status == 409) {
             std::printf("torture: idempotent producer %d refused: %s\n", n, r->body.c_str());
-            history_.add("{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
-                         ",\"value\":" + quoted(value) + ",\"outcome\":\"info\"}");
+            history_.add("{\"op\":\"produce\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                         ",\"value\":" + json_string(value) + ",\"outcome\":\"info\"}");
             return;  // fenced or out of order: this producer cannot go on
           }
           std::this_thread::sleep_for(50ms);
@@ -266,7 +287,7 @@ class torture {
     auto init = [&] {
       while (!stop_) {
         auto c = c_.client(pick(c_.brokers.size()));
-        auto r = c.Post("/v1/producers", "{\"transactional_id\":" + quoted(tid) + "}", "application/json");
+        auto r = c.Post("/v1/producers", "{\"transactional_id\":" + json_string(tid) + "}", "application/json");
         if (r && r->status == 200) {
           auto d = parse(r->body);
           id = d["producer_id"].GetUint64();
@@ -288,18 +309,19 @@ class torture {
         const std::string value = "t" + std::to_string(n) + "-" + std::to_string(k) + "-" + std::to_string(j);
         auto c = c_.client(pick(c_.brokers.size()));
         auto r = c.Post(("/v1/topics/" + topic + "/records").c_str(),
-                        "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + quoted(value) +
+                        "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + json_string(value) +
                             "}],\"producer\":{\"id\":" + std::to_string(id) + ",\"epoch\":" + std::to_string(epoch) +
                             ",\"sequence\":" + std::to_string(sequence[p]) +
-                            "},\"transaction\":{\"transactional_id\":" + quoted(tid) + "}}",
+                            "},\"transaction\":{\"transactional_id\":" + json_string(tid) + "}}",
                         "application/json");
-        std::string line = "{\"op\":\"produce\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
-                           ",\"value\":" + quoted(value) + ",\"txn\":" + quoted(txn);
+        std::string line = "{\"op\":\"produce\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                           ",\"value\":" + json_string(value) + ",\"txn\":" + json_string(txn);
         if (r && r->status == 200) {
           history_.add(line + ",\"outcome\":\"ok\",\"offset\":" +
                        std::to_string(parse(r->body)["offsets"][0].GetUint64()) + "}");
           ++sequence[p];
         } else {
+          refused("transactional produce", r);
           history_.add(line + (r && r->status / 100 == 4 ? ",\"outcome\":\"fail\"}" : ",\"outcome\":\"info\"}"));
           broken = true;  // whatever happened to it, this transaction is aborted
         }
@@ -309,14 +331,85 @@ class torture {
       auto r = c.Post(("/v1/transactions/" + tid + (commit ? "/commit" : "/abort")).c_str(),
                       "{\"producer_id\":" + std::to_string(id) + ",\"producer_epoch\":" + std::to_string(epoch) + "}",
                       "application/json");
+      if (r && r->status != 200) refused(commit ? "commit" : "abort", r);
       if (r && r->status == 200) {
-        history_.add("{\"op\":\"txn\",\"txn\":" + quoted(txn) + ",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
+        history_.add("{\"op\":\"txn\",\"txn\":" + json_string(txn) + ",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
         epoch = parse(r->body)["producer_epoch"].GetUint();
       } else {
         // Unknown (or refused: fenced after a timeout, which aborted it). A new session aborts whatever is open.
-        history_.add("{\"op\":\"txn\",\"txn\":" + quoted(txn) + ",\"outcome\":\"info\"}");
+        history_.add("{\"op\":\"txn\",\"txn\":" + json_string(txn) + ",\"outcome\":\"info\"}");
         if (!init()) return;
       }
+    }
+  }
+
+  /// A member of group "g", connected through broker `n` (so it is handed the partitions that broker owns): reads
+  /// each assigned partition from its committed offset and commits where it got to, fenced by its member epoch;
+  /// now and then it reads the committed offset back.
+  void group_member(int n) {
+    const std::size_t via = static_cast<std::size_t>(n) % c_.brokers.size();
+    std::string member;
+    std::uint64_t epoch = 0;
+    std::set<int> owned;
+    std::map<int, std::uint64_t> position;
+    auto offset_line = [&](const char* op, int p, std::uint64_t offset, const char* outcome) {
+      history_.add(std::string("{\"op\":\"") + op + "\",\"group\":\"g\",\"topic\":" + json_string(topic) +
+                   ",\"partition\":" + std::to_string(p) + ",\"offset\":" + std::to_string(offset) +
+                   (outcome ? std::string(",\"outcome\":\"") + outcome + "\"" : "") + "}");
+    };
+    while (!stop_) {
+      auto c = c_.client(via);
+      std::string owned_json = "[";
+      for (int p : owned)
+        owned_json += (owned_json.size() > 1 ? "," : "") + std::string("{\"topic\":") + json_string(topic) +
+                      ",\"partition\":" + std::to_string(p) + "}";
+      owned_json += "]";
+      auto r = member.empty()
+                   ? c.Post("/v1/groups/g/join", "{\"topics\":[" + json_string(topic) + "]}", "application/json")
+                   : c.Post("/v1/groups/g/heartbeat",
+                            "{\"member_id\":" + json_string(member) + ",\"member_epoch\":" + std::to_string(epoch) +
+                                ",\"owned\":" + owned_json + "}",
+                            "application/json");
+      if (!r || r->status != 200) {
+        if (r && (r->status == 404 || r->status == 409)) {  // unknown or fenced: join again, holding nothing
+          member.clear();
+          owned.clear();
+        }
+        std::this_thread::sleep_for(200ms);
+        continue;
+      }
+      auto d = parse(r->body);
+      member = d["member_id"].GetString();
+      epoch = d["member_epoch"].GetUint64();
+      std::set<int> now;
+      for (const auto& a : d["assignment"].GetArray()) now.insert(a["partition"].GetInt());
+      for (int p : now)
+        if (!owned.count(p)) position.erase(p);  // newly handed: start from the committed offset
+      owned = now;
+      for (int p : owned) {
+        if (!position.count(p)) {
+          auto got = c.Get(("/v1/groups/g/offsets?topic=" + topic + "&partition=" + std::to_string(p)).c_str());
+          if (!got || got->status != 200) continue;
+          auto g = parse(got->body);
+          position[p] = g.HasMember("offset") && g["offset"].IsUint64() ? g["offset"].GetUint64() : 0;
+          offset_line("offset_read", p, position[p], nullptr);
+        }
+        auto page = c.Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(p) +
+                           "/records?isolation=read_committed&max_bytes=65536&offset=" + std::to_string(position[p]))
+                              .c_str());
+        if (!page || page->status != 200) continue;
+        const std::uint64_t next = parse(page->body)["next_offset"].GetUint64();
+        if (next == position[p]) continue;
+        auto commit = c.Post("/v1/groups/g/offsets",
+                             "{\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                                 ",\"offset\":" + std::to_string(next) + ",\"member_id\":" + json_string(member) +
+                                 ",\"member_epoch\":" + std::to_string(epoch) + "}",
+                             "application/json");
+        const char* outcome = !commit ? "info" : commit->status == 200 ? "ok" : commit->status / 100 == 4 ? "fail" : "info";
+        offset_line("offset_commit", p, next, outcome);
+        if (commit && commit->status == 200) position[p] = next;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + pick(200)));
     }
   }
 
@@ -354,10 +447,10 @@ class torture {
             continue;
           }
           records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") +
-                     std::to_string(rec["offset"].GetUint64()) + ",\"value\":" + quoted(rec["value"].GetString()) + "}";
+                     std::to_string(rec["offset"].GetUint64()) + ",\"value\":" + json_string(rec["value"].GetString()) + "}";
         }
         records += "]";
-        history_.add("{\"op\":\"read\",\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) +
+        history_.add("{\"op\":\"read\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
                      ",\"isolation\":\"committed\",\"final\":" + (final_read ? "true" : "false") +
                      ",\"records\":" + records + "}");
         const std::uint64_t next = d["next_offset"].GetUint64();
@@ -381,8 +474,8 @@ class torture {
       for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
         auto c = c_.client(b);
         auto r = c.Post("/v1/reassignments",
-                        "{\"topic\":" + quoted(topic) + ",\"partition\":" + std::to_string(p) + ",\"dest\":" +
-                            quoted(dest) + "}",
+                        "{\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) + ",\"dest\":" +
+                            json_string(dest) + "}",
                         "application/json");
         if (r && r->status / 100 == 2) break;
       }
@@ -561,6 +654,8 @@ class torture {
   static thread_local std::mt19937_64* thread_rng;
   std::atomic<bool> stop_{false};
   bool sabotaged_ = false;
+  std::mutex refusals_mu_;
+  std::map<std::string, std::size_t> refusals_;
   std::map<std::string, std::size_t> fault_counts_;
   std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
 };
@@ -582,6 +677,7 @@ int main(int argc, char** argv) {
   app.add_option("--brokers", o.broker_count, "how many brokers")->check(CLI::Range(2, 9));
   app.add_option("--keep", o.keep, "keep the brokers' data and logs in this directory");
   app.add_flag("--sabotage", o.sabotage, "leave one drained record out of the history (the checker must catch it)");
+  app.add_option("--history", o.history_file, "write the recorded history to this file (JSON lines)");
   bool no_network = false;
   app.add_flag("--no-network", no_network, "no network namespaces and no network faults, even as root");
   try {
