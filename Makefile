@@ -49,13 +49,14 @@ bench: build
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
 # end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs
-# 50 seeds here (an unoptimized, instrumented build runs it ~60x slower); `make test` runs its 2,000.
+# 50 seeds here and the transaction simulation 100 (an unoptimized, instrumented build runs them ~60x slower);
+# `make test` runs 2,000 of each.
 sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON -DMOONMQ_FAULT_POINTS=ON \
 	  -DMOONMQ_BUILD_BENCHMARKS=OFF -DMOONMQ_BUILD_EXAMPLES=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target moonmq_tests moonmq-plan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  RAFT_SIM_SEEDS=50 $(ASAN_BUILD)/test/moonmq_tests
+	  RAFT_SIM_SEEDS=50 TXN_SIM_SEEDS=100 $(ASAN_BUILD)/test/moonmq_tests
 
 # libFuzzer targets (clang) for the parsers that meet untrusted input, FUZZ_SECONDS (default 60) each; one line per
 # target, "fuzz TARGET: N execs, M crashes", and a non-zero exit on any crash (scripts/fuzz.sh).

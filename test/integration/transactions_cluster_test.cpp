@@ -1,13 +1,18 @@
 // Transactions over an in-process cluster: three brokers on the loopback network, each with its transaction
 // service (coordinator and owner side), records routed by the real router, partitions moved by the real Reassigner,
 // and a clock the test advances. Faults are placed exactly: markers dropped, a coordinator restarted between its
-// commit point and the markers, a partition moved with a transaction open on it, a zombie producer.
+// commit point and the markers, a partition moved with a transaction open on it, a zombie producer. Then seeded runs
+// that mix all of these at random and hand what the clients saw to the history checker.
 #include <rapidjson/document.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <cstdlib>
 #include <random>
 
+#include "checker/history.hpp"
 #include "json/writer.hpp"
+#include "moonmq/core/fnv1a.hpp"
 #include "moonmq/txn/txn_service.hpp"
 #include "support/in_process_cluster.hpp"
 
@@ -324,4 +329,154 @@ TEST_CASE("in-process transactions: a transaction past its timeout is aborted an
   resend.body = R"({"group":"g","topic":"t","partition":2,"offset":9})";
   CHECK(g.at(3).handle_cluster(resend).status == 200);
   CHECK(*g.c[3].offsets.committed("g", {"t", 2}) == 20);
+}
+
+namespace {
+
+/// One seeded run for the simulation below: its history (for the checker) and what happened, for a failure message.
+struct sim_run {
+  std::string history;
+  std::string log;
+};
+
+sim_run simulate(std::uint64_t seed) {
+  sim_run out;
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  std::map<int, int> owner{{0, 1}, {1, 2}, {2, 3}};
+  std::mt19937_64 rng(seed);
+  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  auto add = [&](const std::string& line) { out.history += line + "\n"; };
+
+  // Faults decided by the request itself (and the step), so that threads sending markers in parallel cannot change
+  // which ones are lost: a seed replays exactly.
+  std::atomic<int> step{0};
+  std::atomic<int> loss_percent{0};
+  g.c.net.set_hook([&](const std::string& from, const std::string& to, const transport::request& r) {
+    if (loss_percent.load() == 0) return transport::fate::deliver;
+    const auto h = fnv1a(std::to_string(seed) + "|" + std::to_string(step.load()) + "|" + from + ">" + to + "|" +
+                         r.path + "|" + r.body);
+    if (static_cast<int>(h % 100) >= loss_percent.load()) return transport::fate::deliver;
+    return h & 0x100 ? transport::fate::drop : transport::fate::lose_response;
+  });
+
+  struct sim_producer {
+    producer p;
+    bool broken = false;
+    int written = 0;
+  };
+  std::vector<sim_producer> producers;
+  for (int k = 0; k < 2; ++k) producers.push_back({producer(g, 1 + static_cast<int>(pick(3)), "sim" + std::to_string(k))});
+  for (auto& s : producers) REQUIRE(s.p.init() == 200);
+
+  for (int n = 0; n < 40; ++n) {
+    step = n;
+    loss_percent = pick(3) == 0 ? 30 : 0;
+    auto& s = producers[pick(producers.size())];
+    const std::string txn = s.p.tid + ":" + std::to_string(s.p.epoch);
+    switch (pick(6)) {
+      case 0:
+      case 1: {  // produce to a random partition
+        const topic_partition tp{"t", static_cast<std::int32_t>(pick(3))};
+        const std::string value = "s" + std::to_string(seed) + "-" + s.p.tid + "-" + std::to_string(s.written++);
+        auto& b = g.c[s.p.via];
+        std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
+                           ",\"value\":\"" + value + "\",\"txn\":\"" + txn + "\"";
+        auto joined = g.at(s.p.via).join(s.p.tid, s.p.id, s.p.epoch, tp,
+                                         cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id)));
+        if (!joined) {
+          add(line + ",\"outcome\":\"fail\"}");
+          s.broken = true;
+          break;
+        }
+        std::vector<storage::record> records{{std::nullopt, value, 1, storage::attr_transactional,
+                                              storage::producer_stamp{s.p.id, s.p.epoch, s.p.sequence[tp]}}};
+        auto r = g.c.produce(s.p.via, tp, records);
+        if (r) {
+          ++s.p.sequence[tp];
+          add(line + ",\"outcome\":\"ok\",\"offset\":" + std::to_string(r->offsets[0]) + "}");
+        } else {
+          add(line + ",\"outcome\":\"info\"}");  // its answer may be what was lost
+          s.broken = true;
+        }
+        out.log += "step " + std::to_string(n) + ": produce " + value + (r ? " ok" : " failed") + "\n";
+        break;
+      }
+      case 2: {  // end: a broken transaction is aborted
+        const bool commit = !s.broken && pick(3) != 0;
+        const std::string state = s.p.end(commit);
+        out.log += "step " + std::to_string(n) + ": end " + txn + (commit ? " commit: " : " abort: ") + state + "\n";
+        if (state.rfind("HTTP", 0) == 0) {
+          add("{\"op\":\"txn\",\"txn\":\"" + txn + "\",\"outcome\":\"info\"}");
+          loss_percent = 0;
+          s.p.init();  // a new session aborts whatever was left open
+        } else {
+          add("{\"op\":\"txn\",\"txn\":\"" + txn + "\",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
+        }
+        s.broken = false;
+        break;
+      }
+      case 3: {  // a coordinator restarts from its log
+        const int i = 1 + static_cast<int>(pick(3));
+        g.start(i);
+        out.log += "step " + std::to_string(n) + ": restart b" + std::to_string(i) + "\n";
+        break;
+      }
+      case 4: {  // time passes (a transaction older than 10 s is aborted by its coordinator)
+        g.now += static_cast<txn::time_ms>(pick(12'000));
+        g.tick();
+        break;
+      }
+      default: {  // a partition moves, on a quiet network
+        loss_percent = 0;
+        const int p = static_cast<int>(pick(3));
+        const int to = 1 + static_cast<int>((static_cast<std::size_t>(owner[p]) + pick(2)) % 3);
+        if (g.c.move(owner[p], {"t", p}, to)) owner[p] = to;
+        out.log += "step " + std::to_string(n) + ": move t-" + std::to_string(p) + " to b" + std::to_string(to) + "\n";
+      }
+    }
+  }
+
+  // Heal: the network whole, every open transaction timed out, every decision delivered.
+  loss_percent = 0;
+  for (int round = 0; round < 5; ++round) {
+    g.now += 11'000;
+    g.tick();
+  }
+  for (int p = 0; p < 3; ++p) {
+    const topic_partition tp{"t", p};
+    auto& b = g.c[owner[p]];
+    auto view = b.producers.committed(tp, 0);
+    REQUIRE(view);
+    auto bytes = b.store.read(tp, 0, 64 << 20);
+    REQUIRE(bytes);
+    std::string records = "[";
+    for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
+      if (view->visible(v))
+        records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") + std::to_string(v.offset) +
+                   ",\"value\":\"" + std::string(v.value) + "\"}";
+    add("{\"op\":\"read\",\"topic\":\"t\",\"partition\":" + std::to_string(p) +
+        ",\"isolation\":\"committed\",\"final\":true,\"records\":" + records + "]}");
+    CHECK(view->open.empty());  // every transaction resolved
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("in-process transactions: seeded runs with lost requests and answers, coordinator restarts, timeouts and "
+          "moves leave nothing for the history checker (TXN_SIM_SEEDS, default 2000)",
+          "[txn][integration][sim]") {
+  const char* env = std::getenv("TXN_SIM_SEEDS");
+  const int seeds = env ? std::atoi(env) : 2000;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    auto run = simulate(static_cast<std::uint64_t>(seed));
+    auto report = check::check_history(run.history);
+    REQUIRE(report);
+    if (std::getenv("TXN_SIM_SHOW")) std::printf("seed %d:\n%s%s\n", seed, run.log.c_str(), run.history.c_str());
+    if (!report->anomalies.empty()) {
+      INFO("seed " << seed << ":\n" << run.log);
+      FAIL_CHECK(report->to_json());
+    }
+  }
 }

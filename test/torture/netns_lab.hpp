@@ -28,7 +28,7 @@ class netns_lab {
   }
 
   /// Makes `brokers` namespaces; `tag` (e.g. the pid) keeps parallel labs apart.
-  netns_lab(int brokers, int tag) : n_(brokers), tag_(std::to_string(tag % 100000)), subnet_(tag % 250) {
+  netns_lab(int brokers, int tag) : n_(brokers), tag_(std::to_string(tag % 100000)), subnet_(free_subnet(tag % 250)) {
     try {
       must({"ip", "link", "add", bridge(), "type", "bridge"});
       made_bridge_ = true;
@@ -90,6 +90,15 @@ class netns_lab {
   }
 
  private:
+  /// The first 10.77.S.0/24 from `first` on that no interface here has an address in (another lab may be running).
+  static int free_subnet(int first) {
+    const std::string addresses = run_process({"/usr/sbin/ip", "-o", "-4", "addr", "show"}).out;
+    for (int k = 0; k < 250; ++k) {
+      const int s = (first + k) % 250;
+      if (addresses.find("10.77." + std::to_string(s) + ".") == std::string::npos) return s;
+    }
+    throw std::runtime_error("netns: every 10.77.S.0/24 is in use");
+  }
   std::string bridge() const { return "mq" + tag_ + "br"; }
   std::string inner(int i) const { return "mq" + tag_ + "n" + std::to_string(i); }
 
