@@ -488,9 +488,12 @@ class torture {
     static const char* points[] = {
         "reassigner.after_reserve", "reassigner.after_copy",   "reassigner.before_cutover",
         "reassigner.after_cutover", "reassigner.after_drain",  "reassigner.before_confirm",
-        "reassigner.after_confirm", "ownership.after_write",   "txn.after_prepare",
-        "txn.between_markers",      "txn.before_complete",     "txn.after_marker_write",
-        "groups.after_persist",     "log.before_fsync",        "raft.after_save"};
+        "reassigner.after_confirm", "reassigner.before_rollback", "reassigner.after_rollback",
+        "ownership.before_write",   "ownership.after_write",   "fence.before_write",
+        "fence.after_write",        "txn.after_prepare",       "txn.between_markers",
+        "txn.before_complete",      "txn.after_marker_write",  "groups.before_persist",
+        "groups.after_persist",     "log.before_fsync",        "raft.after_save",
+        "raft.before_send"};
     while (std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1000 + pick(2000)));
       if (std::chrono::steady_clock::now() >= until) break;
