@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -157,6 +158,7 @@ class checker {
     }
     offsets_and_duplicates(r);
     aborted_reads(r);
+    failed_writes_read(r);
     lost_and_unseen(r);
     torn(r);
     offsets_backwards(r);
@@ -210,6 +212,24 @@ class checker {
         if (!w || outcome_of(*w) != "abort" || !reported.insert(rec.value).second) continue;
         r.anomalies.push_back({"aborted_read", rec.value,
                                {observed(o, rec.offset, rec.value), observed(*txn_outcome_.at(w->txn))}});
+      }
+    }
+  }
+
+  /// A write every attempt of which was refused (none acknowledged, none of unknown fate) must never be read.
+  void failed_writes_read(report& r) {
+    std::set<std::string> reported;
+    for (const auto& o : ops_) {
+      if (o.kind != "read") continue;
+      for (const auto& rec : o.records) {
+        auto w = writes_.find(rec.value);
+        if (w == writes_.end() || reported.count(rec.value)) continue;
+        const bool all_failed = std::all_of(w->second.begin(), w->second.end(),
+                                            [](const op* x) { return x->outcome == "fail"; });
+        if (!all_failed) continue;
+        reported.insert(rec.value);
+        r.anomalies.push_back({"failed_write_visible", rec.value,
+                               {observed(*w->second.front()), observed(o, rec.offset, rec.value)}});
       }
     }
   }

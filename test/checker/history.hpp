@@ -20,6 +20,7 @@
 //   lost_write           an acknowledged record missing from a read that returned records before and after its offset
 //   unseen_after_drain   an acknowledged record (not aborted) absent from its partition's final reads
 //   offset_backwards     a group's committed offset read lower than an earlier read or acknowledged commit
+//   failed_write_visible a read returned a record every attempt of which was refused (outcome fail)
 #pragma once
 
 #include <cstddef>

@@ -364,6 +364,7 @@ sim_run simulate(std::uint64_t seed) {
     producer p;
     bool broken = false;
     int written = 0;
+    int transactions = 0;  ///< the client's own count: a transaction's label never depends on the broker's epochs
   };
   std::vector<sim_producer> producers;
   for (int k = 0; k < 2; ++k) producers.push_back({producer(g, 1 + static_cast<int>(pick(3)), "sim" + std::to_string(k))});
@@ -373,7 +374,7 @@ sim_run simulate(std::uint64_t seed) {
     step = n;
     loss_percent = pick(3) == 0 ? 30 : 0;
     auto& s = producers[pick(producers.size())];
-    const std::string txn = s.p.tid + ":" + std::to_string(s.p.epoch);
+    const std::string txn = s.p.tid + ":" + std::to_string(s.transactions);
     switch (pick(6)) {
       case 0:
       case 1: {  // produce to a random partition
@@ -407,13 +408,15 @@ sim_run simulate(std::uint64_t seed) {
         const std::string state = s.p.end(commit);
         out.log += "step " + std::to_string(n) + ": end " + txn + (commit ? " commit: " : " abort: ") + state + "\n";
         if (state.rfind("HTTP", 0) == 0) {
-          add("{\"op\":\"txn\",\"txn\":\"" + txn + "\",\"outcome\":\"info\"}");
+          // A commit's fate is unknown; a transaction never asked to commit can only end aborted.
+          add("{\"op\":\"txn\",\"txn\":\"" + txn + "\",\"outcome\":\"" + (commit ? "info" : "abort") + "\"}");
           loss_percent = 0;
-          s.p.init();  // a new session aborts whatever was left open
+          REQUIRE(s.p.init() == 200);  // a new session aborts whatever was left open
         } else {
           add("{\"op\":\"txn\",\"txn\":\"" + txn + "\",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
         }
         s.broken = false;
+        ++s.transactions;
         break;
       }
       case 3: {  // a coordinator restarts from its log

@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -91,7 +92,10 @@ class moonmqd_process {
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
-      if (!freopen(log_path.c_str(), "a", stderr)) _exit(127);
+      // Output to the log, never to the runner's pipes (a leaked daemon would hold them open); and gone with its
+      // parent, whatever way the parent ends.
+      if (!freopen(log_path.c_str(), "a", stderr) || !freopen(log_path.c_str(), "a", stdout)) _exit(127);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       closefrom(3);  // never hold the test runner's pipes open after it ends
       if (open_files_limit) {
         rlimit l{open_files_limit, open_files_limit};
@@ -120,6 +124,7 @@ class moonmqd_process {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    kill9();  // not left running unseen
     throw std::runtime_error("moonmqd " + id + " did not become healthy: " + slurp(log_path));
   }
 

@@ -34,6 +34,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr int partitions = 6;
+std::atomic<bool> interrupted{false};  ///< SIGINT or SIGTERM
 const std::string topic = "torture";
 
 rapidjson::Document parse(const std::string& s) {
@@ -144,15 +145,26 @@ class torture {
     workers.push_back(worker(5, [this] { reader(); }));
     for (int i = 0; i < 2; ++i) workers.push_back(worker(7 + i, [this, i] { group_member(i); }));
     workers.push_back(worker(6, [this] { mover(); }));
-    std::mt19937_64 nemesis_rng(opt_.seed);
-    thread_rng = &nemesis_rng;
-    nemesis(start + std::chrono::seconds(opt_.duration_s));
-    stop_ = true;
-    for (auto& w : workers) w.join();
+    struct joined {  // the workers stop and are joined however this scope is left
+      torture& t;
+      std::vector<std::thread>& threads;
+      ~joined() {
+        t.stop_ = true;
+        for (auto& w : threads)
+          if (w.joinable()) w.join();
+      }
+    };
+    {
+      joined guard{*this, workers};
+      std::mt19937_64 nemesis_rng(opt_.seed);
+      thread_rng = &nemesis_rng;
+      nemesis(start + std::chrono::seconds(opt_.duration_s));
+    }
 
     heal();
     const bool converged = wait_converged();
     drain();
+    one_server_each();
     if (!opt_.history_file.empty()) std::ofstream(opt_.history_file) << history_.text();
     auto report = moonmq::check::check_history(history_.text());
     if (!report) return fail("the history does not parse: " + report.message());
@@ -174,17 +186,41 @@ class torture {
       for (std::size_t i = 0; i < a.observations.size(); ++i) anomalies += (i ? "," : "") + a.observations[i];
       anomalies += "]}";
     }
-    if (!converged) anomalies += std::string(anomalies.size() > 1 ? "," : "") + "{\"type\":\"not_converged\"}";
+    if (!converged) harness_anomaly("not_converged", "the cluster");
+    for (const auto& a : harness_anomalies_) anomalies += (anomalies.size() > 1 ? "," : "") + a;
     anomalies += "]";
     std::printf("{\"seed\":%llu,\"duration_s\":%.1f,\"raft\":%s,\"faults\":%s,\"acknowledged\":%zu,\"anomalies\":%s}\n",
                 static_cast<unsigned long long>(opt_.seed), seconds, opt_.raft ? "true" : "false", faults.c_str(),
                 report->acknowledged, anomalies.c_str());
     std::fflush(stdout);
     for (auto& b : c_.brokers) b->kill9();  // before their data directory goes
-    return report->anomalies.empty() && converged ? 0 : 1;
+    return report->anomalies.empty() && harness_anomalies_.empty() ? 0 : 1;
   }
 
  private:
+  /// An anomaly the harness saw itself (not from the history): a broker that died on its own, a drain that could
+  /// not finish, two servers of one partition, a producer refused for no fault of its own.
+  void harness_anomaly(const std::string& type, const std::string& record, const std::string& detail = "") {
+    std::lock_guard lock(refusals_mu_);
+    harness_anomalies_.push_back("{\"type\":" + json_string(type) + ",\"record\":" + json_string(record) +
+                                 (detail.empty() ? "" : ",\"detail\":" + json_string(detail)) + "}");
+    std::printf("torture: ANOMALY %s: %s %s\n", type.c_str(), record.c_str(), detail.c_str());
+  }
+
+  /// Brokers that ended on their own since last asked (none should: every kill is the nemesis's): reported and
+  /// started again.
+  void reap_crashes() {
+    for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+      auto& broker = *c_.brokers[b];
+      int sig = 0;
+      if (broker.running() && broker.wait_for_end(std::chrono::milliseconds(0), &sig)) {
+        harness_anomaly("broker_crashed", broker.id,
+                        sig ? "signal " + std::to_string(sig) + " (see its log)" : "it exited (see its log)");
+        restart(b, "");
+      }
+    }
+  }
+
   /// Counts why the cluster refused a request (status and error), for the summary.
   void refused(const std::string& what, const httplib::Result& r) {
     std::string why = r ? std::to_string(r->status) : "no answer";
@@ -267,7 +303,7 @@ class torture {
         } else {
           refused("idempotent produce", r);
           if (r && r->status == 409) {
-            std::printf("torture: idempotent producer %d refused: %s\n", n, r->body.c_str());
+            harness_anomaly("producer_refused", value, r->body);
             history_.add("{\"op\":\"produce\",\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
                          ",\"value\":" + json_string(value) + ",\"outcome\":\"info\"}");
             return;  // fenced or out of order: this producer cannot go on
@@ -300,7 +336,7 @@ class torture {
     };
     if (!init()) return;
     for (int k = 0; !stop_; ++k) {
-      const std::string txn = tid + ":" + std::to_string(epoch);
+      const std::string txn = tid + ":" + std::to_string(k);  // the client's own count, not the broker's epoch
       bool broken = false;
       const std::size_t count = 1 + pick(3);
       std::map<int, std::uint32_t> sequence;
@@ -336,8 +372,10 @@ class torture {
         history_.add("{\"op\":\"txn\",\"txn\":" + json_string(txn) + ",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
         epoch = parse(r->body)["producer_epoch"].GetUint();
       } else {
-        // Unknown (or refused: fenced after a timeout, which aborted it). A new session aborts whatever is open.
-        history_.add("{\"op\":\"txn\",\"txn\":" + json_string(txn) + ",\"outcome\":\"info\"}");
+        // A commit's outcome is unknown (or refused: fenced after a timeout, which aborted it); a transaction never
+        // asked to commit can only end aborted. A new session aborts whatever is still open.
+        history_.add("{\"op\":\"txn\",\"txn\":" + json_string(txn) + ",\"outcome\":\"" + (commit ? "info" : "abort") +
+                     "\"}");
         if (!init()) return;
       }
     }
@@ -391,8 +429,9 @@ class torture {
           auto got = c.Get(("/v1/groups/g/offsets?topic=" + topic + "&partition=" + std::to_string(p)).c_str());
           if (!got || got->status != 200) continue;
           auto g = parse(got->body);
-          position[p] = g.HasMember("offset") && g["offset"].IsUint64() ? g["offset"].GetUint64() : 0;
-          offset_line("offset_read", p, position[p], nullptr);
+          const bool absent = !g.HasMember("offset") || !g["offset"].IsUint64();
+          position[p] = absent ? 0 : g["offset"].GetUint64();
+          if (!absent) offset_line("offset_read", p, position[p], nullptr);  // "none yet" is not an offset of 0
         }
         auto page = c.Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(p) +
                            "/records?isolation=read_committed&max_bytes=65536&offset=" + std::to_string(position[p]))
@@ -440,10 +479,10 @@ class torture {
         auto d = parse(r->body);
         std::string records = "[";
         for (const auto& rec : d["records"].GetArray()) {
-          if (final_read && opt_.sabotage && !sabotaged_) {
+          // An idempotent producer's record: retried until answered, so acknowledged (a transaction's might not be).
+          if (final_read && opt_.sabotage && !sabotaged_ && rec["value"].GetString()[0] == 'i') {
             sabotaged_ = true;
-            std::printf("torture: sabotage: the drain's record at %s-%d offset %llu is left out of the history\n",
-                        topic.c_str(), p, static_cast<unsigned long long>(rec["offset"].GetUint64()));
+            std::printf("torture: sabotage: left out of the history: %s\n", rec["value"].GetString());
             continue;
           }
           records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") +
@@ -457,6 +496,10 @@ class torture {
         const std::uint64_t end = d.HasMember("last_stable_offset") ? d["last_stable_offset"].GetUint64()
                                                                     : d["end_offset"].GetUint64();
         if (from) *from = next;
+        if (final_read) {
+          last_lso_[p] = end;
+          last_end_[p] = d["end_offset"].GetUint64();
+        }
         if (next >= end || next == offset) return true;
         offset = next;
       }
@@ -496,11 +539,20 @@ class torture {
         "raft.before_send"};
     while (std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1000 + pick(2000)));
-      if (std::chrono::steady_clock::now() >= until) break;
+      reap_crashes();
+      if (std::chrono::steady_clock::now() >= until || interrupted) break;
       const std::size_t b = pick(c_.brokers.size());
       auto& broker = *c_.brokers[b];
       if (lab_ && pick(2) == 0) {
-        network_fault(b);
+        try {
+          network_fault(b);
+        } catch (const std::exception& e) {
+          std::printf("torture: a network fault could not be made: %s\n", e.what());
+          try {
+            lab_->heal();
+          } catch (const std::exception&) {
+          }
+        }
         continue;
       }
       switch (pick(3)) {
@@ -527,8 +579,13 @@ class torture {
           broker.kill9();
           restart(b, spec);
           // It crashes when (and if) the point is reached; then it comes back without it.
-          if (broker.wait_for_end(std::chrono::milliseconds(3000 + pick(7000)))) {
-            note_fault("fault_point_fired", broker.id + " crashed at " + point);
+          int sig = 0;
+          if (broker.wait_for_end(std::chrono::milliseconds(3000 + pick(7000)), &sig)) {
+            if (sig != SIGKILL)
+              harness_anomaly("broker_crashed", broker.id,
+                              "ended with signal " + std::to_string(sig) + " while " + point + " was armed");
+            else
+              note_fault("fault_point_fired", broker.id + " crashed at " + point);
             std::this_thread::sleep_for(std::chrono::milliseconds(pick(1000)));
           } else {
             broker.kill9();
@@ -604,6 +661,7 @@ class torture {
 
   /// Every broker running, without fault points, none paused.
   void heal() {
+    reap_crashes();
     if (lab_) lab_->heal();
     for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
       auto& broker = *c_.brokers[b];
@@ -645,9 +703,44 @@ class torture {
     return false;
   }
 
+  /// Reads every partition read_committed to its end, going on from where a broker stopped answering at whichever
+  /// broker serves the partition next, for up to 60 s each. Then the LSO must be the end: no transaction is left
+  /// open once the cluster has converged.
   void drain() {
-    for (int p = 0; p < partitions; ++p)
-      if (!read_partition(p, true)) std::printf("torture: partition %d could not be read to its end\n", p);
+    for (int p = 0; p < partitions; ++p) {
+      std::uint64_t offset = 0;
+      bool done = false;
+      for (auto until = std::chrono::steady_clock::now() + 60s; !done && std::chrono::steady_clock::now() < until;) {
+        done = read_partition(p, true, &offset);
+        if (!done) std::this_thread::sleep_for(200ms);
+      }
+      if (!done) {
+        harness_anomaly("drain_incomplete", topic + "-" + std::to_string(p), "stopped at offset " + std::to_string(offset));
+        continue;
+      }
+      if (last_lso_[p] < last_end_[p])
+        harness_anomaly("lso_behind_end", topic + "-" + std::to_string(p),
+                        "LSO " + std::to_string(last_lso_[p]) + ", end " + std::to_string(last_end_[p]) +
+                            " after the cluster converged: a transaction is still open there");
+    }
+  }
+
+  /// After the drain: exactly one broker serves each partition.
+  void one_server_each() {
+    for (int p = 0; p < partitions; ++p) {
+      std::vector<std::string> serving;
+      for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+        auto c = c_.client(b);
+        auto r = c.Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(p) + "/records?max_bytes=1&offset=0").c_str());
+        if (r && r->status == 200) serving.push_back(c_.brokers[b]->id);
+      }
+      if (serving.size() != 1) {
+        std::string who;
+        for (const auto& s : serving) who += s + " ";
+        harness_anomaly(serving.empty() ? "no_server" : "two_servers", topic + "-" + std::to_string(p),
+                        "served by: " + who);
+      }
+    }
   }
 
   options opt_;
@@ -657,6 +750,8 @@ class torture {
   static thread_local std::mt19937_64* thread_rng;
   std::atomic<bool> stop_{false};
   bool sabotaged_ = false;
+  std::map<int, std::uint64_t> last_lso_, last_end_;  ///< per partition, at the drain's last page
+  std::vector<std::string> harness_anomalies_;
   std::mutex refusals_mu_;
   std::map<std::string, std::size_t> refusals_;
   std::map<std::string, std::size_t> fault_counts_;
@@ -669,6 +764,9 @@ thread_local std::mt19937_64* torture::thread_rng = nullptr;
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
+  // SIGINT or SIGTERM end the faults early; the round still heals, checks and removes what it made.
+  std::signal(SIGINT, [](int) { interrupted = true; });
+  std::signal(SIGTERM, [](int) { interrupted = true; });
   // Line by line: a child forked for a command must not inherit (and write again) half a buffer.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   options o;

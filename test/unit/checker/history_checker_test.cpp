@@ -115,6 +115,13 @@ TEST_CASE("history checker: each anomaly class is found and names the record and
 {"op":"read","topic":"t","partition":0,"isolation":"committed","final":true,"records":[{"offset":0,"value":"a"},{"offset":20,"value":"c"}]})");
     CHECK(c.empty());
   }
+  SECTION("a refused write that is read") {
+    auto c = counts(R"({"op":"produce","topic":"t","partition":0,"value":"a","outcome":"fail"}
+{"op":"produce","topic":"t","partition":0,"value":"b","outcome":"fail"}
+{"op":"produce","topic":"t","partition":0,"value":"b","outcome":"info"}
+{"op":"read","topic":"t","partition":0,"isolation":"uncommitted","records":[{"offset":0,"value":"a"},{"offset":5,"value":"b"}]})");
+    CHECK(c == std::map<std::string, std::size_t>{{"failed_write_visible", 1}});  // b may have been written
+  }
   SECTION("committed offset going backwards") {
     auto r = check_history(R"({"op":"offset_commit","group":"g","topic":"t","partition":0,"offset":10,"outcome":"ok"}
 {"op":"offset_read","group":"g","topic":"t","partition":0,"offset":10}
