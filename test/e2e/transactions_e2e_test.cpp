@@ -67,20 +67,30 @@ rapidjson::Document end(const moonmqd_process& via, const std::string& tid, sess
   return d;
 }
 
+/// Three brokers, each the owner of one partition of topic t: t-0 on b1, t-1 on b2, t-2 on b3.
+struct three_owners {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
+  three_owners() {
+    for (auto* b : all) b->configure(all);
+    for (auto* b : all) b->start();
+    REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
+    move(b1, 1, "b2");
+    move(b1, 2, "b3");
+  }
+};
+
 }  // namespace
 
 TEST_CASE("e2e transactions: retries never duplicate, transactions over three brokers are read whole or not at "
           "all, and a zombie is fenced",
           "[e2e][txn]") {
-  temp_dir dir;
-  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
-  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
-  for (auto* b : all) b->configure(all);
-  for (auto* b : all) b->start();
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
-  move(b1, 1, "b2");
-  move(b1, 2, "b3");
-  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+  three_owners c;
+  auto &b1 = c.b1, &b2 = c.b2, &b3 = c.b3;
+  auto& all = c.all;
+  const auto& owner = c.all;
 
   // Idempotence, through a broker that forwards: a retry gets the original offsets and writes nothing.
   auto idem = init(b2, "");
@@ -150,16 +160,11 @@ TEST_CASE("e2e transactions: retries never duplicate, transactions over three br
 TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of the coordinator does not lose the "
           "commit, and readers wait at the LSO until the markers arrive",
           "[e2e][txn]") {
-  temp_dir dir;
-  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
-  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
-  for (auto* b : all) b->configure(all);
-  for (auto* b : all) b->start();
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
-  move(b1, 1, "b2");
-  move(b1, 2, "b3");
-  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
-  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+  three_owners c;
+  auto &b1 = c.b1, &b2 = c.b2, &b3 = c.b3;
+  auto& all = c.all;
+  auto& by_id = c.by_id;
+  const auto& owner = c.all;
 
   const std::string tid = "tx-crash";
   auto s = init(b1, tid);
@@ -235,16 +240,11 @@ TEST_CASE("e2e transactions: a partition moved in the middle of a transaction ke
 TEST_CASE("e2e transactions: the coordinator crashes right after its commit point (fault point txn.after_prepare), and "
           "after its restart every partition gets the commit",
           "[e2e][txn][faults]") {
-  temp_dir dir;
-  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path()), b3("b3", dir.path());
-  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
-  for (auto* b : all) b->configure(all);
-  for (auto* b : all) b->start();
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
-  move(b1, 1, "b2");
-  move(b1, 2, "b3");
-  std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
-  const std::vector<moonmqd_process*> owner{&b1, &b2, &b3};
+  three_owners c;
+  auto &b1 = c.b1, &b2 = c.b2, &b3 = c.b3;
+  auto& all = c.all;
+  auto& by_id = c.by_id;
+  const auto& owner = c.all;
 
   const std::string tid = "tx-fault";
   auto s = init(b1, tid);
