@@ -161,7 +161,7 @@ TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of 
           "commit, and readers wait at the LSO until the markers arrive",
           "[e2e][txn]") {
   three_owners c;
-  auto &b1 = c.b1, &b2 = c.b2, &b3 = c.b3;
+  auto& b1 = c.b1;
   auto& all = c.all;
   auto& by_id = c.by_id;
   const auto& owner = c.all;
@@ -241,8 +241,7 @@ TEST_CASE("e2e transactions: the coordinator crashes right after its commit poin
           "after its restart every partition gets the commit",
           "[e2e][txn][faults]") {
   three_owners c;
-  auto &b1 = c.b1, &b2 = c.b2, &b3 = c.b3;
-  auto& all = c.all;
+  auto &b1 = c.b1, &b2 = c.b2;
   auto& by_id = c.by_id;
   const auto& owner = c.all;
 
