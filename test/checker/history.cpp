@@ -266,13 +266,24 @@ class checker {
           for (const auto& rec : o.records) final_values[o.tp()].insert(rec.value);
         }
       }
+    // Each partition's reads by where they start, and the longest one: the reads that may pass over an offset o are
+    // those starting in (o - longest, o), found by a binary search (a long run has millions of writes and reads).
+    std::map<std::string, std::uint64_t> longest;
+    for (auto& [tp, spans] : reads) {
+      std::sort(spans.begin(), spans.end(), [](const span& a, const span& b) { return a.first < b.first; });
+      for (const auto& s : spans) longest[tp] = std::max(longest[tp], s.last - s.first);
+    }
     for (const auto& [value, acked] : acks_) {
       const op& ack = *acked.front();
       const std::uint64_t offset = *ack.offset;
       bool lost = false;
-      for (const auto& s : reads[ack.tp()]) {
-        if (s.first >= offset || s.last <= offset || s.offsets.count(offset) || !must_show(ack, s.read->isolation))
-          continue;
+      const auto& spans = reads[ack.tp()];
+      const std::uint64_t reach = longest[ack.tp()];
+      auto from = std::lower_bound(spans.begin(), spans.end(), offset > reach ? offset - reach : 0,
+                                   [](const span& s, std::uint64_t v) { return s.first < v; });
+      for (auto it = from; it != spans.end() && it->first < offset; ++it) {
+        const span& s = *it;
+        if (s.last <= offset || s.offsets.count(offset) || !must_show(ack, s.read->isolation)) continue;
         r.anomalies.push_back({"lost_write", value, {observed(ack), observed(*s.read, offset)}});
         lost = true;
         break;
