@@ -4,7 +4,6 @@
 #include <asio/thread_pool.hpp>
 #include <charconv>
 #include <future>
-#include <system_error>
 #include <shared_mutex>
 
 #include "json/object_reader.hpp"

@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Partition 0's records on `b` (offset, value), or nullopt with the status when `b` does not serve it.
+/// Partition 0 on `b`: the status of its first read (200 when `b` serves it) and the records (offset, value).
 std::pair<int, std::vector<std::pair<std::uint64_t, std::string>>> read_partition(const moonmqd_process& b) {
   std::vector<std::pair<std::uint64_t, std::string>> out;
   auto c = b.api();
