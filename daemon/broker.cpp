@@ -24,7 +24,9 @@
 #include "api_reply.hpp"
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
+#include "cluster_view.hpp"
 #include "group_api.hpp"
+#include "move_api.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
@@ -136,7 +138,7 @@ class running_broker final : public broker {
     service_ = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{self_, token, peer_tokens,
                                          clustered ? cfg_.cluster->max_body_bytes : (64u << 20),
-                                         cluster::move_control_of(reassigner_, io_.get_executor()),
+                                         move_control(),
                                          raft_ ? std::function<transport::response(const transport::request&)>(
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr,
@@ -146,10 +148,13 @@ class running_broker final : public broker {
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
-        cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024}, st, *peers_, *journal_,
+        cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024,
+                                    clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0},
+        st, *peers_, *journal_,
         blocking_);
     if (auto s = open_groups(peer_ids); !s) return s;
     if (auto s = open_transactions(peer_ids); !s) return s;
+    if (auto s = open_moves(); !s) return s;
 
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);
@@ -217,6 +222,7 @@ class running_broker final : public broker {
     routes();
     group_api_->routes(*api_);
     txn_api_->routes(*api_);
+    move_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
     api_thread_ = std::thread([this] { api_->listen_after_bind(); });
@@ -283,6 +289,39 @@ class running_broker final : public broker {
     raft_ = std::move(*svc);
     raft_table_->attach(*raft_);
     fence_ = std::make_unique<cluster::raft_fence>(self_, *raft_);
+    return {};
+  }
+
+  /// The cluster-wide view, the move routes, and the copy throttle: `move-throttle.json` (written by PUT
+  /// /v1/reassignments/throttle) wins over Cluster.MoveThrottleBytesPerSec, so that a restart keeps what the operator
+  /// last set.
+  status open_moves() {
+    throttle_file_ = storage::make_file_state_file(cfg_.data_dir + "/move-throttle.json");
+    auto kept = throttle_file_->read();
+    if (!kept) return kept.err();
+    if (*kept) {
+      rapidjson::Document d;
+      if (!json::parse_object(**kept, d) || !d.HasMember("bytes_per_sec") || !d["bytes_per_sec"].IsUint64())
+        return error{errc::corrupt, throttle_file_->name() + ": expected {\"bytes_per_sec\": N}"};
+      reassigner_->set_throttle(d["bytes_per_sec"].GetUint64());
+      log_->info("moonmqd", "copy throttle " + std::to_string(d["bytes_per_sec"].GetUint64()) +
+                                " bytes/s, as last set through the API (" + throttle_file_->name() + ")");
+    }
+    std::vector<cluster::peer_config> peers;
+    if (cfg_.cluster) peers = cfg_.cluster->peers;
+    view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
+      return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
+    });
+    move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *ownership_, io_.get_executor(),
+                                           [this](std::uint64_t rate) { return set_throttle(rate); });
+    return {};
+  }
+
+  /// This broker's copy throttle, applied at once and kept for the next start.
+  status set_throttle(std::uint64_t rate) {
+    std::lock_guard lock(throttle_mu_);
+    if (auto s = throttle_file_->replace("{\"bytes_per_sec\":" + std::to_string(rate) + "}"); !s) return s;
+    reassigner_->set_throttle(rate);
     return {};
   }
 
@@ -388,6 +427,13 @@ class running_broker final : public broker {
         .count();
   }
 
+  /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here.
+  cluster::move_control move_control() {
+    auto c = cluster::move_control_of(reassigner_, io_.get_executor());
+    c.set_throttle = [this](std::uint64_t rate) { return set_throttle(rate); };
+    return c;
+  }
+
   cluster::cluster_state state() {
     return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *producers_, *log_, metrics_};
   }
@@ -426,10 +472,7 @@ class running_broker final : public broker {
                [this](const httplib::Request& req, httplib::Response& res) { commit(req, res); });
     api_->Get(R"(/v1/groups/([^/]+)/offsets)",
               [this](const httplib::Request& req, httplib::Response& res) { committed(req, res); });
-    api_->Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) { cluster_view(res); });
-    api_->Post("/v1/reassignments",
-               [this](const httplib::Request& req, httplib::Response& res) { reassign(req, res); });
-    api_->Get("/v1/reassignments", [this](const httplib::Request&, httplib::Response& res) { reassignments(res); });
+    api_->Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) { cluster_document(res); });
     api_->Get("/v1/autobalancer",
               [this](const httplib::Request&, httplib::Response& res) { autobalancer_status(res); });
     api_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -794,7 +837,7 @@ class running_broker final : public broker {
           }));
   }
 
-  void cluster_view(httplib::Response& res) {
+  void cluster_document(httplib::Response& res) {
     std::vector<std::pair<std::string, bool>> reach;
     if (cfg_.cluster)
       for (const auto& p : cfg_.cluster->peers) {
@@ -849,34 +892,6 @@ class running_broker final : public broker {
             }
             w.EndArray();
           }));
-  }
-
-  void reassign(const httplib::Request& req, httplib::Response& res) {
-    auto m = cluster::wire::read_move_request(req.body, [this](const std::string& dest) {
-      if (cfg_.cluster)
-        for (const auto& p : cfg_.cluster->peers)
-          if (p.id == dest) return true;
-      return false;
-    });
-    if (!m) return reply_error(res, m.err());
-    const topic_partition& tp = m->partition;
-    const std::string& topic = tp.topic;
-    const std::string& dest = m->dest;
-    if (is_internal_topic(topic)) return reply_error(res, 400, "invalid_argument", "internal topics never move");
-    if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
-    auto id = reassigner_->start(io_.get_executor(), tp, broker_id(dest));
-    if (!id) return reply_error(res, id.err());
-    reply(res, 202, json_object([&](json_writer& w) {
-            put(w, "id", *id);
-            put(w, "topic", topic);
-            put(w, "partition", tp.partition);
-            put(w, "dest", dest);
-            put(w, "status", "started");
-          }));
-  }
-
-  void reassignments(httplib::Response& res) {
-    reply(res, 200, cluster::wire::moves_document("reassignments", reassigner_->progress()));
   }
 
   void autobalancer_status(httplib::Response& res) {
@@ -995,6 +1010,10 @@ class running_broker final : public broker {
   std::condition_variable ticker_wake_;
   bool ticker_stop_ = false;
   std::unique_ptr<cluster::reassigner> reassigner_;
+  std::unique_ptr<storage::state_file> throttle_file_;
+  std::mutex throttle_mu_;
+  std::unique_ptr<cluster_view> view_;
+  std::unique_ptr<move_api> move_api_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;
   cluster::raft_ownership_table* raft_table_ = nullptr;

@@ -147,6 +147,9 @@ struct cluster_service::impl {
       return reassign(req, claim);
     }
     if (get && p == "/cluster/moves") return moves();
+    if (post && p == "/cluster/moves/cancel") return cancel_move(req);
+    if (post && p == "/cluster/throttle") return set_throttle(req);
+    if (post && p == "/cluster/discard") return discard(req);
     if (post && p == "/cluster/controller/claim") return claim(req);
     if (p.starts_with("/cluster/raft/") && opt.raft) return opt.raft(req);
     if (p.starts_with("/cluster/group/") && opt.groups) return opt.groups(req);
@@ -407,7 +410,66 @@ struct cluster_service::impl {
 
   response moves() {
     if (!opt.moves.progress) return error_response(501, "not_implemented", "this broker does not run moves");
-    return {200, wire::moves_document("moves", opt.moves.progress()), "application/json"};
+    auto list = opt.moves.progress();
+    const std::uint64_t rate = opt.moves.throttle ? opt.moves.throttle() : 0;
+    return json_ok([&](json_writer& w) {
+      put(w, "broker", opt.self.value());
+      put(w, "throttle_bytes_per_sec", rate);
+      w.Key("moves");
+      w.StartArray();
+      for (const auto& m : list) wire::write_move(w, m);
+      w.EndArray();
+    });
+  }
+
+  /// POST /cluster/moves/cancel?id=N: cancels one of this broker's moves (see reassigner::cancel).
+  response cancel_move(const request& req) {
+    if (!opt.moves.cancel) return error_response(501, "not_implemented", "this broker does not run moves");
+    auto it = req.params.find("id");
+    std::uint64_t id = 0;
+    if (it == req.params.end() ||
+        std::from_chars(it->second.data(), it->second.data() + it->second.size(), id).ptr !=
+            it->second.data() + it->second.size())
+      return error_response(400, "invalid_argument", "id: expected a move id");
+    if (auto s = opt.moves.cancel(id); !s) return from_error(s.err());
+    return json_ok([&](json_writer& w) {
+      w.Key("id");
+      w.Uint64(id);
+      put(w, "status", "cancelling");
+    });
+  }
+
+  /// POST /cluster/throttle {"bytes_per_sec"}: this broker's share of the cluster-wide copy throttle.
+  response set_throttle(const request& req) {
+    if (!opt.moves.set_throttle) return error_response(501, "not_implemented", "this broker does not run moves");
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
+    json::object_reader r(d, "");
+    std::uint64_t rate = 0;
+    r.get("bytes_per_sec", rate, true);
+    if (auto s = r.finish(); !s) return from_error(s.err());
+    if (auto s = opt.moves.set_throttle(rate); !s) return from_error(s.err());
+    return json_ok([&](json_writer& w) { put(w, "throttle_bytes_per_sec", rate); });
+  }
+
+  /// POST /cluster/discard?topic=&partition=: empties this broker's copy of a partition it neither serves nor is
+  /// being handed (a cancelled move's destination). Refused (409) otherwise: that copy may be the only one.
+  response discard(const request& req) {
+    auto tp = partition_param(req);
+    if (!tp) return from_error(tp.err());
+    std::unique_lock gate(st.gates.gate(*tp));
+    auto e = entry_as_seen_by(st.ownership, *tp, opt.self);
+    if (!st.ownership.ready())
+      return error_response(503, "unavailable", opt.self.value() + " is catching up with the ownership log");
+    if (e.owner == opt.self)
+      return error_response(409, "conflict",
+                            tp->topic + "-" + std::to_string(tp->partition) + " is " +
+                                (e.handover ? "being handed over to " : "served by ") + opt.self.value() +
+                                "; its copy is not discarded");
+    if (auto s = st.producers.discard(*tp); !s) return from_error(s.err());
+    st.log.info("cluster", "discarded the local copy of " + tp->topic + "-" + std::to_string(tp->partition) +
+                               " (served by " + e.owner.value() + ")");
+    return json_ok([&](json_writer& w) { put(w, "discarded", true); });
   }
 
   response claim(const request& req) {

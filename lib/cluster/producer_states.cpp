@@ -41,6 +41,16 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
   }
 }
 
+status producer_states::discard(const topic_partition& tp) {
+  slot& s = slot_of(tp);
+  std::lock_guard lock(s.mu);
+  if (auto d = store_.discard(tp); !d) return d;
+  s.table = txn::producer_table(max_producers_);
+  s.txns = txn::partition_txns{};
+  s.any_open.store(false, std::memory_order_relaxed);
+  return {};
+}
+
 status producer_states::catch_up(const topic_partition& tp, slot& s) {
   auto end = store_.end_offset(tp);
   if (!end) return end.err();

@@ -20,6 +20,7 @@
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/fault_points.hpp"
+#include "moonmq/cluster/copy_throttle.hpp"
 
 namespace moonmq::cluster {
 
@@ -33,6 +34,11 @@ double now_seconds() {
 }
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+/// Whether a move at `step` has not begun its cutover: a cancel can still roll it back.
+bool before_cutover(const std::string& step) {
+  return step == "starting" || step == "ensure" || step == "check" || step == "reserve" || step == "copy";
+}
 
 std::string quoted(const std::string& s) {
   rapidjson::StringBuffer buf;
@@ -100,13 +106,14 @@ std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) 
 
 struct reassigner::impl {
   impl(reassigner_options o, cluster_state s, peer_client& p, move_journal& j, asio::thread_pool& b)
-      : opt(o), st(s), peers(p), journal(j), pool(b) {}
+      : opt(std::move(o)), st(s), peers(p), journal(j), pool(b) {}
 
   reassigner_options opt;
   cluster_state st;
   peer_client& peers;
   move_journal& journal;
   asio::thread_pool& pool;
+  copy_throttle throttle{opt.throttle_bytes_per_sec};
 
   mutable std::mutex mu;
   std::map<topic_partition, std::shared_ptr<move_progress>> running;
@@ -126,6 +133,8 @@ struct reassigner::impl {
     {
       std::lock_guard lock(mu);
       p.step = step;
+      p.last_activity_at = now_seconds();
+      p.waiting_for.clear();
     }
     log(p, std::string("step ") + step);
   }
@@ -134,17 +143,64 @@ struct reassigner::impl {
     {
       std::lock_guard lock(mu);
       p.bytes_copied += n;
+      p.last_activity_at = now_seconds();
     }
     st.metrics.add(metrics::move_bytes, {}, static_cast<double>(n));
+  }
+
+  void waiting(move_progress& p, std::string what) {
+    std::lock_guard lock(mu);
+    p.waiting_for = std::move(what);
+  }
+
+  /// A cancelled move stops at the next check before its cutover (an error the caller returns as is).
+  status check_cancel(const move_progress& p) {
+    std::lock_guard lock(mu);
+    if (p.cancel_requested) return {errc::conflict, "cancelled by an operator"};
+    return {};
+  }
+
+  /// The cutover step begins only if no cancel came first; after it a cancel is refused (both under `mu`).
+  status enter_cutover(move_progress& p) {
+    {
+      std::lock_guard lock(mu);
+      if (p.cancel_requested) return {errc::conflict, "cancelled by an operator"};
+      p.step = "cutover";
+      p.last_activity_at = now_seconds();
+      p.waiting_for.clear();
+    }
+    log(p, "step cutover");
+    return {};
+  }
+
+  /// Waits until the throttle lets `bytes` go, in short slices (a new rate applies at once). A cancel ends the wait
+  /// when `cancellable`.
+  asio::awaitable<status> pace(move_progress& p, std::uint64_t bytes, bool cancellable) {
+    bool noted = false;
+    while (true) {
+      auto wait = throttle.take(bytes, copy_throttle::clock::now());
+      if (wait == copy_throttle::clock::duration::zero()) break;
+      if (cancellable)
+        if (auto c = check_cancel(p); !c) co_return c;
+      if (!noted) {
+        waiting(p, "throttle: " + std::to_string(throttle.rate()) + " bytes/s for the cluster's copies");
+        noted = true;
+      }
+      asio::steady_timer t(co_await asio::this_coro::executor, wait);
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return status{};
   }
 
   /// Registers a move of `tp` (refused when one is running); the caller then runs it with `finish_after`.
   result<std::shared_ptr<move_progress>> begin(const topic_partition& tp, const broker_id& dest) {
     auto p = std::make_shared<move_progress>();
     p->partition = tp;
+    p->source = peers.directory().self.value();
     p->dest = dest.value();
     p->step = "starting";
     p->started_at = now_seconds();
+    p->last_activity_at = p->started_at;
     std::lock_guard lock(mu);
     if (running.count(tp)) return error{errc::conflict, name_of(tp) + " is already moving"};
     if (recovering.count(tp))
@@ -159,22 +215,45 @@ struct reassigner::impl {
   asio::awaitable<status> finish_after(std::shared_ptr<move_progress> p, std::optional<controller_claim> claim) {
     const topic_partition tp = p->partition;
     status s = co_await run(*p, tp, broker_id(p->dest), claim);
+    bool cancelled = false;
+    {
+      std::lock_guard lock(mu);
+      cancelled = !s.ok() && p->cancel_requested && before_cutover(p->step);
+    }
+    if (cancelled) {
+      // Rolled back: ownership never left this broker; the destination's partial copy is given back to its disk.
+      auto discarded = co_await discard_copy(tp, broker_id(p->dest));
+      s = status{errc::conflict, "cancelled by an operator before its cutover; " + p->source + " kept serving " +
+                                     name_of(tp) + "; " +
+                                     (discarded ? "the copy on " + p->dest + " was discarded"
+                                                : "the copy on " + p->dest + " was NOT discarded (" +
+                                                      discarded.message() + "); a later move there resumes from it")};
+    }
     {
       std::lock_guard lock(mu);
       p->finished = true;
       p->succeeded = s.ok();
-      p->step = s.ok() ? "done" : "failed";
+      p->step = s.ok() ? "done" : cancelled ? "cancelled" : "failed";
       p->error = s.ok() ? "" : s.message();
+      p->waiting_for.clear();
       p->finished_at = now_seconds();
       finished.push_back(*p);
       while (finished.size() > 100) finished.pop_front();
       running.erase(tp);
       st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
     }
-    st.metrics.add(metrics::moves, {{"result", s.ok() ? "succeeded" : "failed"}}, 1);
+    st.metrics.add(metrics::moves, {{"result", s.ok() ? "succeeded" : cancelled ? "cancelled" : "failed"}}, 1);
     st.metrics.observe(metrics::move_duration, {}, p->finished_at - p->started_at);
     log(*p, s.ok() ? "done" : "failed: " + s.message());
     co_return s;
+  }
+
+  /// Asks `dest` to discard its copy of `tp` (it refuses when it serves the partition or is being handed it).
+  asio::awaitable<status> discard_copy(const topic_partition& tp, const broker_id& dest) {
+    auto resp = co_await peers.call(dest.value(), req("POST", "/cluster/discard", tp));
+    if (resp.ok()) co_return status{};
+    status failed = peer_error(dest.value(), "discard", resp);
+    co_return failed;
   }
 
   request req(const char* method, const char* path, const topic_partition& tp) {
@@ -187,8 +266,12 @@ struct reassigner::impl {
 
   /// Copies local frames [from, until) to `dest`, batch by batch; returns the offset reached. The next batch is
   /// read while the current one is in flight, so the local read never adds to a batch's round trip.
+  /// The copy before the cutover is `cancellable` and waits for the throttle; the drain after it is neither (its
+  /// bytes still count against the throttle, and the copies after it wait for them), because nobody serves the
+  /// partition while it runs.
   asio::awaitable<result<std::uint64_t>> copy(move_progress& p, const topic_partition& tp, const std::string& dest,
-                                              std::uint64_t from, std::uint64_t until, bool sync_at_end) {
+                                              std::uint64_t from, std::uint64_t until, bool sync_at_end,
+                                              bool cancellable) {
     using namespace asio::experimental::awaitable_operators;
     auto read_at = [this, &tp](std::uint64_t offset) {
       return [this, &tp, offset] { return st.store.read(tp, offset, opt.batch_bytes); };
@@ -199,6 +282,14 @@ struct reassigner::impl {
     while (at < until) {
       if (!batch) co_return batch.err();
       if (batch->bytes.empty()) break;
+      if (cancellable) {
+        if (auto c = check_cancel(p); !c) co_return c.err();
+        auto paced = co_await pace(p, batch->bytes.size(), true);
+        if (!paced) co_return paced.err();
+      } else {
+        throttle.spend(batch->bytes.size(), copy_throttle::clock::now());
+      }
+      waiting(p, dest + ": append at " + std::to_string(at));
       request r = req("POST", "/cluster/append", tp);
       r.params["expected_offset"] = std::to_string(at);
       r.content_type = "application/octet-stream";
@@ -422,6 +513,7 @@ struct reassigner::impl {
       if (!resp.ok()) co_return peer_error(dest.value(), "ensure", resp);
     }
 
+    if (auto c = check_cancel(p); !c) co_return c;
     set_step(p, "check");
     std::uint64_t dest_end = 0;
     {
@@ -443,6 +535,7 @@ struct reassigner::impl {
       log(p, "resuming onto an identical prefix of " + std::to_string(dest_end) + " bytes");
     }
 
+    if (auto c = check_cancel(p); !c) co_return c;
     set_step(p, "reserve");
     {
       request r = req("POST", "/cluster/owner", tp);
@@ -458,6 +551,7 @@ struct reassigner::impl {
     }
     if (auto f = MOONMQ_FAULT("reassigner.after_reserve"); !f) co_return f;
 
+    if (auto c = check_cancel(p); !c) co_return c;
     set_step(p, "copy");
     auto end_now = st.store.end_offset(tp);
     if (!end_now) co_return end_now.to_status();
@@ -466,11 +560,16 @@ struct reassigner::impl {
       p.bytes_copied = dest_end;
       p.bytes_total = *end_now;
     }
-    auto copied = co_await copy(p, tp, dest.value(), dest_end, *end_now, true);
+    {
+      std::lock_guard lock(mu);
+      p.resumed_from = dest_end;
+      p.copy_started_at = now_seconds();
+    }
+    auto copied = co_await copy(p, tp, dest.value(), dest_end, *end_now, true, true);
     if (!copied) co_return copied.to_status();
     if (auto f = MOONMQ_FAULT("reassigner.after_copy"); !f) co_return f;
 
-    set_step(p, "cutover");
+    if (auto c = enter_cutover(p); !c) co_return c;
     const pending_move journaled{tp, dest, version + 1, false};
     if (auto s = co_await offload(pool, [&] { return journal.add(journaled); }); !s) co_return s;
     // Journaled, nothing decided: an error here leaves the entry for recovery to resolve (as a crash would).
@@ -499,7 +598,7 @@ struct reassigner::impl {
     if (auto f = MOONMQ_FAULT("reassigner.after_cutover"); !f)
       drained = f.err();  // handled as a failed drain: rolled back
     else if (tail_end)
-      drained = co_await copy(p, tp, dest.value(), *copied, *tail_end, true);
+      drained = co_await copy(p, tp, dest.value(), *copied, *tail_end, true, false);
     else
       drained = tail_end.err();
     status marked{};
@@ -592,6 +691,9 @@ result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_p
   if (is_internal_topic(tp.topic)) return error{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
   if (dest == self) return error{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
   if (!serves(impl_->st.ownership, tp, self)) return error{errc::not_owner, not_served_reason(impl_->st.ownership, tp, self)};
+  auto count = impl_->st.store.partition_count(tp.topic);
+  if (!count) return count.err();
+  if (tp.partition < 0 || tp.partition >= *count) return error{errc::not_found, "unknown partition " + name_of(tp)};
   auto p = impl_->begin(tp, dest);
   if (!p) return p.err();
   const std::uint64_t id = (*p)->id;
@@ -637,10 +739,52 @@ asio::awaitable<std::size_t> reassigner::recover() {
 }
 
 std::vector<move_progress> reassigner::progress() const {
+  const double now = now_seconds();
   std::lock_guard lock(impl_->mu);
   std::vector<move_progress> out(impl_->finished.begin(), impl_->finished.end());
-  for (const auto& [tp, p] : impl_->running) out.push_back(*p);
+  for (const auto& [tp, p] : impl_->running) {
+    move_progress m = *p;
+    if (m.copy_started_at > 0 && m.bytes_copied > m.resumed_from) {
+      const double elapsed = std::max(1e-3, now - m.copy_started_at);
+      m.rate_bytes_per_sec = static_cast<double>(m.bytes_copied - m.resumed_from) / elapsed;
+      const double left = m.bytes_total > m.bytes_copied ? static_cast<double>(m.bytes_total - m.bytes_copied) : 0;
+      m.eta_seconds = left / m.rate_bytes_per_sec;
+    }
+    const double idle = now - m.last_activity_at;
+    if (idle >= impl_->opt.stall_seconds) {
+      m.stalled = true;
+      m.stalled_reason = "no progress for " + std::to_string(static_cast<long>(idle)) + " s in step " + m.step +
+                         (m.waiting_for.empty() ? "" : "; waiting for " + m.waiting_for);
+    }
+    out.push_back(std::move(m));
+  }
   return out;
 }
+
+status reassigner::cancel(std::uint64_t id) {
+  std::lock_guard lock(impl_->mu);
+  for (auto& [tp, p] : impl_->running) {
+    if (p->id != id) continue;
+    if (!before_cutover(p->step))
+      return {errc::conflict, "move " + std::to_string(id) + " of " + name_of(tp) + " is past its cutover (step " +
+                                  p->step + "): it can no longer be rolled back and finishes on its own"};
+    p->cancel_requested = true;
+    impl_->log(*p, "cancel requested");
+    return {};
+  }
+  for (const auto& f : impl_->finished)
+    if (f.id == id)
+      return {errc::conflict, "move " + std::to_string(id) + " of " + name_of(f.partition) + " has already ended (" +
+                                  f.step + ")"};
+  return {errc::not_found, "no move " + std::to_string(id) + " on " + impl_->peers.directory().self.value()};
+}
+
+void reassigner::set_throttle(std::uint64_t bytes_per_sec) {
+  impl_->throttle.set_rate(bytes_per_sec);
+  impl_->st.log.info("reassigner", "copy throttle " + (bytes_per_sec ? std::to_string(bytes_per_sec) + " bytes/s"
+                                                                      : std::string("off")));
+}
+
+std::uint64_t reassigner::throttle() const { return impl_->throttle.rate(); }
 
 }  // namespace moonmq::cluster

@@ -64,6 +64,12 @@ inline void write_move(json::writer& w, const move_progress& p) {
   json::put(w, "error", p.error);
   json::put(w, "started_at", p.started_at);
   json::put(w, "finished_at", p.finished_at);
+  json::put(w, "source", p.source);
+  json::put(w, "cancel_requested", p.cancel_requested);
+  json::put(w, "rate_bytes_per_sec", p.rate_bytes_per_sec);
+  json::put(w, "eta_seconds", p.eta_seconds);
+  json::put(w, "stalled", p.stalled);
+  json::put(w, "stalled_reason", p.stalled_reason);
   w.EndObject();
 }
 
@@ -99,6 +105,15 @@ inline std::optional<std::vector<move_progress>> read_moves(const std::string& b
     p.bytes_total = u64("bytes_total");
     p.finished = flag("finished");
     p.succeeded = flag("succeeded");
+    p.source = str("source");
+    p.cancel_requested = flag("cancel_requested");
+    auto num = [&](const char* k, double fallback) { return m.HasMember(k) && m[k].IsNumber() ? m[k].GetDouble() : fallback; };
+    p.started_at = num("started_at", 0);
+    p.finished_at = num("finished_at", 0);
+    p.rate_bytes_per_sec = num("rate_bytes_per_sec", 0);
+    p.eta_seconds = num("eta_seconds", -1);
+    p.stalled = flag("stalled");
+    p.stalled_reason = str("stalled_reason");
     out.push_back(std::move(p));
   }
   return out;

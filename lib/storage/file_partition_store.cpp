@@ -221,6 +221,19 @@ class partition_log {
   }
   bool take_dirty() { return dirty_.exchange(false, std::memory_order_acq_rel); }
 
+  /// Cuts the log to nothing and syncs the cut.
+  status discard() {
+    std::lock_guard lock(mu_);
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
+    const int fd = (*file)->get();
+    if (auto s = posix::truncate_file(fd, 0, path_); !s) return s;
+    if (auto s = posix::sync_data(fd, path_); !s) return s;
+    index_.clear();
+    end_.store(0, std::memory_order_release);
+    return {};
+  }
+
  private:
   /// REQUIRES: mu_ held.
   status write_locked(std::uint64_t at, std::string_view bytes, fsync_policy policy) {
@@ -389,6 +402,12 @@ class file_partition_store final : public partition_store {
     auto log = find(tp);
     if (!log) return log.err();
     return (*log)->sync();
+  }
+
+  status discard(const topic_partition& tp) override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->discard();
   }
 
  private:

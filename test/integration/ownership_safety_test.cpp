@@ -196,6 +196,7 @@ struct hooked_store final : storage::partition_store {
     return inner.append_at(tp, at, frames, end);
   }
   status sync(const topic_partition& tp) override { return inner.sync(tp); }
+  status discard(const topic_partition& tp) override { return inner.discard(tp); }
 };
 
 }  // namespace

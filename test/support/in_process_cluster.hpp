@@ -84,6 +84,24 @@ class in_process_cluster {
     return std::move(*fut.get());
   }
 
+  /// Runs the io_context until `done()` holds or `limit` passes; returns whether it holds.
+  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      io.run_for(std::chrono::milliseconds(5));
+      io.restart();
+    }
+    return true;
+  }
+
+  /// Gives broker `i` a new reassigner built with `o` (its batch size is the cluster's).
+  void rebuild_reassigner(int i, cluster::reassigner_options o) {
+    auto& b = (*this)[i];
+    o.batch_bytes = batch_bytes_;
+    b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, pool);
+  }
+
   status move(int from, const topic_partition& tp, int to, std::optional<cluster::controller_claim> claim = {}) {
     return run((*this)[from].reassigner->move(tp, broker_id((*this)[to].id), claim));
   }

@@ -38,6 +38,9 @@ namespace moonmq::cluster {
 struct move_control {
   std::function<result<std::uint64_t>(topic_partition, broker_id, std::optional<controller_claim>)> start;
   std::function<std::vector<move_progress>()> progress;
+  std::function<status(std::uint64_t)> cancel;
+  std::function<status(std::uint64_t)> set_throttle;
+  std::function<std::uint64_t()> throttle;
 };
 
 struct cluster_service_options {

@@ -47,6 +47,7 @@ struct cluster_config {
   double peer_timeout_seconds = 5;
   std::uint32_t batch_bytes = 256 * 1024;
   std::uint32_t max_body_bytes = 64u << 20;
+  std::uint64_t move_throttle_bytes_per_sec = 0;  ///< every move's copy shares it on each broker (0 = unlimited)
   bool allow_insecure = false;
   std::vector<peer_config> peers;
   std::optional<tls_config> tls;

@@ -70,6 +70,10 @@ class producer_states {
   /// producer lock (the balance loop and /cluster/loads ask from the reactor).
   bool has_open_transactions(const topic_partition& tp);
 
+  /// Empties the log of `tp` (a copy this broker does not serve: see partition_store::discard) and forgets what it
+  /// said about producers and transactions, so that a later copy onto it starts from nothing.
+  status discard(const topic_partition& tp);
+
   /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
   result<std::map<std::uint64_t, txn::producer_table::producer>> producers(const topic_partition& tp);
 

@@ -43,6 +43,8 @@ namespace moonmq::cluster {
 
 struct reassigner_options {
   std::uint32_t batch_bytes = 256 * 1024;
+  std::uint64_t throttle_bytes_per_sec = 0;  ///< the copies' shared rate limit (0 = none); see set_throttle()
+  double stall_seconds = 30;  ///< a running move with no step and no byte for this long is reported stalled
 };
 
 class reassigner {
@@ -68,8 +70,19 @@ class reassigner {
   /// Resolves journaled moves left by a crash (see move_journal.hpp). Returns how many remain unresolved.
   asio::awaitable<std::size_t> recover();
 
-  /// Moves in progress and the most recent finished ones (newest last).
+  /// Moves in progress and the most recent finished ones (newest last). A running move's rate, ETA and stall are
+  /// worked out at the call.
   std::vector<move_progress> progress() const;
+
+  /// Cancels move `id` if it has not begun its cutover: it stops at its next check (between steps, between copy
+  /// batches, during a throttle wait), ownership never having left this broker, and the destination is asked to
+  /// discard its partial copy; it then ends in step "cancelled". conflict once the cutover has begun (the move can
+  /// no longer be rolled back without risking two servers) or when it has ended; not_found for an unknown id.
+  status cancel(std::uint64_t id);
+
+  /// The rate every copy of this broker shares, in bytes/s (0 = unlimited); applies at once to running copies.
+  void set_throttle(std::uint64_t bytes_per_sec);
+  std::uint64_t throttle() const;
 
  private:
   struct impl;
@@ -84,6 +97,12 @@ inline move_control move_control_of(const std::unique_ptr<reassigner>& slot, asi
     return slot->start(ex, std::move(tp), std::move(dest), claim);
   };
   c.progress = [&slot] { return slot->progress(); };
+  c.cancel = [&slot](std::uint64_t id) { return slot->cancel(id); };
+  c.set_throttle = [&slot](std::uint64_t rate) {
+    slot->set_throttle(rate);
+    return status{};
+  };
+  c.throttle = [&slot] { return slot->throttle(); };
   return c;
 }
 

@@ -118,6 +118,16 @@ class memory_partition_store final : public partition_store {
 
   status sync(const topic_partition& tp) override { return find(tp).to_status(); }
 
+  status discard(const topic_partition& tp) override {
+    auto p = find(tp);
+    if (!p) return p.err();
+    std::lock_guard lock((*p)->mu);
+    (*p)->log.clear();
+    (*p)->log.shrink_to_fit();
+    (*p)->starts.clear();
+    return {};
+  }
+
  private:
   struct partition {
     mutable std::mutex mu;

@@ -70,6 +70,11 @@ class partition_store {
 
   /// Makes everything appended to the partition so far durable.
   virtual status sync(const topic_partition& tp) = 0;
+
+  /// Empties the partition's log, durably: its end offset becomes 0 and its bytes are given back to the disk. The
+  /// partition itself stays (a topic never shrinks). The cluster layer calls it only for a copy this broker does not
+  /// serve (a cancelled move's destination, a reclaimed source), never while anything may still read it.
+  virtual status discard(const topic_partition& tp) = 0;
 };
 
 /// CRC-32C of a partition's bytes [0, upto), read in 1 MiB steps. `upto` must be a record boundary no further than the

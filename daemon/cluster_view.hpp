@@ -1,0 +1,64 @@
+// What every broker of the cluster says, asked on demand: each peer in parallel (one slow or dead peer costs one peer
+// timeout, not one per peer), this broker itself directly. The client API's cluster-wide routes are built on it, so
+// that any broker answers for the whole cluster with or without Raft, never from stale local notes.
+// Thread safety: const members may be called from any thread (each call makes its own requests).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "moonmq/cluster/config.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/message.hpp"
+
+namespace moonmq::daemon {
+
+/// One peer's answer to a request; `response.status == 0` when it did not answer.
+struct peer_answer {
+  std::string broker;
+  transport::response response;
+};
+
+/// One broker as it reported itself.
+struct broker_report {
+  std::string id;
+  std::string address;  ///< host:port of its cluster endpoint ("" for this broker without one)
+  bool self = false;
+  bool reachable = false;
+  std::string error;  ///< why it is not reachable
+  std::vector<cluster::partition_load> partitions;  ///< the partitions it serves
+};
+
+class cluster_view {
+ public:
+  cluster_view(broker_id self, std::vector<cluster::peer_config> peers, cluster::peer_client& client,
+               std::function<std::vector<cluster::partition_load>()> local_loads)
+      : self_(std::move(self)), peers_(std::move(peers)), client_(client), local_loads_(std::move(local_loads)) {}
+
+  const broker_id& self() const { return self_; }
+  const std::vector<cluster::peer_config>& peers() const { return peers_; }
+  bool is_peer(const std::string& id) const;
+
+  /// Sends `req` to every peer at once and waits for all answers (each within the peer timeout).
+  std::vector<peer_answer> ask_peers(const transport::request& req) const;
+
+  /// Sends `req` to one peer; status 0 when it does not answer.
+  transport::response ask(const std::string& peer, const transport::request& req) const;
+
+  /// Every broker, this one first, with the partitions it serves.
+  std::vector<broker_report> brokers() const;
+
+  /// The broker that reports serving `tp`, if any broker does.
+  std::optional<std::string> owner_of(const topic_partition& tp) const;
+
+ private:
+  broker_id self_;
+  std::vector<cluster::peer_config> peers_;
+  cluster::peer_client& client_;
+  std::function<std::vector<cluster::partition_load>()> local_loads_;
+};
+
+}  // namespace moonmq::daemon

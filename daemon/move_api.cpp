@@ -1,0 +1,270 @@
+#include "move_api.hpp"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+
+#include "api_reply.hpp"
+#include "cluster/wire_json.hpp"
+#include "json/object_reader.hpp"
+#include "moonmq/core/topic_name.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+using json::put;
+using json_writer = json::writer;
+
+std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
+std::string why_not(const transport::response& r) {
+  return r.status ? "HTTP " + std::to_string(r.status) + ": " + r.body : "no answer: " + r.body;
+}
+
+/// One broker's moves and throttle, from its GET /cluster/moves answer.
+struct broker_moves {
+  std::string broker;
+  bool reachable = false;
+  std::string error;
+  std::uint64_t throttle = 0;
+  std::vector<cluster::move_progress> moves;
+};
+
+std::optional<std::uint64_t> throttle_in(const std::string& body) {
+  rapidjson::Document d;
+  if (!json::parse_object(body, d) || !d.HasMember("throttle_bytes_per_sec") ||
+      !d["throttle_bytes_per_sec"].IsUint64())
+    return std::nullopt;
+  return d["throttle_bytes_per_sec"].GetUint64();
+}
+
+}  // namespace
+
+void move_api::routes(httplib::Server& api) {
+  api.Post("/v1/reassignments", [this](const httplib::Request& req, httplib::Response& res) { start(req, res); });
+  api.Get("/v1/reassignments", [this](const httplib::Request& req, httplib::Response& res) { list(req, res); });
+  api.Put("/v1/reassignments/throttle",
+          [this](const httplib::Request& req, httplib::Response& res) { put_throttle(req, res); });
+  api.Get("/v1/reassignments/throttle", [this](const httplib::Request&, httplib::Response& res) { get_throttle(res); });
+  api.Delete(R"(/v1/reassignments/(\d+))",
+             [this](const httplib::Request& req, httplib::Response& res) { cancel(req, res); });
+}
+
+void move_api::start(const httplib::Request& req, httplib::Response& res) {
+  auto m = cluster::wire::read_move_request(req.body);
+  if (!m) return reply_error(res, m.err());
+  const topic_partition tp = m->partition;
+  const std::string dest = m->dest;
+  const std::string self = view_.self().value();
+  if (is_internal_topic(tp.topic))
+    return reply_error(res, 400, "invalid_argument", "internal topics (" + tp.topic + ") never move");
+  if (dest != self && !view_.is_peer(dest))
+    return reply_error(res, 404, "not_found", "unknown broker '" + dest + "': not this broker nor a configured peer");
+  // Who serves it: this broker knows for itself; otherwise every broker is asked (its own report of what it serves),
+  // so that a bad request is refused now instead of failing later in the background.
+  std::string source;
+  if (cluster::serves(ownership_, tp, view_.self())) {
+    source = self;
+  } else {
+    auto owner = view_.owner_of(tp);
+    if (!owner)
+      return reply_error(res, 404, "not_found",
+                         "no reachable broker serves " + name_of(tp) + " (unknown topic or partition, or its owner "
+                         "does not answer)");
+    source = *owner;
+  }
+  if (source == dest) return reply_error(res, 409, "conflict", name_of(tp) + " is already on " + dest);
+  std::uint64_t id = 0;
+  if (source == self) {
+    auto started = reassigner_.start(ex_, tp, broker_id(dest));
+    if (!started) return reply_error(res, started.err());
+    id = *started;
+  } else {
+    // Hand-driven, so not fenced: the owner runs it as if asked directly.
+    transport::request fwd;
+    fwd.path = "/cluster/reassign";
+    fwd.body = req.body;
+    auto r = view_.ask(source, fwd);
+    if (!r.ok()) {
+      if (r.status == 0)
+        return reply_error(res, 503, "unavailable", source + ", which serves " + name_of(tp) + ", did not answer");
+      return relay(res, r);
+    }
+    rapidjson::Document d;
+    if (!json::parse_object(r.body, d) || !d.HasMember("id") || !d["id"].IsUint64())
+      return reply_error(res, 502, "bad_gateway", source + " started the move but its answer has no id: " + r.body);
+    id = d["id"].GetUint64();
+  }
+  reply(res, 202, json_object([&](json_writer& w) {
+          put(w, "id", id);
+          put(w, "source", source);
+          put(w, "topic", tp.topic);
+          put(w, "partition", tp.partition);
+          put(w, "dest", dest);
+          put(w, "status", "started");
+        }));
+}
+
+void move_api::list(const httplib::Request& req, httplib::Response& res) {
+  const bool active_only = req.get_param_value("active") == "true";
+  std::vector<broker_moves> all;
+  all.push_back({view_.self().value(), true, "", reassigner_.throttle(), reassigner_.progress()});
+  for (auto& a : view_.ask_peers(transport::get_request("/cluster/moves"))) {
+    broker_moves b;
+    b.broker = a.broker;
+    auto moves = a.response.ok() ? cluster::wire::read_moves(a.response.body) : std::nullopt;
+    if (moves) {
+      b.reachable = true;
+      b.moves = std::move(*moves);
+      b.throttle = throttle_in(a.response.body).value_or(0);
+      for (auto& m : b.moves)
+        if (m.source.empty()) m.source = b.broker;
+    } else {
+      b.error = why_not(a.response);
+    }
+    all.push_back(std::move(b));
+  }
+  std::vector<cluster::move_progress> merged;
+  for (auto& b : all)
+    for (auto& m : b.moves)
+      if (!active_only || !m.finished) merged.push_back(std::move(m));
+  std::stable_sort(merged.begin(), merged.end(),
+                   [](const auto& a, const auto& b) { return a.started_at < b.started_at; });
+  reply(res, 200, json_object([&](json_writer& w) {
+          w.Key("reassignments");
+          w.StartArray();
+          for (const auto& m : merged) cluster::wire::write_move(w, m);
+          w.EndArray();
+          w.Key("throttle");
+          w.StartObject();
+          for (const auto& b : all)
+            if (b.reachable) put(w, b.broker.c_str(), b.throttle);
+          w.EndObject();
+          w.Key("unreachable");
+          w.StartArray();
+          for (const auto& b : all)
+            if (!b.reachable) {
+              w.StartObject();
+              put(w, "broker", b.broker);
+              put(w, "error", b.error);
+              w.EndObject();
+            }
+          w.EndArray();
+        }));
+}
+
+void move_api::cancel(const httplib::Request& req, httplib::Response& res) {
+  auto id = whole_number(req.matches[1], UINT64_MAX);
+  if (!id) return reply_error(res, 400, "invalid_argument", "a move id is a whole number");
+  const std::string source = req.get_param_value("source");
+  const std::string self = view_.self().value();
+  if (!source.empty() && source != self && !view_.is_peer(source))
+    return reply_error(res, 404, "not_found", "unknown broker '" + source + "'");
+  auto accepted = [&](const std::string& where) {
+    reply(res, 202, json_object([&](json_writer& w) {
+            put(w, "id", *id);
+            put(w, "source", where);
+            put(w, "status", "cancelling");
+          }));
+  };
+  if (source.empty() || source == self) {
+    auto s = reassigner_.cancel(*id);
+    if (s) return accepted(self);
+    if (s.code() != errc::not_found || !source.empty()) return reply_error(res, s.err());
+  }
+  // Ids are unique per broker: the one whose move it is answers; the others say 404.
+  transport::request ask;
+  ask.path = "/cluster/moves/cancel";
+  ask.params["id"] = std::to_string(*id);
+  std::vector<peer_answer> answers;
+  if (!source.empty())
+    answers.push_back({source, view_.ask(source, ask)});
+  else
+    answers = view_.ask_peers(ask);
+  std::vector<std::string> silent;
+  for (const auto& a : answers) {
+    if (a.response.ok()) return accepted(a.broker);
+    if (a.response.status != 0 && a.response.status != 404) return relay(res, a.response);
+    if (a.response.status == 0) silent.push_back(a.broker);
+  }
+  std::string message = "no move " + std::to_string(*id) + " on any broker";
+  if (!silent.empty()) {
+    message += " that answered (no answer from";
+    for (const auto& b : silent) message += " " + b;
+    message += ")";
+    return reply_error(res, 503, "unavailable", message);
+  }
+  reply_error(res, 404, "not_found", message);
+}
+
+void move_api::put_throttle(const httplib::Request& req, httplib::Response& res) {
+  rapidjson::Document d;
+  if (!parse_body(req, res, d)) return;
+  json::object_reader r(d, "");
+  std::uint64_t rate = 0;
+  r.get("bytes_per_sec", rate, true);
+  if (auto s = r.finish(); !s) return reply_error(res, s.err());
+  std::vector<std::string> applied;
+  std::vector<std::pair<std::string, std::string>> failed;
+  if (auto s = set_throttle_(rate); s)
+    applied.push_back(view_.self().value());
+  else
+    failed.emplace_back(view_.self().value(), s.message());
+  transport::request tell;
+  tell.path = "/cluster/throttle";
+  tell.body = json_object([&](json_writer& w) { put(w, "bytes_per_sec", rate); });
+  for (const auto& a : view_.ask_peers(tell)) {
+    if (a.response.ok())
+      applied.push_back(a.broker);
+    else
+      failed.emplace_back(a.broker, why_not(a.response));
+  }
+  // Partly applied is an error the operator must see: the brokers that missed it copy at their old rate.
+  const int status = failed.empty() ? 200 : 503;
+  reply(res, status, json_object([&](json_writer& w) {
+          if (!failed.empty()) {
+            put(w, "error", "unavailable");
+            put(w, "message", "the throttle was not applied on every broker; PUT it again");
+          }
+          put(w, "bytes_per_sec", rate);
+          w.Key("applied");
+          w.StartArray();
+          for (const auto& b : applied) w.String(b.c_str());
+          w.EndArray();
+          w.Key("failed");
+          w.StartArray();
+          for (const auto& [b, why] : failed) {
+            w.StartObject();
+            put(w, "broker", b);
+            put(w, "error", why);
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
+void move_api::get_throttle(httplib::Response& res) {
+  auto answers = view_.ask_peers(transport::get_request("/cluster/moves"));
+  reply(res, 200, json_object([&](json_writer& w) {
+          w.Key("brokers");
+          w.StartArray();
+          w.StartObject();
+          put(w, "broker", view_.self().value());
+          put(w, "bytes_per_sec", reassigner_.throttle());
+          w.EndObject();
+          for (const auto& a : answers) {
+            w.StartObject();
+            put(w, "broker", a.broker);
+            auto t = a.response.ok() ? throttle_in(a.response.body) : std::nullopt;
+            if (t)
+              put(w, "bytes_per_sec", *t);
+            else
+              put(w, "error", why_not(a.response));
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
+}  // namespace moonmq::daemon
