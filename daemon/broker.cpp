@@ -12,8 +12,14 @@
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <condition_variable>
@@ -25,6 +31,7 @@
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
 #include "cluster_view.hpp"
+#include "data_dir_lock.hpp"
 #include "group_api.hpp"
 #include "move_api.hpp"
 #include "txn_api.hpp"
@@ -66,6 +73,38 @@ using json_writer = json::writer;
 using json::put;
 
 
+/// Why binding host:port fails, found by trying it (cpp-httplib only says that it failed).
+std::string bind_failure(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
+    return std::string("cannot resolve the host: ") + gai_strerror(rc);
+  std::string why = "unknown reason";
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      why = errno == EADDRINUSE ? "the address is already in use (another process listens on it)"
+                                : errno == EACCES ? "permission denied (a port below 1024 needs privileges)"
+                                                  : errno == EADDRNOTAVAIL ? "no interface has this address"
+                                                                           : std::strerror(errno);
+    } else {
+      why = "the address was free when tried again";
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return why;
+}
+
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -81,6 +120,7 @@ class running_broker final : public broker {
   status open() {
     const std::string& dir = cfg_.data_dir;
     if (auto s = posix::make_directories(dir); !s) return s;
+    if (auto s = dir_lock_.acquire(dir); !s) return s;
     auto policy = storage::parse_fsync_policy(cfg_.storage.fsync);
     auto store = storage::open_file_partition_store(
         {dir, *policy, cfg_.storage.fsync_interval_ms, log_,
@@ -224,7 +264,8 @@ class running_broker final : public broker {
     txn_api_->routes(*api_);
     move_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
-      return error{errc::unavailable, "client API: cannot listen on " + cfg_.host + ":" + std::to_string(cfg_.port)};
+      return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
+                                          std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
     api_thread_ = std::thread([this] { api_->listen_after_bind(); });
     log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
                               std::to_string(cfg_.port) + ", data in " + cfg_.data_dir);
@@ -458,6 +499,35 @@ class running_broker final : public broker {
       reply(res, 200, json_object([&](json_writer& w) {
               put(w, "status", "ok");
               put(w, "broker", self_.value());
+            }));
+    });
+    // Alive: the process answers. Ready: it can serve what it owns (storage recovered before the listener opened;
+    // under Raft, caught up with the ownership log, without which it does not know what it serves).
+    api_->Get("/livez", [this](const httplib::Request&, httplib::Response& res) {
+      reply(res, 200, json_object([&](json_writer& w) {
+              put(w, "status", "alive");
+              put(w, "broker", self_.value());
+            }));
+    });
+    api_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      const bool table = ownership_->ready();
+      reply(res, table ? 200 : 503, json_object([&](json_writer& w) {
+              put(w, "ready", table);
+              put(w, "broker", self_.value());
+              w.Key("checks");
+              w.StartArray();
+              for (auto [name, ok, detail] :
+                   {std::tuple<const char*, bool, std::string>{"storage", true, "partition logs recovered"},
+                    {"client_listener", true, cfg_.host + ":" + std::to_string(cfg_.port)},
+                    {"ownership", table, table ? "ownership table current"
+                                               : "catching up with the cluster's ownership log (Raft)"}}) {
+                w.StartObject();
+                put(w, "name", name);
+                put(w, "ok", ok);
+                put(w, "detail", detail);
+                w.EndObject();
+              }
+              w.EndArray();
             }));
     });
     api_->Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create_topic(req, res); });
@@ -970,6 +1040,7 @@ class running_broker final : public broker {
   }
 
   cluster::server_config cfg_;
+  data_dir_lock dir_lock_;  ///< first member after the config: released last
   daemon::client_auth client_auth_{cfg_.auth};
   std::shared_ptr<logger> log_;
   std::mutex refusal_log_mu_;

@@ -1,8 +1,8 @@
 // moonmqd: one MoonMQ broker. `moonmqd --config PATH` (default ./appsettings.json); `--check-config` validates the
 // configuration and exits; `--version` prints the version. A test build also reads MOONMQ_FAULTS (fault points).
-// Exit status: 0 after SIGTERM/SIGINT and a clean stop (or a valid configuration with --check-config); 2 for a bad
-// configuration or command line (the message names the key); 1 when the broker cannot start (unreadable or corrupt
-// state, an address in use).
+// Exit status: 0 after SIGTERM/SIGINT and a clean stop (or a valid configuration with --check-config); 2 when it
+// cannot start, with the cause on stderr: a bad configuration or command line (naming the key or the environment
+// variable), an address in use, a data directory another moonmqd holds, unreadable or corrupt state.
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -50,11 +50,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto log = std::make_shared<moonmq::daemon::daemon_logger>();
+  auto log = std::make_shared<moonmq::daemon::daemon_logger>(moonmq::daemon::parse_log_level(config->logging.level),
+                                                              config->logging.format == "json");
   auto b = moonmq::daemon::broker::start(*config, log);
   if (!b) {
     log->error("moonmqd", "cannot start: " + b.message());
-    return 1;
+    return 2;
   }
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -73,6 +73,19 @@ status apply_override(rapidjson::Document& doc, const std::string& name, const s
   return {};
 }
 
+/// The key path the reader names for an override: MOONMQ_Server__Cluster__Peers__0__Address ->
+/// Server.Cluster.Peers[0].Address.
+std::string key_path_of(const std::string& name) {
+  std::string rest = name.substr(env_prefix.size()), out;
+  auto add = [&](const std::string& part) {
+    const bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    out += index ? "[" + part + "]" : (out.empty() ? "" : ".") + part;
+  };
+  for (std::size_t pos; (pos = rest.find("__")) != std::string::npos; rest.erase(0, pos + 2)) add(rest.substr(0, pos));
+  add(rest);
+  return out;
+}
+
 bool is_loopback(const std::string& host) {
   if (host == "localhost" || host == "::1") return true;
   in_addr a{};
@@ -242,7 +255,16 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   if (auto s = top.finish(); !s) return error{s.code(), std::string(source) + ": " + s.message()};
   server_config out;
   if (!server) return out;
-  auto fail = [&](const status& s) { return error{s.code(), std::string(source) + ": " + s.message()}; };
+  // An error in a key an environment variable set names the variable, not the file.
+  std::vector<std::pair<std::string, std::string>> overridden;  // key path, variable
+  for (const auto& [name, value] : env)
+    if (std::string_view(name).starts_with(env_prefix)) overridden.emplace_back(key_path_of(name), name);
+  auto fail = [&](const status& s) {
+    for (const auto& [path, name] : overridden)
+      if (s.message().starts_with(path + ":") || s.message().starts_with(path + "."))
+        return error{s.code(), "environment variable " + name + " (" + s.message() + ")"};
+    return error{s.code(), std::string(source) + ": " + s.message()};
+  };
   json::object_reader r(*server, "Server");
   r.get("Host", out.host);
   read_port(r, "Port", out.port);
@@ -276,6 +298,17 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     if (t.ok() && (out.transactions.timeout_ms < 100 || out.transactions.timeout_ms > 3'600'000))
       t.fail("TimeoutMs", "must be from 100 to 3600000");
     if (auto s = t.finish(); !s) return fail(s);
+  }
+  if (const auto* lg = r.member("Logging"); lg && r.ok()) {
+    json::object_reader l(*lg, "Server.Logging");
+    l.get("Level", out.logging.level);
+    l.get("Format", out.logging.format);
+    if (l.ok() && out.logging.level != "debug" && out.logging.level != "info" && out.logging.level != "warn" &&
+        out.logging.level != "error")
+      l.fail("Level", "must be debug, info, warn or error, not \"" + out.logging.level + "\"");
+    if (l.ok() && out.logging.format != "text" && out.logging.format != "json")
+      l.fail("Format", "must be text or json, not \"" + out.logging.format + "\"");
+    if (auto s = l.finish(); !s) return fail(s);
   }
   if (const auto* lim = r.member("Limits"); lim && r.ok()) {
     json::object_reader lr(*lim, "Server.Limits");

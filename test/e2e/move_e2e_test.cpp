@@ -327,8 +327,12 @@ TEST_CASE("e2e: the client API answers bad input with a JSON error and changes n
   check(api.Get("/v1/topics/orders/partitions/99999999999/records"), 400, "partition");
   post_ok(c.b1, "/v1/topics/orders/records", R"({"partition": 0, "records": [{"value": "only"}]})");
   check(api.Get("/v1/topics/orders/partitions/0/records?offset=3"), 400, "not a record boundary");
-  check(api.Post("/v1/reassignments", R"({"topic": "orders", "partition": 0, "dest": "b9"})", "application/json"), 400,
-        "not a configured peer");
+  check(api.Post("/v1/reassignments", R"({"topic": "orders", "partition": 0, "dest": "b9"})", "application/json"), 404,
+        "unknown broker 'b9'");
+  check(api.Post("/v1/reassignments", R"({"topic": "nope", "partition": 0, "dest": "b2"})", "application/json"), 404,
+        "no reachable broker serves nope-0");
+  check(api.Post("/v1/reassignments", R"({"topic": "orders", "partition": 0, "dest": "b1"})", "application/json"), 409,
+        "already on b1");
   check(api.Get("/v1/nothing-here"), 404, "not a route");
   CHECK(read_all(c.b1, "orders").size() == 1);
 }

@@ -92,6 +92,12 @@ struct transactions_config {
   std::int64_t timeout_ms = 60'000;  ///< an open transaction older than this is aborted by its coordinator
 };
 
+/// `Server.Logging`: what moonmqd writes to stderr.
+struct logging_config {
+  std::string level = "info";   ///< debug | info | warn | error: the least severe line written
+  std::string format = "text";  ///< text (one line per event) | json (one JSON object per line)
+};
+
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9092;
@@ -101,6 +107,7 @@ struct server_config {
   limits_config limits;
   groups_config groups;
   transactions_config transactions;
+  logging_config logging;
   std::optional<cluster_config> cluster;
   autobalancer::autobalance_config autobalance;
 };

@@ -86,6 +86,15 @@ TEST_CASE("settings: an override of the wrong type is reported naming the key", 
   auto c = parse(full, {{"MOONMQ_Server__Port", "high"}});
   REQUIRE_FALSE(c);
   CHECK_THAT(c.message(), Catch::Contains("Server.Port"));
+  // The variable is named, not the file it overrode.
+  CHECK_THAT(c.message(), Catch::StartsWith("environment variable MOONMQ_Server__Port"));
+  auto peer = parse(full, {{"MOONMQ_Server__Cluster__Peers__1__Address", "nowhere"}});
+  REQUIRE_FALSE(peer);
+  CHECK_THAT(peer.message(), Catch::Contains("MOONMQ_Server__Cluster__Peers__1__Address"));
+  auto file = parse(full, {{"MOONMQ_Server__Port", "9300"}, {"MOONMQ_Server__Cluster__PeerTimeout", "0"}});
+  REQUIRE_FALSE(file);
+  CHECK_THAT(file.message(), Catch::Contains("MOONMQ_Server__Cluster__PeerTimeout"));
+  CHECK_THAT(file.message(), !Catch::Contains("MOONMQ_Server__Port"));
 }
 
 TEST_CASE("settings: faults are errors naming the key", "[settings]") {
