@@ -30,6 +30,8 @@
 #include "api_reply.hpp"
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
+#include "balancer_api.hpp"
+#include "cluster_api.hpp"
 #include "cluster_view.hpp"
 #include "data_dir_lock.hpp"
 #include "group_api.hpp"
@@ -184,7 +186,10 @@ class running_broker final : public broker {
                                                : nullptr,
                                          peer_ids, tls && tls->verify_peer,
                                          [this](const transport::request& r) { return group_routes_->handle_cluster(r); },
-                                         [this](const transport::request& r) { return txns_->handle_cluster(r); }},
+                                         [this](const transport::request& r) { return txns_->handle_cluster(r); },
+                                         [this](const transport::request& r) {
+                                           return balancer_api_->handle_cluster(r);
+                                         }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     reassigner_ = std::make_unique<cluster::reassigner>(
@@ -216,6 +221,11 @@ class running_broker final : public broker {
       if (!loop) return loop.err();
       balancer_ = std::move(*loop);
     }
+    auto bapi = balancer_api::open(*view_, balancer_.get(), cfg_.autobalance.dry_run,
+                                   storage::make_file_state_file(dir + "/autobalancer-state.json"),
+                                   [this] { return controller_id(); });
+    if (!bapi) return bapi.err();
+    balancer_api_ = std::move(*bapi);
 
     io_thread_ = std::thread([this] { io_.run(); });
     if (raft_) raft_->start();
@@ -263,6 +273,8 @@ class running_broker final : public broker {
     group_api_->routes(*api_);
     txn_api_->routes(*api_);
     move_api_->routes(*api_);
+    cluster_api_->routes(*api_);
+    balancer_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
                                           std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
@@ -353,9 +365,16 @@ class running_broker final : public broker {
     view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
       return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
     });
+    cluster_api_ = std::make_unique<cluster_api>(*view_, [this] { return controller_id(); });
     move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *ownership_, io_.get_executor(),
                                            [this](std::uint64_t rate) { return set_throttle(rate); });
     return {};
+  }
+
+  /// The controller as this broker knows it: the Raft leader, or the holder of the highest fenced claim.
+  std::string controller_id() {
+    if (raft_) return raft_->status().leader;
+    return fence_->highest().controller.value();
   }
 
   /// This broker's copy throttle, applied at once and kept for the next start.
@@ -543,8 +562,6 @@ class running_broker final : public broker {
     api_->Get(R"(/v1/groups/([^/]+)/offsets)",
               [this](const httplib::Request& req, httplib::Response& res) { committed(req, res); });
     api_->Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) { cluster_document(res); });
-    api_->Get("/v1/autobalancer",
-              [this](const httplib::Request&, httplib::Response& res) { autobalancer_status(res); });
     api_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.status = 200;
       res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
@@ -964,81 +981,6 @@ class running_broker final : public broker {
           }));
   }
 
-  void autobalancer_status(httplib::Response& res) {
-    if (!balancer_) {
-      reply(res, 200, json_object([&](json_writer& w) {
-              put(w, "enabled", false);
-              put(w, "dry_run", cfg_.autobalance.dry_run);
-            }));
-      return;
-    }
-    reply(res, 200, autobalancer_document(balancer_->status()));
-  }
-
-  static std::string autobalancer_document(const cluster::balance_status& s) {
-    return json_object([&](json_writer& w) {
-      put(w, "enabled", s.enabled);
-      put(w, "dry_run", s.dry_run);
-      w.Key("controller");
-      w.StartObject();
-      put(w, "id", s.claim ? s.claim->controller.value() : std::string());
-      put(w, "epoch", s.claim ? s.claim->claim_epoch.value() : 0);
-      put(w, "superseded", s.superseded);
-      put(w, "superseded_reason", s.superseded_reason);
-      w.EndObject();
-      put(w, "passes", s.passes);
-      w.Key("last_pass");
-      w.StartObject();
-      put(w, "result", s.last_result);
-      put(w, "error", s.last_error);
-      put(w, "ended_at", s.last_pass_unix_seconds);
-      put(w, "duration_seconds", s.last_pass_duration_seconds);
-      put(w, "detect_seconds", s.last_detect_seconds);
-      w.EndObject();
-      put(w, "satisfied", s.satisfied);
-      w.Key("plan");
-      w.StartArray();
-      for (const auto& a : s.last_plan) {
-        w.StartObject();
-        put(w, "type", autobalancer::action_type_name(a.type));
-        put(w, "topic", a.topic);
-        put(w, "partition", a.partition);
-        put(w, "src", a.src);
-        put(w, "dest", a.dest);
-        if (a.type == autobalancer::action_type::swap) {
-          put(w, "swap_topic", a.swap_topic);
-          put(w, "swap_partition", a.swap_partition);
-        }
-        w.EndObject();
-      }
-      w.EndArray();
-      w.Key("brokers");
-      w.StartArray();
-      for (const auto& b : s.brokers) {
-        w.StartObject();
-        put(w, "id", b.id);
-        put(w, "active", b.active);
-        put(w, "nw_in", b.load.v[0]);
-        put(w, "nw_out", b.load.v[1]);
-        put(w, "disk", b.load.v[2]);
-        put(w, "partitions", b.partitions);
-        w.EndObject();
-      }
-      w.EndArray();
-      w.Key("moves");
-      w.StartArray();
-      for (const auto& m : s.moves) {
-        w.StartObject();
-        put(w, "type", m.action_type);
-        put(w, "src", m.src);
-        w.Key("move");
-        cluster::wire::write_move(w, m.progress);
-        w.EndObject();
-      }
-      w.EndArray();
-    });
-  }
-
   cluster::server_config cfg_;
   data_dir_lock dir_lock_;  ///< first member after the config: released last
   daemon::client_auth client_auth_{cfg_.auth};
@@ -1085,6 +1027,8 @@ class running_broker final : public broker {
   std::mutex throttle_mu_;
   std::unique_ptr<cluster_view> view_;
   std::unique_ptr<move_api> move_api_;
+  std::unique_ptr<cluster_api> cluster_api_;
+  std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;
   cluster::raft_ownership_table* raft_table_ = nullptr;

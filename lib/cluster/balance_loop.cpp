@@ -111,6 +111,7 @@ struct balance_loop::impl {
   std::uint64_t passes = 0;
 
   std::atomic<bool> stopping{false};
+  std::atomic<bool> paused{false};
   std::optional<asio::any_io_executor> executor;
   asio::steady_timer* sleeping = nullptr;
 
@@ -545,7 +546,7 @@ asio::awaitable<void> balance_loop::run() {
     impl_->executor = ex;
   }
   while (!impl_->stopping) {
-    (void)co_await impl_->pass();
+    if (!impl_->paused) (void)co_await impl_->pass();
     if (impl_->stopping) break;
     asio::steady_timer sleep(ex, std::chrono::seconds(impl_->opt.config.interval_seconds));
     impl_->sleeping = &sleep;
@@ -564,12 +565,26 @@ void balance_loop::stop() {
     });
 }
 
+void balance_loop::set_paused(bool paused) {
+  impl_->paused = paused;
+  if (!paused) {  // the next pass now, not at the end of the interval
+    std::lock_guard lock(impl_->mu);
+    if (impl_->executor)
+      asio::post(*impl_->executor, [i = impl_.get()] {
+        if (i->sleeping) i->sleeping->cancel();
+      });
+  }
+  impl_->st.log.info("balance_loop", paused ? "paused by an operator: no pass runs until resumed"
+                                            : "resumed by an operator");
+}
+
 balance_status balance_loop::status() const {
   balance_status s;
   {
     std::lock_guard lock(impl_->mu);
     s = impl_->last;
   }
+  s.paused = impl_->paused;
   // Moves this broker runs itself are reported as they are now; those on peers as of the last pass.
   auto here = impl_->mover.progress();
   for (auto& m : s.moves) {

@@ -154,6 +154,7 @@ struct cluster_service::impl {
     if (p.starts_with("/cluster/raft/") && opt.raft) return opt.raft(req);
     if (p.starts_with("/cluster/group/") && opt.groups) return opt.groups(req);
     if (p.starts_with("/cluster/txn/") && opt.transactions) return opt.transactions(req);
+    if (p.starts_with("/cluster/admin/") && opt.admin) return opt.admin(req);
     for (const char* later : {"/cluster/group/", "/cluster/txn/", "/cluster/raft/"})
       if (p.starts_with(later)) return error_response(501, "not_implemented", p + " is not available yet");
     return error_response(404, "not_found", req.method + " " + p + " is not a cluster route");

@@ -73,6 +73,7 @@ struct followed_move {
 struct balance_status {
   bool enabled = false;
   bool dry_run = true;
+  bool paused = false;  ///< an operator paused it: no pass runs (moves in flight finish)
   std::optional<controller_claim> claim;  ///< this broker's own claim, once made
   bool superseded = false;
   std::string superseded_reason;
@@ -105,6 +106,9 @@ class balance_loop {
 
   /// Ends run() after the pass in progress.
   void stop();
+
+  /// Paused, run() makes no pass (so plans and starts no move; moves already running finish) until resumed.
+  void set_paused(bool paused);
 
   /// What the last pass saw; the moves this broker runs itself are reported as they are now.
   balance_status status() const;

@@ -59,6 +59,9 @@ struct cluster_service_options {
   std::function<transport::response(const transport::request&)> groups;
   /// The /cluster/txn/* routes (transaction coordinator and partition owner), behind the same token; never fenced.
   std::function<transport::response(const transport::request&)> transactions;
+  /// The /cluster/admin/* routes (an embedding broker's own operator actions, such as pausing its balance loop),
+  /// behind the same token; never fenced. Empty: 404.
+  std::function<transport::response(const transport::request&)> admin;
 };
 
 struct cluster_state {

@@ -1,0 +1,187 @@
+#include "balancer_api.hpp"
+
+#include <rapidjson/document.h>
+
+#include "api_reply.hpp"
+#include "cluster/wire_json.hpp"
+#include "json/object_reader.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+using json::put;
+using json_writer = json::writer;
+
+/// `known`: the controller as this broker knows it, for a broker that holds no claim of its own (a Raft follower).
+std::string autobalancer_document(const cluster::balance_status& s, const std::string& known) {
+  return json_object([&](json_writer& w) {
+    put(w, "enabled", s.enabled);
+    put(w, "dry_run", s.dry_run);
+  put(w, "paused", s.paused);
+    w.Key("controller");
+    w.StartObject();
+    put(w, "id", s.claim ? s.claim->controller.value() : known);
+    put(w, "epoch", s.claim ? s.claim->claim_epoch.value() : 0);
+    put(w, "this_broker", s.claim.has_value());
+    put(w, "superseded", s.superseded);
+    put(w, "superseded_reason", s.superseded_reason);
+    w.EndObject();
+    put(w, "passes", s.passes);
+    w.Key("last_pass");
+    w.StartObject();
+    put(w, "result", s.last_result);
+    put(w, "error", s.last_error);
+    put(w, "ended_at", s.last_pass_unix_seconds);
+    put(w, "duration_seconds", s.last_pass_duration_seconds);
+    put(w, "detect_seconds", s.last_detect_seconds);
+    w.EndObject();
+    put(w, "satisfied", s.satisfied);
+    w.Key("plan");
+    w.StartArray();
+    for (const auto& a : s.last_plan) {
+      w.StartObject();
+      put(w, "type", autobalancer::action_type_name(a.type));
+      put(w, "topic", a.topic);
+      put(w, "partition", a.partition);
+      put(w, "src", a.src);
+      put(w, "dest", a.dest);
+      if (a.type == autobalancer::action_type::swap) {
+        put(w, "swap_topic", a.swap_topic);
+        put(w, "swap_partition", a.swap_partition);
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("brokers");
+    w.StartArray();
+    for (const auto& b : s.brokers) {
+      w.StartObject();
+      put(w, "id", b.id);
+      put(w, "active", b.active);
+      put(w, "nw_in", b.load.v[0]);
+      put(w, "nw_out", b.load.v[1]);
+      put(w, "disk", b.load.v[2]);
+      put(w, "partitions", b.partitions);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("moves");
+    w.StartArray();
+    for (const auto& m : s.moves) {
+      w.StartObject();
+      put(w, "type", m.action_type);
+      put(w, "src", m.src);
+      w.Key("move");
+      cluster::wire::write_move(w, m.progress);
+      w.EndObject();
+    }
+    w.EndArray();
+  });
+}
+
+
+}  // namespace
+
+result<std::unique_ptr<balancer_api>> balancer_api::open(cluster_view& view, cluster::balance_loop* loop,
+                                                         bool dry_run, std::unique_ptr<storage::state_file> state,
+                                                         std::function<std::string()> controller) {
+  std::unique_ptr<balancer_api> api(new balancer_api(view, loop, dry_run, std::move(state), std::move(controller)));
+  auto kept = api->state_->read();
+  if (!kept) return kept.err();
+  if (*kept) {
+    rapidjson::Document d;
+    if (!json::parse_object(**kept, d) || !d.HasMember("paused") || !d["paused"].IsBool())
+      return error{errc::corrupt, api->state_->name() + ": expected {\"paused\": true|false}"};
+    api->paused_ = d["paused"].GetBool();
+    if (loop && api->paused_) loop->set_paused(true);
+  }
+  return api;
+}
+
+status balancer_api::set_paused(bool paused) {
+  std::lock_guard lock(mu_);
+  if (auto s = state_->replace(paused ? "{\"paused\":true}" : "{\"paused\":false}"); !s) return s;
+  paused_ = paused;
+  if (loop_) loop_->set_paused(paused);
+  return {};
+}
+
+void balancer_api::routes(httplib::Server& api) {
+  api.Get("/v1/autobalancer", [this](const httplib::Request&, httplib::Response& res) { status_route(res); });
+  api.Post("/v1/autobalancer/pause", [this](const httplib::Request&, httplib::Response& res) { pause_route(true, res); });
+  api.Post("/v1/autobalancer/resume",
+           [this](const httplib::Request&, httplib::Response& res) { pause_route(false, res); });
+}
+
+void balancer_api::status_route(httplib::Response& res) {
+  if (!loop_) {
+    std::lock_guard lock(mu_);
+    reply(res, 200, json_object([&](json_writer& w) {
+            put(w, "enabled", false);
+            put(w, "dry_run", dry_run_);
+            put(w, "paused", paused_);
+          }));
+    return;
+  }
+  reply(res, 200, autobalancer_document(loop_->status(), controller_()));
+}
+
+void balancer_api::pause_route(bool paused, httplib::Response& res) {
+  std::vector<std::string> applied;
+  std::vector<std::pair<std::string, std::string>> failed;
+  if (auto s = set_paused(paused); s)
+    applied.push_back(view_.self().value());
+  else
+    failed.emplace_back(view_.self().value(), s.message());
+  transport::request tell;
+  tell.path = "/cluster/admin/autobalancer";
+  tell.body = paused ? "{\"paused\":true}" : "{\"paused\":false}";
+  for (const auto& a : view_.ask_peers(tell)) {
+    if (a.response.ok())
+      applied.push_back(a.broker);
+    else
+      failed.emplace_back(a.broker, a.response.status ? "HTTP " + std::to_string(a.response.status) + ": " +
+                                                            a.response.body
+                                                      : "no answer: " + a.response.body);
+  }
+  reply(res, failed.empty() ? 200 : 503, json_object([&](json_writer& w) {
+          if (!failed.empty()) {
+            put(w, "error", "unavailable");
+            put(w, "message", std::string("not every broker was ") + (paused ? "paused" : "resumed") +
+                                  "; a broker that missed it may become controller and act on its own state: "
+                                  "try again");
+          }
+          put(w, "paused", paused);
+          w.Key("applied");
+          w.StartArray();
+          for (const auto& b : applied) w.String(b.c_str());
+          w.EndArray();
+          w.Key("failed");
+          w.StartArray();
+          for (const auto& [b, why] : failed) {
+            w.StartObject();
+            put(w, "broker", b);
+            put(w, "error", why);
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
+transport::response balancer_api::handle_cluster(const transport::request& req) {
+  if (req.method != "POST" || req.path != "/cluster/admin/autobalancer")
+    return transport::error_response(404, "not_found", req.method + " " + req.path + " is not a cluster route");
+  rapidjson::Document d;
+  if (auto s = json::parse_document(req.body, d, "body"); !s)
+    return transport::error_response(400, "invalid_argument", s.message());
+  json::object_reader r(d, "");
+  bool paused = false;
+  r.get("paused", paused, true);
+  if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
+  if (auto s = set_paused(paused); !s)
+    return transport::error_response(transport::http_status_of(s.code()), errc_name(s.code()), s.message());
+  return {200, paused ? "{\"paused\":true}" : "{\"paused\":false}", "application/json"};
+}
+
+}  // namespace moonmq::daemon

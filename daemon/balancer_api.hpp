@@ -1,0 +1,56 @@
+// moonmqd's balance-loop routes:
+//   GET  /v1/autobalancer                  the loop's state: controller, last pass, plan, broker loads, moves
+//   POST /v1/autobalancer/pause · /resume  on every broker (whichever becomes controller stays paused): no pass
+//                                          runs, so nothing new is planned or started; moves in flight finish
+// and the cluster route POST /cluster/admin/autobalancer {"paused"} a peer's pause or resume arrives on. The paused
+// state is kept in DATA_DIR/autobalancer-state.json, so a restarted broker stays paused.
+// Thread safety: the routes may run concurrently.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cluster_view.hpp"
+#include "moonmq/cluster/balance_loop.hpp"
+#include "moonmq/storage/state_file.hpp"
+#include "moonmq/transport/message.hpp"
+
+namespace moonmq::daemon {
+
+class balancer_api {
+ public:
+  /// `loop` is null when Server.Autobalance is off (the pause is still kept, for when it is turned on).
+  /// `controller`: the controller as this broker knows it.
+  static result<std::unique_ptr<balancer_api>> open(cluster_view& view, cluster::balance_loop* loop, bool dry_run,
+                                                    std::unique_ptr<storage::state_file> state,
+                                                    std::function<std::string()> controller);
+
+  void routes(httplib::Server& api);
+
+  /// POST /cluster/admin/autobalancer.
+  transport::response handle_cluster(const transport::request& req);
+
+ private:
+  balancer_api(cluster_view& view, cluster::balance_loop* loop, bool dry_run,
+               std::unique_ptr<storage::state_file> state, std::function<std::string()> controller)
+      : view_(view), loop_(loop), dry_run_(dry_run), state_(std::move(state)), controller_(std::move(controller)) {}
+
+  /// Applies and keeps the paused state here.
+  status set_paused(bool paused);
+  void status_route(httplib::Response& res);
+  void pause_route(bool paused, httplib::Response& res);
+
+  cluster_view& view_;
+  cluster::balance_loop* loop_;
+  bool dry_run_;
+  std::unique_ptr<storage::state_file> state_;
+  std::function<std::string()> controller_;
+  std::mutex mu_;
+  bool paused_ = false;
+};
+
+}  // namespace moonmq::daemon

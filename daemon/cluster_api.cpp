@@ -1,0 +1,96 @@
+#include "cluster_api.hpp"
+
+#include <algorithm>
+
+#include "api_reply.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+using json::put;
+using json_writer = json::writer;
+
+void write_unreachable(json_writer& w, const std::vector<broker_report>& all) {
+  w.Key("unreachable");
+  w.StartArray();
+  for (const auto& b : all)
+    if (!b.reachable) {
+      w.StartObject();
+      put(w, "broker", b.id);
+      put(w, "error", b.error);
+      w.EndObject();
+    }
+  w.EndArray();
+}
+}  // namespace
+
+void cluster_api::routes(httplib::Server& api) {
+  api.Get("/v1/brokers", [this](const httplib::Request&, httplib::Response& res) { brokers(res); });
+  api.Get("/v1/partitions", [this](const httplib::Request& req, httplib::Response& res) { partitions(req, res); });
+}
+
+void cluster_api::brokers(httplib::Response& res) {
+  auto all = view_.brokers();
+  const std::string controller = controller_();
+  reply(res, 200, json_object([&](json_writer& w) {
+          put(w, "answered_by", view_.self().value());
+          put(w, "controller", controller);
+          w.Key("brokers");
+          w.StartArray();
+          for (const auto& b : all) {
+            std::uint64_t bytes = 0;
+            for (const auto& p : b.partitions) bytes += p.size_bytes;
+            w.StartObject();
+            put(w, "id", b.id);
+            put(w, "address", b.address);
+            put(w, "self", b.self);
+            put(w, "reachable", b.reachable);
+            if (!b.reachable) put(w, "error", b.error);
+            put(w, "controller", b.id == controller);
+            if (b.reachable) {
+              put(w, "partitions", b.partitions.size());
+              put(w, "bytes", bytes);
+            }
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
+void cluster_api::partitions(const httplib::Request& req, httplib::Response& res) {
+  const std::string topic = req.get_param_value("topic");
+  auto all = view_.brokers();
+  struct row {
+    cluster::partition_load load;
+    std::string owner;
+  };
+  std::vector<row> rows;
+  for (const auto& b : all)
+    for (const auto& p : b.partitions)
+      if (topic.empty() || p.partition.topic == topic) rows.push_back({p, b.id});
+  std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
+    return a.load.partition < b.load.partition || (a.load.partition == b.load.partition && a.owner < b.owner);
+  });
+  reply(res, 200, json_object([&](json_writer& w) {
+          w.Key("partitions");
+          w.StartArray();
+          for (std::size_t i = 0; i < rows.size(); ++i) {
+            const auto& r = rows[i];
+            w.StartObject();
+            put(w, "topic", r.load.partition.topic);
+            put(w, "partition", r.load.partition.partition);
+            put(w, "owner", r.owner);
+            put(w, "size_bytes", r.load.size_bytes);
+            put(w, "open_transactions", r.load.open_transactions);
+            // Two brokers reporting one partition is a fault the operator must see (never expected).
+            const bool twice = (i > 0 && rows[i - 1].load.partition == r.load.partition) ||
+                               (i + 1 < rows.size() && rows[i + 1].load.partition == r.load.partition);
+            if (twice) put(w, "conflict", "served by more than one broker");
+            w.EndObject();
+          }
+          w.EndArray();
+          write_unreachable(w, all);
+        }));
+}
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,34 @@
+// moonmqd's cluster-wide read routes, answered by any broker from what every broker says now (cluster_view):
+//   GET /v1/brokers                 every broker: address, reachable (or why not), partitions and bytes it serves,
+//                                   whether it is the controller
+//   GET /v1/partitions[?topic=T]    every partition some broker serves: owner, size, open transactions
+// A broker that does not answer is listed as unreachable; its partitions are missing, never guessed.
+// Thread safety: the routes may run concurrently.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <string>
+
+#include "cluster_view.hpp"
+
+namespace moonmq::daemon {
+
+class cluster_api {
+ public:
+  /// `controller`: the broker this one knows as the controller ("" if none).
+  cluster_api(cluster_view& view, std::function<std::string()> controller)
+      : view_(view), controller_(std::move(controller)) {}
+
+  void routes(httplib::Server& api);
+
+ private:
+  void brokers(httplib::Response& res);
+  void partitions(const httplib::Request& req, httplib::Response& res);
+
+  cluster_view& view_;
+  std::function<std::string()> controller_;
+};
+
+}  // namespace moonmq::daemon
