@@ -366,7 +366,11 @@ class running_broker final : public broker {
       return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
     });
     cluster_api_ = std::make_unique<cluster_api>(*view_, [this] { return controller_id(); });
-    move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *ownership_, io_.get_executor(),
+    auto holds = [this](const topic_partition& tp) {
+      auto n = store_->partition_count(tp.topic);
+      return n.ok() && tp.partition >= 0 && tp.partition < *n;
+    };
+    move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *ownership_, holds, io_.get_executor(),
                                            [this](std::uint64_t rate) { return set_throttle(rate); });
     return {};
   }

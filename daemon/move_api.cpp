@@ -64,7 +64,8 @@ void move_api::start(const httplib::Request& req, httplib::Response& res) {
   // Who serves it: this broker knows for itself; otherwise every broker is asked (its own report of what it serves),
   // so that a bad request is refused now instead of failing later in the background.
   std::string source;
-  if (cluster::serves(ownership_, tp, view_.self())) {
+  // (The ownership table is sparse: a partition it has no entry for counts as local, so the store must hold it too.)
+  if (holds_(tp) && cluster::serves(ownership_, tp, view_.self())) {
     source = self;
   } else {
     auto owner = view_.owner_of(tp);

@@ -23,12 +23,15 @@ namespace moonmq::daemon {
 
 class move_api {
  public:
-  /// `set_throttle` applies (and keeps across restarts) this broker's throttle.
+  /// `holds`: whether this broker's store has the partition. `set_throttle` applies (and keeps across restarts)
+  /// this broker's throttle.
   move_api(cluster_view& view, cluster::reassigner& reassigner, cluster::ownership_table& ownership,
-           asio::any_io_executor ex, std::function<status(std::uint64_t)> set_throttle)
+           std::function<bool(const topic_partition&)> holds, asio::any_io_executor ex,
+           std::function<status(std::uint64_t)> set_throttle)
       : view_(view),
         reassigner_(reassigner),
         ownership_(ownership),
+        holds_(std::move(holds)),
         ex_(std::move(ex)),
         set_throttle_(std::move(set_throttle)) {}
 
@@ -44,6 +47,7 @@ class move_api {
   cluster_view& view_;
   cluster::reassigner& reassigner_;
   cluster::ownership_table& ownership_;
+  std::function<bool(const topic_partition&)> holds_;
   asio::any_io_executor ex_;
   std::function<status(std::uint64_t)> set_throttle_;
 };

@@ -89,6 +89,7 @@ class moonmqd_process {
   }
 
   void start() {
+    std::fflush(nullptr);  // a child would write the runner's unflushed output again
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {

@@ -54,6 +54,7 @@ inline process_result run_process(const std::vector<std::string>& argv, const st
   temp_dir dir;
   std::string in_path = dir.write("stdin", input);
   std::string out_path = dir.path() + "/stdout", err_path = dir.path() + "/stderr";
+  std::fflush(nullptr);  // a child would write the runner's unflushed output again
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {

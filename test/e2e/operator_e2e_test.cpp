@@ -1,0 +1,233 @@
+// The operator's surface against real moonmqd processes: moonmqctl as a process, the cluster-wide routes asked of a
+// broker that does not hold the partition, a move throttled, watched, cancelled (rolled back) and redone, the
+// throttle kept across a restart, the balancer paused everywhere, and the start-up refusals an operator meets.
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include <thread>
+
+#include "support/daemon_process.hpp"
+#include "support/process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+struct three_brokers {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()};
+  moonmqd_process b2{"b2", dir.path()};
+  moonmqd_process b3{"b3", dir.path()};
+  three_brokers() {
+    for (auto* b : {&b1, &b2, &b3}) b->configure({&b1, &b2, &b3}, "\"BatchBytes\": 65536");
+    for (auto* b : {&b1, &b2, &b3}) b->start();
+  }
+};
+
+process_result ctl(const moonmqd_process& b, std::vector<std::string> args) {
+  std::vector<std::string> argv{MOONMQ_CTL_BIN, "--broker", b.host + ":" + std::to_string(b.api_port)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv);
+}
+
+/// moonmqctl --json ... parsed; the command must succeed.
+rapidjson::Document ctl_json(const moonmqd_process& b, std::vector<std::string> args) {
+  args.insert(args.begin(), "--json");
+  auto r = ctl(b, args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto d = parse(r.out);
+  REQUIRE(d.IsObject());
+  return d;
+}
+
+/// The move `id` as any broker lists it (all moves, finished ones too).
+rapidjson::Document find_move(const moonmqd_process& asked, std::uint64_t id) {
+  auto d = ctl_json(asked, {"moves", "--all"});
+  rapidjson::Document m;
+  for (const auto& x : d["reassignments"].GetArray())
+    if (x["id"].GetUint64() == id) m.CopyFrom(x, m.GetAllocator());
+  return m;
+}
+
+template <typename F>
+void wait_until(F done, const char* what, int seconds = 30) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (done()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("timed out waiting for " << what);
+}
+
+void produce(const moonmqd_process& b, int count, std::size_t size) {
+  auto c = b.api();
+  for (int i = 0; i < count; i += 20) {
+    std::string body = "{\"partition\":0,\"records\":[";
+    for (int k = i; k < i + 20; ++k) body += (k > i ? "," : "") + std::string("{\"value\":\"") + std::string(size, 'v') + "\"}";
+    auto r = c.Post("/v1/topics/orders/records", body + "]}", "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("e2e: moonmqctl moves a partition from a broker that does not hold it, throttled, cancelled and redone",
+          "[e2e][operator]") {
+  three_brokers c;
+  {
+    auto api = c.b1.api();
+    auto r = api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  produce(c.b1, 2000, 1000);  // ~2 MB in partition 0
+
+  // The whole cluster from b3, which has never heard of the topic.
+  auto brokers = ctl_json(c.b3, {"brokers"});
+  REQUIRE(brokers["brokers"].Size() == 3);
+  for (const auto& b : brokers["brokers"].GetArray()) CHECK(b["reachable"].GetBool());
+  auto parts = ctl_json(c.b3, {"partitions", "--topic", "orders"});
+  REQUIRE(parts["partitions"].Size() == 2);
+  CHECK(std::string(parts["partitions"][0]["owner"].GetString()) == "b1");
+  CHECK(parts["partitions"][0]["size_bytes"].GetUint64() > 2'000'000);
+  auto table = ctl(c.b3, {"topics"});
+  CHECK(table.exit_code == 0);
+  CHECK_THAT(table.out, Catch::Contains("orders") && Catch::Contains("b1:2"));
+
+  // A throttle low enough that the copy is still running when cancelled: every broker takes it.
+  auto t = ctl(c.b2, {"throttle", "256K"});
+  INFO(t.out << t.err);
+  REQUIRE(t.exit_code == 0);
+  CHECK_THAT(t.out, Catch::Contains("b1") && Catch::Contains("b2") && Catch::Contains("b3"));
+  auto shown = ctl_json(c.b3, {"throttle"});
+  for (const auto& b : shown["brokers"].GetArray()) CHECK(b["bytes_per_sec"].GetUint64() == 256 * 1024);
+
+  // Asked of b3, started on b1 (the owner).
+  auto started = ctl_json(c.b3, {"move", "orders", "0", "b2"});
+  CHECK(std::string(started["source"].GetString()) == "b1");
+  const std::uint64_t id = started["id"].GetUint64();
+  std::uint64_t seen = 0;
+  wait_until([&] {
+    auto m = find_move(c.b2, id);
+    if (!m.IsObject() || std::string(m["step"].GetString()) != "copy") return false;
+    const std::uint64_t now = m["bytes_copied"].GetUint64();
+    if (seen == 0 && now > 0) seen = now;
+    return seen > 0 && now > seen;  // the progress moves
+  }, "the copy to make progress");
+  {
+    auto m = find_move(c.b2, id);
+    CHECK(m["rate_bytes_per_sec"].GetDouble() > 0);
+    CHECK(m["eta_seconds"].GetDouble() > 0);
+    CHECK(std::string(m["source"].GetString()) == "b1");
+    auto human = ctl(c.b3, {"moves"});
+    CHECK_THAT(human.out, Catch::Contains("orders-0") && Catch::Contains("copy") && Catch::Contains("%"));
+  }
+
+  // Cancelled from b2, which is neither the source nor the asked broker of the start.
+  auto cancelled = ctl(c.b2, {"cancel", std::to_string(id)});
+  INFO(cancelled.out << cancelled.err);
+  REQUIRE(cancelled.exit_code == 0);
+  CHECK_THAT(cancelled.out, Catch::Contains("on b1"));
+  wait_until([&] { return std::string(find_move(c.b3, id)["step"].GetString()) == "cancelled"; }, "the rollback");
+  CHECK_THAT(find_move(c.b3, id)["error"].GetString(), Catch::Contains("was discarded"));
+  parts = ctl_json(c.b1, {"partitions", "--topic", "orders"});
+  for (const auto& p : parts["partitions"].GetArray()) CHECK(std::string(p["owner"].GetString()) == "b1");
+  CHECK(parts["partitions"].Size() == 2);  // one owner each: b2 does not serve its discarded copy
+  // Cancelling again: it has ended.
+  auto again = ctl(c.b1, {"cancel", std::to_string(id)});
+  CHECK(again.exit_code == 1);
+  CHECK_THAT(again.err, Catch::Contains("already ended"));
+
+  // Unthrottled, the same move completes.
+  REQUIRE(ctl(c.b1, {"throttle", "0"}).exit_code == 0);
+  auto redo = ctl_json(c.b1, {"move", "orders", "0", "b2"});
+  const std::uint64_t id2 = redo["id"].GetUint64();
+  wait_until([&] { return find_move(c.b1, id2)["finished"].GetBool(); }, "the second move");
+  CHECK(find_move(c.b1, id2)["succeeded"].GetBool());
+  parts = ctl_json(c.b3, {"partitions", "--topic", "orders"});
+  CHECK(std::string(parts["partitions"][0]["owner"].GetString()) == "b2");
+}
+
+TEST_CASE("e2e: moonmqctl refuses bad requests with the broker's reason and documented exit codes",
+          "[e2e][operator]") {
+  three_brokers c;
+  {
+    auto api = c.b1.api();
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+  }
+  auto unknown = ctl(c.b2, {"move", "nope", "0", "b3"});
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("404") && Catch::Contains("nope-0"));
+  auto nobody = ctl(c.b2, {"move", "orders", "0", "b9"});
+  CHECK(nobody.exit_code == 1);
+  CHECK_THAT(nobody.err, Catch::Contains("unknown broker 'b9'"));
+  auto there = ctl(c.b2, {"move", "orders", "0", "b1"});
+  CHECK(there.exit_code == 1);
+  CHECK_THAT(there.err, Catch::Contains("409") && Catch::Contains("already on b1"));
+  auto no_move = ctl(c.b3, {"cancel", "12345"});
+  CHECK(no_move.exit_code == 1);
+  CHECK_THAT(no_move.err, Catch::Contains("no move 12345"));
+  CHECK(ctl(c.b1, {"throttle", "fast"}).exit_code == 2);
+  CHECK(ctl(c.b1, {"no-such-command"}).exit_code == 2);
+  auto down = run_process({MOONMQ_CTL_BIN, "--broker", "127.0.0.1:1", "brokers"});
+  CHECK(down.exit_code == 3);
+  CHECK_THAT(down.err, Catch::Contains("cannot reach"));
+  // A move asked for when nothing is wrong: nothing is left behind.
+  auto moves = ctl_json(c.b2, {"moves", "--all"});
+  CHECK(moves["reassignments"].Size() == 0);
+}
+
+TEST_CASE("e2e: the throttle and the balancer's pause are kept across a restart, on every broker",
+          "[e2e][operator]") {
+  three_brokers c;
+  REQUIRE(ctl(c.b3, {"throttle", "1M"}).exit_code == 0);
+  auto paused = ctl(c.b3, {"balancer", "pause"});
+  INFO(paused.out << paused.err);
+  REQUIRE(paused.exit_code == 0);
+  CHECK_THAT(paused.out, Catch::Contains("applied on: b3, b1, b2"));
+  REQUIRE(c.b1.terminate() == 0);
+  c.b1.start();
+  auto shown = ctl_json(c.b2, {"throttle"});
+  for (const auto& b : shown["brokers"].GetArray()) CHECK(b["bytes_per_sec"].GetUint64() == 1024 * 1024);
+  CHECK(ctl_json(c.b1, {"balancer", "status"})["paused"].GetBool());
+  REQUIRE(ctl(c.b1, {"balancer", "resume"}).exit_code == 0);
+  CHECK_FALSE(ctl_json(c.b2, {"balancer", "status"})["paused"].GetBool());
+  auto status = ctl(c.b1, {"status"});
+  CHECK(status.exit_code == 0);
+  CHECK_THAT(status.out, Catch::Contains("3 of 3 reachable"));
+  // One broker down: the view says so, and status fails.
+  c.b3.kill9();
+  auto partial = ctl(c.b1, {"brokers"});
+  CHECK_THAT(partial.out, Catch::Contains("UNREACHABLE"));
+  CHECK(ctl(c.b1, {"status"}).exit_code == 1);
+}
+
+TEST_CASE("e2e: a second broker on the same data directory is refused at start, naming the holder",
+          "[e2e][operator]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path());
+  b1.configure({&b1});
+  b1.start();
+  moonmqd_process twin("b1", dir.path());  // same data directory, other ports
+  twin.config_path = dir.path() + "/twin.json";
+  twin.log_path = dir.path() + "/twin.log";
+  twin.configure({&twin});
+  auto r = run_process({MOONMQ_DAEMON_BIN, "--config", twin.config_path});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out + r.err, Catch::Contains("is in use by another moonmqd (pid"));
+  // The port of a running broker: exit 2 with the reason.
+  moonmqd_process clash("b9", dir.path());
+  clash.api_port = b1.api_port;
+  clash.configure({&clash});
+  auto p = run_process({MOONMQ_DAEMON_BIN, "--config", clash.config_path});
+  CHECK(p.exit_code == 2);
+  CHECK_THAT(p.out + p.err, Catch::Contains("already in use"));
+}

@@ -1,0 +1,475 @@
+// moonmqctl: the operator's command line for a MoonMQ cluster. It talks to any broker's client API (every answer it
+// prints is cluster-wide unless the command says otherwise). Human tables by default, the brokers' JSON with --json.
+//
+// Exit status: 0 done; 1 the broker refused or failed the request (its error is printed); 2 a usage mistake;
+// 3 the broker could not be reached.
+#include <CLI/CLI.hpp>
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "broker_client.hpp"
+#include "table.hpp"
+
+namespace {
+
+using moonmq::ctl::answer;
+using moonmq::ctl::broker_client;
+using moonmq::ctl::human_bytes;
+using moonmq::ctl::human_seconds;
+using moonmq::ctl::table;
+
+constexpr int exit_refused = 1, exit_usage = 2, exit_unreachable = 3;
+
+struct options {
+  std::string broker = "127.0.0.1:9092";
+  std::string token;
+  bool json = false;
+  int timeout = 10;
+};
+
+std::string str(const rapidjson::Value& v, const char* k) {
+  if (!v.IsObject() || !v.HasMember(k)) return "";
+  const auto& m = v[k];
+  if (m.IsString()) return m.GetString();
+  if (m.IsBool()) return m.GetBool() ? "yes" : "no";
+  if (m.IsUint64()) return std::to_string(m.GetUint64());
+  if (m.IsInt64()) return std::to_string(m.GetInt64());
+  if (m.IsNumber()) return std::to_string(m.GetDouble());
+  return "";
+}
+double num(const rapidjson::Value& v, const char* k) {
+  return v.IsObject() && v.HasMember(k) && v[k].IsNumber() ? v[k].GetDouble() : 0;
+}
+bool flag(const rapidjson::Value& v, const char* k) {
+  return v.IsObject() && v.HasMember(k) && v[k].IsBool() && v[k].GetBool();
+}
+const rapidjson::Value& array(const rapidjson::Value& v, const char* k) {
+  static const rapidjson::Value empty(rapidjson::kArrayType);
+  return v.IsObject() && v.HasMember(k) && v[k].IsArray() ? v[k] : empty;
+}
+
+/// Prints a failed answer and returns the exit status for it.
+int failed(const answer& a) {
+  if (a.status == 0) {
+    std::cerr << "moonmqctl: " << a.body << "\n";
+    return exit_unreachable;
+  }
+  rapidjson::Document d;
+  d.Parse(a.body.c_str(), a.body.size());
+  if (!d.HasParseError() && d.IsObject() && d.HasMember("message"))
+    std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message") << "\n";
+  else
+    std::cerr << "moonmqctl: HTTP " << a.status << ": " << a.body << "\n";
+  return exit_refused;
+}
+
+/// Runs one request: the JSON as is with --json, otherwise `human` on the parsed answer. A partly applied answer
+/// (503 with a body listing what failed) is shown like a success, and the exit status still says it failed.
+int show(const options& o, const answer& a, const std::function<void(const rapidjson::Document&)>& human) {
+  if (!a.ok() && !(a.status == 503 && a.body.find("\"applied\"") != std::string::npos)) return failed(a);
+  if (o.json) {
+    std::cout << a.body << "\n";
+  } else {
+    rapidjson::Document d;
+    d.Parse(a.body.c_str(), a.body.size());
+    if (d.HasParseError() || !d.IsObject()) {
+      std::cerr << "moonmqctl: the broker's answer is not JSON: " << a.body << "\n";
+      return exit_refused;
+    }
+    human(d);
+  }
+  return a.ok() ? 0 : failed(a);
+}
+
+void print_unreachable(const rapidjson::Value& d) {
+  for (const auto& u : array(d, "unreachable").GetArray())
+    std::cout << "warning: " << str(u, "broker") << " did not answer (" << str(u, "error")
+              << "); what it holds is not shown\n";
+}
+
+void print_applied(const rapidjson::Value& d) {
+  std::string applied;
+  for (const auto& b : array(d, "applied").GetArray()) applied += (applied.empty() ? "" : ", ") + std::string(b.GetString());
+  std::cout << "applied on: " << (applied.empty() ? "none" : applied) << "\n";
+  for (const auto& f : array(d, "failed").GetArray())
+    std::cout << "NOT applied on " << str(f, "broker") << ": " << str(f, "error") << "\n";
+}
+
+/// "50M", "1.5GiB", "1048576" -> bytes; nullopt for anything else.
+std::optional<std::uint64_t> parse_rate(std::string s) {
+  double mult = 1;
+  auto strip = [&](const std::string& suffix, double m) {
+    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      s.resize(s.size() - suffix.size());
+      mult = m;
+      return true;
+    }
+    return false;
+  };
+  strip("/s", 1);
+  strip("B", 1);
+  (void)(strip("Ki", 1024.0) || strip("Mi", 1024.0 * 1024) || strip("Gi", 1024.0 * 1024 * 1024) ||
+         strip("K", 1024.0) || strip("M", 1024.0 * 1024) || strip("G", 1024.0 * 1024 * 1024));
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0' || v < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(v * mult);
+}
+
+std::string rate_text(std::uint64_t r) { return r == 0 ? "unlimited" : human_bytes(static_cast<double>(r)) + "/s"; }
+
+void print_moves(const rapidjson::Value& d) {
+  table t({"ID", "SOURCE", "PARTITION", "DEST", "STEP", "PROGRESS", "COPIED", "RATE", "ETA", "NOTE"});
+  for (const auto& m : array(d, "reassignments").GetArray()) {
+    const bool finished = flag(m, "finished");
+    std::string note = str(m, "error");
+    if (flag(m, "stalled")) note = "STALLED: " + str(m, "stalled_reason");
+    else if (!finished && flag(m, "cancel_requested")) note = "cancelling";
+    t.add({str(m, "id"), str(m, "source"), str(m, "topic") + "-" + str(m, "partition"), str(m, "dest"), str(m, "step"),
+           finished && flag(m, "succeeded") ? moonmq::ctl::progress_bar(1, 1)
+                                            : moonmq::ctl::progress_bar(num(m, "bytes_copied"), num(m, "bytes_total")),
+           human_bytes(num(m, "bytes_copied")) + " / " + human_bytes(num(m, "bytes_total")),
+           finished ? "" : human_bytes(num(m, "rate_bytes_per_sec")) + "/s",
+           finished ? "" : human_seconds(num(m, "eta_seconds") > 0 || num(m, "rate_bytes_per_sec") > 0
+                                             ? num(m, "eta_seconds")
+                                             : -1),
+           note});
+  }
+  if (t.empty())
+    std::cout << "no moves\n";
+  else
+    std::cout << t.render();
+  if (d.HasMember("throttle") && d["throttle"].IsObject()) {
+    std::string line;
+    for (const auto& b : d["throttle"].GetObject())
+      line += (line.empty() ? "" : ", ") + std::string(b.name.GetString()) + " " +
+              rate_text(b.value.IsUint64() ? b.value.GetUint64() : 0);
+    std::cout << "copy throttle: " << line << "\n";
+  }
+  print_unreachable(d);
+}
+
+bool any_running(const std::string& body) {
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject()) return false;
+  for (const auto& m : array(d, "reassignments").GetArray())
+    if (!flag(m, "finished")) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app{"moonmqctl: operate a MoonMQ cluster through any broker's client API"};
+  app.set_version_flag("--version", std::string("moonmqctl ") + MOONMQ_VERSION);
+  app.add_option("-b,--broker", o.broker, "a broker's client API, host:port")->envname("MOONMQ_BROKER")
+      ->capture_default_str();
+  app.add_option("-t,--token", o.token, "bearer token (Server.Auth.Tokens)")->envname("MOONMQ_TOKEN");
+  app.add_flag("--json", o.json, "print the brokers' JSON instead of tables");
+  app.add_option("--timeout", o.timeout, "seconds to wait for an answer")->capture_default_str()->check(
+      CLI::Range(1, 3600));
+  app.require_subcommand(1);
+  app.footer("Exit status: 0 done, 1 refused by the broker, 2 usage mistake, 3 broker unreachable.\n"
+             "Environment: MOONMQ_BROKER, MOONMQ_TOKEN.");
+
+  std::function<int(broker_client&)> run;
+
+  app.add_subcommand("status", "the cluster at a glance: brokers, controller, moves, balancer")->callback([&] {
+    run = [&](broker_client& c) {
+      auto brokers = c.get("/v1/brokers");
+      if (!brokers.ok()) return failed(brokers);
+      auto moves = c.get("/v1/reassignments?active=true");
+      auto balancer = c.get("/v1/autobalancer");
+      if (o.json) {
+        std::cout << "{\"brokers\":" << brokers.body << ",\"reassignments\":" << (moves.ok() ? moves.body : "null")
+                  << ",\"autobalancer\":" << (balancer.ok() ? balancer.body : "null") << "}\n";
+        return 0;
+      }
+      rapidjson::Document b, m, a;
+      b.Parse(brokers.body.c_str());
+      int up = 0, total = 0;
+      std::uint64_t bytes = 0, parts = 0;
+      for (const auto& x : array(b, "brokers").GetArray()) {
+        ++total;
+        if (flag(x, "reachable")) ++up;
+        bytes += static_cast<std::uint64_t>(num(x, "bytes"));
+        parts += static_cast<std::uint64_t>(num(x, "partitions"));
+      }
+      std::cout << "brokers:     " << up << " of " << total << " reachable (asked " << str(b, "answered_by") << ")\n";
+      std::cout << "controller:  " << (str(b, "controller").empty() ? "none" : str(b, "controller")) << "\n";
+      std::cout << "partitions:  " << parts << " served, " << human_bytes(static_cast<double>(bytes)) << "\n";
+      if (moves.ok()) {
+        m.Parse(moves.body.c_str());
+        std::cout << "moves:       " << array(m, "reassignments").Size() << " running\n";
+      }
+      if (balancer.ok()) {
+        a.Parse(balancer.body.c_str());
+        std::string state = !flag(a, "enabled") ? "off" : flag(a, "paused") ? "paused" : "on";
+        if (flag(a, "enabled") && flag(a, "dry_run")) state += " (dry run)";
+        if (a.HasMember("satisfied")) state += flag(a, "satisfied") ? ", goals met" : ", goals not met";
+        std::cout << "balancer:    " << state << "\n";
+      }
+      print_unreachable(b);
+      return up == total ? 0 : exit_refused;
+    };
+  });
+
+  app.add_subcommand("brokers", "every broker: reachability, partitions and bytes served")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/brokers"), [](const rapidjson::Document& d) {
+        table t({"ID", "ADDRESS", "STATE", "PARTITIONS", "BYTES", "CONTROLLER"});
+        for (const auto& b : array(d, "brokers").GetArray())
+          t.add({str(b, "id") + (flag(b, "self") ? " (asked)" : ""), str(b, "address"),
+                 flag(b, "reachable") ? "up" : "UNREACHABLE: " + str(b, "error"), str(b, "partitions"),
+                 flag(b, "reachable") ? human_bytes(num(b, "bytes")) : "", flag(b, "controller") ? "*" : ""});
+        std::cout << t.render();
+      });
+    };
+  });
+
+  app.add_subcommand("topics", "every topic served in the cluster")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/partitions"), [](const rapidjson::Document& d) {
+        struct agg {
+          int partitions = 0;
+          double bytes = 0;
+          std::map<std::string, int> owners;
+        };
+        std::map<std::string, agg> topics;
+        for (const auto& p : array(d, "partitions").GetArray()) {
+          auto& a = topics[str(p, "topic")];
+          ++a.partitions;
+          a.bytes += num(p, "size_bytes");
+          ++a.owners[str(p, "owner")];
+        }
+        table t({"TOPIC", "PARTITIONS", "BYTES", "OWNERS"});
+        for (const auto& [name, a] : topics) {
+          std::string owners;
+          for (const auto& [b, n] : a.owners) owners += (owners.empty() ? "" : " ") + b + ":" + std::to_string(n);
+          t.add({name, std::to_string(a.partitions), human_bytes(a.bytes), owners});
+        }
+        std::cout << t.render();
+        print_unreachable(d);
+      });
+    };
+  });
+
+  std::string topic_filter;
+  auto* partitions = app.add_subcommand("partitions", "every partition with its owner and size");
+  partitions->add_option("--topic", topic_filter, "only this topic");
+  partitions->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/partitions" + (topic_filter.empty() ? "" : "?topic=" + topic_filter)),
+                  [](const rapidjson::Document& d) {
+                    table t({"TOPIC", "PARTITION", "OWNER", "SIZE", "OPEN TXN", "NOTE"});
+                    for (const auto& p : array(d, "partitions").GetArray())
+                      t.add({str(p, "topic"), str(p, "partition"), str(p, "owner"), human_bytes(num(p, "size_bytes")),
+                             flag(p, "open_transactions") ? "yes" : "", str(p, "conflict")});
+                    std::cout << t.render();
+                    print_unreachable(d);
+                  });
+    };
+  });
+
+  app.add_subcommand("loads", "each broker's load per resource, as the balancer's last pass measured it")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
+        if (!flag(d, "enabled")) {
+          std::cout << "the balancer is off on this broker (Server.Autobalance.Enabled): no loads are measured\n";
+          return;
+        }
+        table t({"BROKER", "NW_IN", "NW_OUT", "DISK", "PARTITIONS"});
+        for (const auto& b : array(d, "brokers").GetArray())
+          t.add({str(b, "id"), human_bytes(num(b, "nw_in")) + "/s", human_bytes(num(b, "nw_out")) + "/s",
+                 human_bytes(num(b, "disk")), str(b, "partitions")});
+        if (t.empty()) std::cout << "no pass has measured the loads yet (or this broker is not the controller)\n";
+        else std::cout << t.render();
+      });
+    };
+  });
+
+  app.add_subcommand("plan", "the balancer's last plan (a dry run shows what it would do)")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
+        table t({"TYPE", "PARTITION", "FROM", "TO", "SWAPPED WITH"});
+        for (const auto& a : array(d, "plan").GetArray())
+          t.add({str(a, "type"), str(a, "topic") + "-" + str(a, "partition"), str(a, "src"), str(a, "dest"),
+                 a.HasMember("swap_topic") ? str(a, "swap_topic") + "-" + str(a, "swap_partition") : ""});
+        if (t.empty()) std::cout << "the last plan is empty" << (flag(d, "satisfied") ? ": every goal is met" : "") << "\n";
+        else std::cout << t.render();
+      });
+    };
+  });
+
+  std::string move_topic, move_dest;
+  int move_partition = 0;
+  auto* move = app.add_subcommand("move", "move a partition to another broker");
+  move->add_option("topic", move_topic, "topic")->required();
+  move->add_option("partition", move_partition, "partition")->required()->check(CLI::NonNegativeNumber);
+  move->add_option("dest", move_dest, "destination broker id")->required();
+  move->callback([&] {
+    run = [&](broker_client& c) {
+      std::string body = "{\"topic\":\"" + move_topic + "\",\"partition\":" + std::to_string(move_partition) +
+                         ",\"dest\":\"" + move_dest + "\"}";
+      rapidjson::Document check;  // a name with a quote or backslash would break the body: refuse it here
+      check.Parse(body.c_str());
+      if (check.HasParseError()) {
+        std::cerr << "moonmqctl: topic and broker names may not contain quotes or backslashes\n";
+        return exit_usage;
+      }
+      return show(o, c.post("/v1/reassignments", body), [](const rapidjson::Document& d) {
+        std::cout << "move " << str(d, "id") << " started on " << str(d, "source") << ": " << str(d, "topic") << "-"
+                  << str(d, "partition") << " -> " << str(d, "dest") << "\n";
+      });
+    };
+  });
+
+  bool watch = false, all_moves = false;
+  auto* moves = app.add_subcommand("moves", "moves in progress with step, bytes, rate and ETA");
+  moves->add_flag("-w,--watch", watch, "refresh every second until no move runs");
+  moves->add_flag("-a,--all", all_moves, "also the recently finished ones");
+  moves->callback([&] {
+    run = [&](broker_client& c) {
+      const std::string path = all_moves ? "/v1/reassignments" : "/v1/reassignments?active=true";
+      while (true) {
+        auto a = c.get(path);
+        if (watch && !o.json && a.ok()) std::cout << "\x1b[H\x1b[2J" << std::flush;  // clear the screen
+        int rc = show(o, a, [](const rapidjson::Document& d) { print_moves(d); });
+        if (!watch || rc != 0 || !any_running(a.body)) return rc;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    };
+  });
+
+  std::uint64_t cancel_id = 0;
+  std::string cancel_source;
+  auto* cancel = app.add_subcommand("cancel", "cancel a move before its cutover (it is rolled back)");
+  cancel->add_option("id", cancel_id, "the move's id (moonmqctl moves)")->required();
+  cancel->add_option("--source", cancel_source, "the broker running it, when ids could clash");
+  cancel->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o,
+                  c.del("/v1/reassignments/" + std::to_string(cancel_id) +
+                        (cancel_source.empty() ? "" : "?source=" + cancel_source)),
+                  [](const rapidjson::Document& d) {
+                    std::cout << "move " << str(d, "id") << " on " << str(d, "source")
+                              << " is cancelling: it stops before its cutover and is rolled back\n";
+                  });
+    };
+  });
+
+  std::string throttle_rate;
+  auto* throttle = app.add_subcommand("throttle", "show or set the cluster-wide copy throttle");
+  throttle->add_option("rate", throttle_rate, "bytes per second (50M, 1.5GiB, 0 = unlimited); none: show");
+  throttle->callback([&] {
+    run = [&](broker_client& c) {
+      if (throttle_rate.empty())
+        return show(o, c.get("/v1/reassignments/throttle"), [](const rapidjson::Document& d) {
+          table t({"BROKER", "THROTTLE"});
+          for (const auto& b : array(d, "brokers").GetArray())
+            t.add({str(b, "broker"), b.HasMember("bytes_per_sec")
+                                         ? rate_text(static_cast<std::uint64_t>(num(b, "bytes_per_sec")))
+                                         : "UNREACHABLE: " + str(b, "error")});
+          std::cout << t.render();
+        });
+      auto rate = parse_rate(throttle_rate);
+      if (!rate) {
+        std::cerr << "moonmqctl: '" << throttle_rate << "' is not a rate (examples: 1048576, 50M, 1.5GiB, 0)\n";
+        return exit_usage;
+      }
+      return show(o, c.put("/v1/reassignments/throttle", "{\"bytes_per_sec\":" + std::to_string(*rate) + "}"),
+                  [&](const rapidjson::Document& d) {
+                    std::cout << "copy throttle " << rate_text(*rate) << "\n";
+                    print_applied(d);
+                  });
+    };
+  });
+
+  auto* balancer = app.add_subcommand("balancer", "the balance loop: status, pause, resume");
+  balancer->require_subcommand(1);
+  balancer->add_subcommand("status", "the loop's state")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
+        std::cout << "enabled:     " << (flag(d, "enabled") ? "yes" : "no") << (flag(d, "dry_run") ? " (dry run)" : "")
+                  << "\npaused:      " << (flag(d, "paused") ? "yes" : "no") << "\n";
+        if (!flag(d, "enabled")) return;
+        const auto& ctl = d.HasMember("controller") ? d["controller"] : d;
+        std::cout << "controller:  " << str(ctl, "id") << " (epoch " << str(ctl, "epoch") << ")\n";
+        std::cout << "passes:      " << str(d, "passes") << "\n";
+        if (d.HasMember("last_pass"))
+          std::cout << "last pass:   " << str(d["last_pass"], "result") << " " << str(d["last_pass"], "error") << "\n";
+        std::cout << "goals met:   " << (flag(d, "satisfied") ? "yes" : "no") << "\n";
+        std::cout << "planned:     " << array(d, "plan").Size() << " actions; " << array(d, "moves").Size()
+                  << " moves followed\n";
+      });
+    };
+  });
+  for (const char* verb : {"pause", "resume"}) {
+    balancer->add_subcommand(verb, std::string(verb) + " the loop on every broker")->callback([&, verb] {
+      run = [&, verb](broker_client& c) {
+        return show(o, c.post(std::string("/v1/autobalancer/") + verb), [&](const rapidjson::Document& d) {
+          std::cout << "balancer " << (std::string(verb) == "pause" ? "paused" : "resumed") << "\n";
+          print_applied(d);
+        });
+      };
+    });
+  }
+
+  app.add_subcommand("groups", "consumer groups coordinated by the broker asked")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/groups"), [](const rapidjson::Document& d) {
+        std::cout << "groups coordinated by " << str(d, "coordinator") << ":\n";
+        for (const auto& g : array(d, "groups").GetArray()) std::cout << "  " << g.GetString() << "\n";
+      });
+    };
+  });
+
+  app.add_subcommand("transactions", "transactions coordinated by the broker asked")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/transactions"), [](const rapidjson::Document& d) {
+        table t({"TRANSACTIONAL ID", "STATE", "PRODUCER", "EPOCH", "PARTITIONS"});
+        for (const auto& x : array(d, "transactions").GetArray())
+          t.add({str(x, "transactional_id"), str(x, "state"), str(x, "producer_id"), str(x, "producer_epoch"),
+                 std::to_string(array(x, "partitions").Size())});
+        std::cout << "coordinator " << str(d, "coordinator") << " (epoch " << str(d, "coordinator_epoch") << ")\n"
+                  << t.render();
+      });
+    };
+  });
+
+  app.add_subcommand("raft", "the Raft state of the broker asked")->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.get("/v1/cluster"), [](const rapidjson::Document& d) {
+        const auto& r = d.HasMember("raft") ? d["raft"] : d;
+        if (!flag(r, "enabled")) {
+          std::cout << "Raft is off (Server.Cluster.Raft.Enabled); the controller is fenced by epochs\n";
+          return;
+        }
+        std::cout << "broker:    " << str(d, "broker") << "\nrole:      " << str(r, "role") << "\nterm:      "
+                  << str(r, "term") << "\nleader:    " << str(r, "leader") << "\ncommit:    " << str(r, "commit_index")
+                  << "\napplied:   " << str(r, "applied_index") << "\ncaught up: " << str(r, "caught_up") << "\n";
+      });
+    };
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : exit_usage;
+  }
+  if (!run) return exit_usage;
+  broker_client client(o.broker, o.token, o.timeout);
+  return run(client);
+}
