@@ -205,7 +205,7 @@ class running_broker final : public broker {
     metrics_.set(cluster::metrics::ab_enabled, 0);
     metrics_.set(cluster::metrics::moves_in_progress, 0);
     // Counters exist from the start at zero, so that rate() sees their first increase.
-    for (const char* r : {"succeeded", "failed"}) metrics_.add(cluster::metrics::moves, {{"result", r}}, 0);
+    for (const char* r : {"succeeded", "failed", "cancelled"}) metrics_.add(cluster::metrics::moves, {{"result", r}}, 0);
     metrics_.add(cluster::metrics::move_bytes, 0);
     for (auto r : {transport::refusal_reason::tls, transport::refusal_reason::malformed,
                    transport::refusal_reason::too_large, transport::refusal_reason::busy})

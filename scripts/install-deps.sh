@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libasio-dev libcpp-httplib-dev rapidjson-dev libfmt-dev catch2 libssl-dev
   libspdlog-dev libcli11-dev
-  openssl curl python3 prometheus
+  openssl curl python3 prometheus systemd
   iproute2 nftables
   clang libclang-rt-14-dev
 )

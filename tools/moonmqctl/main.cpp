@@ -402,7 +402,8 @@ int main(int argc, char** argv) {
   balancer->add_subcommand("status", "the loop's state")->callback([&] {
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
-        std::cout << "enabled:     " << (flag(d, "enabled") ? "yes" : "no") << (flag(d, "dry_run") ? " (dry run)" : "")
+        std::cout << "enabled:     " << (flag(d, "enabled") ? "yes" : "no")
+                  << (flag(d, "enabled") && flag(d, "dry_run") ? " (dry run)" : "")
                   << "\npaused:      " << (flag(d, "paused") ? "yes" : "no") << "\n";
         if (!flag(d, "enabled")) return;
         const auto& ctl = d.HasMember("controller") ? d["controller"] : d;
@@ -432,6 +433,7 @@ int main(int argc, char** argv) {
       return show(o, c.get("/v1/groups"), [](const rapidjson::Document& d) {
         std::cout << "groups coordinated by " << str(d, "coordinator") << ":\n";
         for (const auto& g : array(d, "groups").GetArray()) std::cout << "  " << g.GetString() << "\n";
+        if (array(d, "groups").Empty()) std::cout << "  (none)\n";
       });
     };
   });
@@ -444,7 +446,7 @@ int main(int argc, char** argv) {
           t.add({str(x, "transactional_id"), str(x, "state"), str(x, "producer_id"), str(x, "producer_epoch"),
                  std::to_string(array(x, "partitions").Size())});
         std::cout << "coordinator " << str(d, "coordinator") << " (epoch " << str(d, "coordinator_epoch") << ")\n"
-                  << t.render();
+                  << (t.empty() ? std::string("no transactions\n") : t.render());
       });
     };
   });

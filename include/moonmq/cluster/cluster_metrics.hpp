@@ -53,7 +53,7 @@ inline constexpr metric_family ab_imbalance{"moonmq_autobalancer_imbalance_ratio
 // ---- moves, routing, peers, fence ---------------------------------------------------------------------------------
 inline constexpr metric_family moves_in_progress{"moonmq_cluster_moves_in_progress",
                                                  "Moves this broker is running as their source", metric_kind::gauge};
-inline constexpr metric_family moves{"moonmq_cluster_moves_total", "Finished moves {result: succeeded, failed}",
+inline constexpr metric_family moves{"moonmq_cluster_moves_total", "Finished moves {result: succeeded, failed, cancelled}",
                                      metric_kind::counter};
 inline constexpr metric_family move_bytes{"moonmq_cluster_move_bytes_total",
                                           "Partition bytes copied to destinations by moves", metric_kind::counter};

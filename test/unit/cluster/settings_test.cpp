@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "moonmq/cluster/settings_loader.hpp"
 
 using namespace moonmq;
@@ -141,4 +144,31 @@ TEST_CASE("settings: a missing file is an error naming it", "[settings]") {
   auto c = load_settings("/nonexistent/appsettings.json", {});
   REQUIRE_FALSE(c);
   CHECK_THAT(c.message(), Catch::Contains("/nonexistent/appsettings.json"));
+}
+
+TEST_CASE("settings: the example in docs/configuration.md is valid, and every key it documents is read",
+          "[settings][docs]") {
+  std::ifstream in(std::string(MOONMQ_SOURCE_DIR) + "/docs/configuration.md");
+  REQUIRE(in);
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto from = doc.find("```json");
+  REQUIRE(from != std::string::npos);
+  from += 7;
+  const std::string example = doc.substr(from, doc.find("```", from) - from);
+  auto c = parse(example);
+  INFO(c.message());
+  REQUIRE(c);
+  CHECK(c->logging.format == "json");
+  CHECK(c->cluster->move_throttle_bytes_per_sec == 52428800);
+  // The keys an operator reaches for are in the reference.
+  for (const char* key : {"Logging__Level", "Logging__Format", "Cluster__MoveThrottleBytesPerSec", "Storage__Fsync",
+                          "Limits__MaxOpenPartitionFiles", "Groups__SessionTimeoutMs", "Transactions__TimeoutMs"}) {
+    CHECK_THAT(doc, Catch::Contains(std::string(key).substr(std::string(key).rfind("__") + 2)));
+  }
+  auto bad_level = parse(full, {{"MOONMQ_Server__Logging__Level", "loud"}});
+  REQUIRE_FALSE(bad_level);
+  CHECK_THAT(bad_level.message(), Catch::Contains("debug, info, warn or error"));
+  auto bad_format = parse(full, {{"MOONMQ_Server__Logging__Format", "xml"}});
+  REQUIRE_FALSE(bad_format);
+  CHECK_THAT(bad_format.message(), Catch::Contains("text or json"));
 }
