@@ -34,6 +34,7 @@
 #include "cluster_api.hpp"
 #include "cluster_view.hpp"
 #include "data_dir_lock.hpp"
+#include "drain_api.hpp"
 #include "group_api.hpp"
 #include "move_api.hpp"
 #include "txn_api.hpp"
@@ -188,6 +189,7 @@ class running_broker final : public broker {
                                          [this](const transport::request& r) { return group_routes_->handle_cluster(r); },
                                          [this](const transport::request& r) { return txns_->handle_cluster(r); },
                                          [this](const transport::request& r) {
+                                           if (r.path == "/cluster/admin/drain") return drain_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
                                          }},
         st);
@@ -226,6 +228,13 @@ class running_broker final : public broker {
                                    [this] { return controller_id(); });
     if (!bapi) return bapi.err();
     balancer_api_ = std::move(*bapi);
+    drain_options dopt;
+    dopt.max_moves = cfg_.autobalance.max_moves_per_broker;
+    dopt.excluded = {cfg_.autobalance.excluded_brokers.begin(), cfg_.autobalance.excluded_brokers.end()};
+    auto drains = drain_api::open(dopt, *view_, *reassigner_, io_.get_executor(), balancer_.get(),
+                                  storage::make_file_state_file(dir + "/drain-state.json"), *log_);
+    if (!drains) return drains.err();
+    drain_api_ = std::move(*drains);
 
     io_thread_ = std::thread([this] { io_.run(); });
     if (raft_) raft_->start();
@@ -275,6 +284,7 @@ class running_broker final : public broker {
     move_api_->routes(*api_);
     cluster_api_->routes(*api_);
     balancer_api_->routes(*api_);
+    drain_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
                                           std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
@@ -297,6 +307,7 @@ class running_broker final : public broker {
     if (api_) api_->stop();
     if (api_thread_.joinable()) api_thread_.join();
     if (cluster_listener_) cluster_listener_->stop();
+    drain_api_.reset();  // its thread starts moves: gone before the reactor stops
     {
       std::lock_guard lock(ticker_mu_);
       ticker_stop_ = true;
@@ -365,13 +376,22 @@ class running_broker final : public broker {
     view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
       return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
     });
-    cluster_api_ = std::make_unique<cluster_api>(*view_, [this] { return controller_id(); });
+    cluster_api_ = std::make_unique<cluster_api>(
+        *view_, [this] { return controller_id(); },
+        [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },
+        [this](const std::string& b) -> std::string {
+          if (b == self_.value()) return drain_api_->progress_document();
+          auto r = view_->ask(b, transport::get_request("/cluster/admin/drain"));
+          return r.ok() ? r.body : std::string();
+        });
     auto holds = [this](const topic_partition& tp) {
       auto n = store_->partition_count(tp.topic);
       return n.ok() && tp.partition >= 0 && tp.partition < *n;
     };
-    move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *ownership_, holds, io_.get_executor(),
-                                           [this](std::uint64_t rate) { return set_throttle(rate); });
+    move_api_ = std::make_unique<move_api>(
+        *view_, *reassigner_, *ownership_, holds, io_.get_executor(),
+        [this](std::uint64_t rate) { return set_throttle(rate); },
+        [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });
     return {};
   }
 
@@ -1033,6 +1053,7 @@ class running_broker final : public broker {
   std::unique_ptr<move_api> move_api_;
   std::unique_ptr<cluster_api> cluster_api_;
   std::unique_ptr<balancer_api> balancer_api_;
+  std::unique_ptr<drain_api> drain_api_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;
   cluster::raft_ownership_table* raft_table_ = nullptr;

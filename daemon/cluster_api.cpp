@@ -1,6 +1,7 @@
 #include "cluster_api.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "api_reply.hpp"
 
@@ -32,6 +33,10 @@ void cluster_api::routes(httplib::Server& api) {
 void cluster_api::brokers(httplib::Response& res) {
   auto all = view_.brokers();
   const std::string controller = controller_();
+  const auto draining = draining_();
+  std::map<std::string, std::string> reports;
+  for (const auto& b : all)
+    if (draining.count(b.id) && b.reachable) reports[b.id] = drain_report_(b.id);
   reply(res, 200, json_object([&](json_writer& w) {
           put(w, "answered_by", view_.self().value());
           put(w, "controller", controller);
@@ -50,6 +55,11 @@ void cluster_api::brokers(httplib::Response& res) {
             if (b.reachable) {
               put(w, "partitions", b.partitions.size());
               put(w, "bytes", bytes);
+            }
+            put(w, "draining", draining.count(b.id) > 0);
+            if (auto r = reports.find(b.id); r != reports.end() && !r->second.empty()) {
+              w.Key("drain");
+              w.RawValue(r->second.c_str(), r->second.size(), rapidjson::kObjectType);
             }
             w.EndObject();
           }

@@ -76,6 +76,8 @@ void move_api::start(const httplib::Request& req, httplib::Response& res) {
     source = *owner;
   }
   if (source == dest) return reply_error(res, 409, "conflict", name_of(tp) + " is already on " + dest);
+  if (draining_(dest))
+    return reply_error(res, 409, "conflict", dest + " is draining: nothing moves onto it until it is undrained");
   std::uint64_t id = 0;
   if (source == self) {
     auto started = reassigner_.start(ex_, tp, broker_id(dest));

@@ -1,6 +1,7 @@
 // moonmqd's client routes for moves, cluster-wide from any broker:
 //   POST   /v1/reassignments {"topic","partition","dest"}  validated first (404 unknown partition or broker, 409
-//                                                          already there or already moving), then started on the
+//                                                          already there, already moving, or dest draining), then
+//                                                          started on the
 //                                                          partition's owner, wherever it is: 202 {"id","source"}
 //   GET    /v1/reassignments[?active=true]                 every broker's moves with step, bytes, rate, ETA, stall
 //   DELETE /v1/reassignments/{id}[?source=B]               cancel before cutover, rolled back (202); 409 after
@@ -27,13 +28,14 @@ class move_api {
   /// this broker's throttle.
   move_api(cluster_view& view, cluster::reassigner& reassigner, cluster::ownership_table& ownership,
            std::function<bool(const topic_partition&)> holds, asio::any_io_executor ex,
-           std::function<status(std::uint64_t)> set_throttle)
+           std::function<status(std::uint64_t)> set_throttle, std::function<bool(const std::string&)> draining)
       : view_(view),
         reassigner_(reassigner),
         ownership_(ownership),
         holds_(std::move(holds)),
         ex_(std::move(ex)),
-        set_throttle_(std::move(set_throttle)) {}
+        set_throttle_(std::move(set_throttle)),
+        draining_(std::move(draining)) {}
 
   void routes(httplib::Server& api);
 
@@ -50,6 +52,7 @@ class move_api {
   std::function<bool(const topic_partition&)> holds_;
   asio::any_io_executor ex_;
   std::function<status(std::uint64_t)> set_throttle_;
+  std::function<bool(const std::string&)> draining_;
 };
 
 }  // namespace moonmq::daemon

@@ -112,6 +112,7 @@ struct balance_loop::impl {
 
   std::atomic<bool> stopping{false};
   std::atomic<bool> paused{false};
+  std::set<std::string> draining;  ///< under mu
   std::optional<asio::any_io_executor> executor;
   asio::steady_timer* sleeping = nullptr;
 
@@ -449,8 +450,14 @@ struct balance_loop::impl {
       // they run on the blocking pool. Only this coroutine touches the model, and it waits here.
       autobalancer::snapshot snap;
       const double now = opt.clock();
+      std::set<std::string> drained;
+      {
+        std::lock_guard lock(mu);
+        drained = draining;
+      }
       co_await offload(pool, [&] {
         snap = model.freeze();
+        for (const auto& b : drained) snap.exclude_broker(b);
         for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
           topic_partition tp{snap.topic(p), snap.partition_number(p)};
           auto b = backoffs.find(tp);
@@ -576,6 +583,11 @@ void balance_loop::set_paused(bool paused) {
   }
   impl_->st.log.info("balance_loop", paused ? "paused by an operator: no pass runs until resumed"
                                             : "resumed by an operator");
+}
+
+void balance_loop::set_draining(std::set<std::string> brokers) {
+  std::lock_guard lock(impl_->mu);
+  impl_->draining = std::move(brokers);
 }
 
 balance_status balance_loop::status() const {

@@ -5,6 +5,8 @@
 
 #include <rapidjson/document.h>
 
+#include <map>
+#include <set>
 #include <thread>
 
 #include "support/daemon_process.hpp"
@@ -230,4 +232,49 @@ TEST_CASE("e2e: a second broker on the same data directory is refused at start, 
   auto p = run_process({MOONMQ_DAEMON_BIN, "--config", clash.config_path});
   CHECK(p.exit_code == 2);
   CHECK_THAT(p.out + p.err, Catch::Contains("already in use"));
+}
+
+TEST_CASE("e2e: a drained broker gives every partition away, whole, and receives nothing until undrained",
+          "[e2e][operator][drain]") {
+  three_brokers c;
+  {
+    auto api = c.b1.api();
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":4})", "application/json")->status == 200);
+    for (int p = 0; p < 4; ++p)
+      for (int i = 0; i < 10; ++i) {
+        std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"" +
+                           std::string(2000 + 500 * p, 'd') + "\"}]}";
+        REQUIRE(api.Post("/v1/topics/orders/records", body, "application/json")->status == 200);
+      }
+  }
+  std::map<int, std::uint64_t> sizes;
+  for (const auto& p : ctl_json(c.b2, {"partitions"})["partitions"].GetArray())
+    sizes[p["partition"].GetInt()] = p["size_bytes"].GetUint64();
+  REQUIRE(sizes.size() == 4);
+
+  auto drained = ctl(c.b3, {"drain", "b1", "--watch"});
+  INFO(drained.out << drained.err);
+  REQUIRE(drained.exit_code == 0);
+  CHECK_THAT(drained.out, Catch::Contains("b1 is drained"));
+
+  std::set<std::string> owners;
+  auto parts = ctl_json(c.b2, {"partitions"});
+  REQUIRE(parts["partitions"].Size() == 4);
+  for (const auto& p : parts["partitions"].GetArray()) {
+    owners.insert(p["owner"].GetString());
+    CHECK(p["size_bytes"].GetUint64() == sizes[p["partition"].GetInt()]);  // every byte moved with it
+  }
+  CHECK(owners == std::set<std::string>{"b2", "b3"});  // spread by bytes, not piled on one broker
+  auto brokers = ctl(c.b2, {"brokers"});
+  CHECK_THAT(brokers.out, Catch::Contains("drained"));
+  auto onto = ctl(c.b2, {"move", "orders", "0", "b1"});
+  CHECK(onto.exit_code == 1);
+  CHECK_THAT(onto.err, Catch::Contains("b1 is draining"));
+
+  REQUIRE(ctl(c.b2, {"undrain", "b1"}).exit_code == 0);
+  CHECK_FALSE(ctl_json(c.b3, {"brokers"})["brokers"][1]["draining"].GetBool());
+  auto back = ctl_json(c.b2, {"move", "orders", "0", "b1"});
+  const std::uint64_t id = back["id"].GetUint64();
+  wait_until([&] { return find_move(c.b1, id)["finished"].GetBool(); }, "the move back");
+  CHECK(find_move(c.b1, id)["succeeded"].GetBool());
 }

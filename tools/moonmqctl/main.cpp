@@ -159,6 +159,20 @@ void print_moves(const rapidjson::Value& d) {
   print_unreachable(d);
 }
 
+/// A broker's drain in a few words: "", "drained", "draining: 3 left, 1.2 GiB, ETA 2m10s".
+std::string drain_text(const rapidjson::Value& b) {
+  if (!flag(b, "draining")) return "";
+  if (!b.HasMember("drain") || !b["drain"].IsObject()) return "draining";
+  const auto& d = b["drain"];
+  if (flag(d, "done")) return "drained";
+  if (!d.HasMember("partitions_left")) return "draining (starting)";
+  std::string s = "draining: " + str(d, "partitions_left") + " left, " + human_bytes(num(d, "bytes_left")) +
+                  ", ETA " + human_seconds(num(d, "eta_seconds"));
+  const auto& blocked = array(d, "blocked");
+  if (!blocked.Empty()) s += ", " + std::to_string(blocked.Size()) + " blocked";
+  return s;
+}
+
 bool any_running(const std::string& body) {
   rapidjson::Document d;
   d.Parse(body.c_str(), body.size());
@@ -229,11 +243,12 @@ int main(int argc, char** argv) {
   app.add_subcommand("brokers", "every broker: reachability, partitions and bytes served")->callback([&] {
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/brokers"), [](const rapidjson::Document& d) {
-        table t({"ID", "ADDRESS", "STATE", "PARTITIONS", "BYTES", "CONTROLLER"});
+        table t({"ID", "ADDRESS", "STATE", "PARTITIONS", "BYTES", "CONTROLLER", "DRAIN"});
         for (const auto& b : array(d, "brokers").GetArray())
           t.add({str(b, "id") + (flag(b, "self") ? " (asked)" : ""), str(b, "address"),
                  flag(b, "reachable") ? "up" : "UNREACHABLE: " + str(b, "error"), str(b, "partitions"),
-                 flag(b, "reachable") ? human_bytes(num(b, "bytes")) : "", flag(b, "controller") ? "*" : ""});
+                 flag(b, "reachable") ? human_bytes(num(b, "bytes")) : "", flag(b, "controller") ? "*" : "",
+                 drain_text(b)});
         std::cout << t.render();
       });
     };
@@ -427,6 +442,51 @@ int main(int argc, char** argv) {
       };
     });
   }
+
+  std::string drain_broker;
+  bool drain_watch = false;
+  auto* drain = app.add_subcommand("drain", "move every partition off a broker; nothing moves onto it until undrained");
+  drain->add_option("broker", drain_broker, "broker id")->required();
+  drain->add_flag("-w,--watch", drain_watch, "follow the drain until it is done");
+  drain->callback([&] {
+    run = [&](broker_client& c) {
+      int rc = show(o, c.post("/v1/brokers/" + drain_broker + "/drain"), [&](const rapidjson::Document& d) {
+        std::cout << drain_broker << " is draining\n";
+        print_applied(d);
+      });
+      if (rc != 0 || !drain_watch) return rc;
+      while (true) {
+        auto a = c.get("/v1/brokers/" + drain_broker + "/drain");
+        if (!a.ok()) return failed(a);
+        rapidjson::Document d;
+        d.Parse(a.body.c_str(), a.body.size());
+        if (o.json) {
+          std::cout << a.body << "\n";
+        } else if (d.HasMember("partitions_left")) {
+          std::cout << str(d, "partitions_left") << " partitions left, " << human_bytes(num(d, "bytes_left"))
+                    << ", " << str(d, "moving") << " moving, ETA " << human_seconds(num(d, "eta_seconds")) << "\n";
+          for (const auto& b : array(d, "blocked").GetArray())
+            std::cout << "  " << str(b, "topic") << "-" << str(b, "partition") << ": " << str(b, "reason") << "\n";
+        }
+        if (flag(d, "done")) {
+          if (!o.json) std::cout << drain_broker << " is drained\n";
+          return 0;
+        }
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+    };
+  });
+  std::string undrain_broker;
+  auto* undrain = app.add_subcommand("undrain", "let a drained broker receive partitions again");
+  undrain->add_option("broker", undrain_broker, "broker id")->required();
+  undrain->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.del("/v1/brokers/" + undrain_broker + "/drain"), [&](const rapidjson::Document& d) {
+        std::cout << undrain_broker << " may receive partitions again\n";
+        print_applied(d);
+      });
+    };
+  });
 
   app.add_subcommand("groups", "consumer groups coordinated by the broker asked")->callback([&] {
     run = [&](broker_client& c) {

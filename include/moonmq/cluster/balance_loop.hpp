@@ -36,6 +36,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,10 @@ class balance_loop {
 
   /// Paused, run() makes no pass (so plans and starts no move; moves already running finish) until resumed.
   void set_paused(bool paused);
+
+  /// Brokers being drained: from the next pass on, nothing is planned onto them (their own partitions may still be
+  /// planned away).
+  void set_draining(std::set<std::string> brokers);
 
   /// What the last pass saw; the moves this broker runs itself are reported as they are now.
   balance_status status() const;
