@@ -37,6 +37,7 @@
 #include "drain_api.hpp"
 #include "group_api.hpp"
 #include "move_api.hpp"
+#include "move_requests.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
@@ -194,10 +195,22 @@ class running_broker final : public broker {
                                          }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
+    auto requests = move_requests::open(storage::make_file_state_file(dir + "/move-requests.json"));
+    if (!requests) return requests.err();
+    move_requests_ = std::move(*requests);
+    cluster::reassigner_options ro;
+    ro.batch_bytes = clustered ? cfg_.cluster->batch_bytes : 256u * 1024;
+    ro.throttle_bytes_per_sec = clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0;
+    // A move that ended is forgotten; one cut short by a stop is not (it never ends): it resumes at the next start.
+    ro.on_finished = [this](const cluster::move_progress& p) {
+      if (stopped_) return;
+      asio::post(blocking_, [this, tp = p.partition] {
+        if (auto s = move_requests_->remove(tp); !s)
+          log_->error("moonmqd", "could not forget a finished move: " + s.message());
+      });
+    };
     reassigner_ = std::make_unique<cluster::reassigner>(
-        cluster::reassigner_options{clustered ? cfg_.cluster->batch_bytes : 256u * 1024,
-                                    clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0},
-        st, *peers_, *journal_,
+        ro, st, *peers_, *journal_,
         blocking_);
     if (auto s = open_groups(peer_ids); !s) return s;
     if (auto s = open_transactions(peer_ids); !s) return s;
@@ -293,6 +306,7 @@ class running_broker final : public broker {
                               std::to_string(cfg_.port) + ", data in " + cfg_.data_dir);
 
     if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
+    if (!move_requests_->listed().empty()) asio::co_spawn(io_, resume_moves(), asio::detached);
     if (balancer_) {
       asio::co_spawn(io_, balancer_->run(), asio::detached);
       log_->info("moonmqd", "autobalancer on: a pass every " + std::to_string(cfg_.autobalance.interval_seconds) +
@@ -389,7 +403,8 @@ class running_broker final : public broker {
       return n.ok() && tp.partition >= 0 && tp.partition < *n;
     };
     move_api_ = std::make_unique<move_api>(
-        *view_, *reassigner_, *ownership_, holds, io_.get_executor(),
+        *view_, *reassigner_, *ownership_, holds,
+        [this](const topic_partition& tp, const broker_id& dest) { return start_hand_move(tp, dest, std::nullopt); },
         [this](std::uint64_t rate) { return set_throttle(rate); },
         [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });
     return {};
@@ -511,11 +526,52 @@ class running_broker final : public broker {
         .count();
   }
 
-  /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here.
+  /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here, and a
+  /// hand-driven move forwarded by a peer is kept like one asked here.
   cluster::move_control move_control() {
     auto c = cluster::move_control_of(reassigner_, io_.get_executor());
     c.set_throttle = [this](std::uint64_t rate) { return set_throttle(rate); };
+    c.start = [this](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
+      return start_hand_move(tp, dest, claim);
+    };
     return c;
+  }
+
+  /// Starts a move on this broker. One without a controller claim (asked by an operator, here or through a peer) is
+  /// listed in move-requests.json first, so that it resumes if this broker stops before it ends.
+  result<std::uint64_t> start_hand_move(const topic_partition& tp, const broker_id& dest,
+                                        std::optional<cluster::controller_claim> claim) {
+    if (claim) return reassigner_->start(io_.get_executor(), tp, dest, claim);
+    auto listed = move_requests_->listed();
+    const bool had = listed.count(tp) > 0;
+    if (auto s = move_requests_->add({tp, dest.value()}); !s)
+      log_->warn("moonmqd", "the move of " + tp.topic + "-" + std::to_string(tp.partition) +
+                                " is not kept for a restart: " + s.message());
+    auto id = reassigner_->start(io_.get_executor(), tp, dest, claim);
+    if (!id && !had) (void)move_requests_->remove(tp);  // refused: nothing to resume (a running one keeps its own)
+    return id;
+  }
+
+  /// Moves a stop cut short, started again once the journal's own moves are resolved.
+  asio::awaitable<void> resume_moves() {
+    (void)co_await reassigner_->recover();
+    for (const auto& [tp, m] : move_requests_->listed()) {
+      const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+      auto count = store_->partition_count(tp.topic);
+      const bool here = count.ok() && tp.partition < *count && cluster::serves(*ownership_, tp, self_);
+      if (!here) {
+        log_->info("moonmqd", "the interrupted move of " + name + " to " + m.dest +
+                                  " is not resumed: this broker no longer serves it");
+        co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
+        continue;
+      }
+      auto id = reassigner_->start(io_.get_executor(), tp, broker_id(m.dest));
+      if (id)
+        log_->info("moonmqd", "resuming the interrupted move of " + name + " to " + m.dest + " (move " +
+                                  std::to_string(*id) + ")");
+      else
+        log_->warn("moonmqd", "the interrupted move of " + name + " to " + m.dest + " did not restart: " + id.message());
+    }
   }
 
   cluster::cluster_state state() {
@@ -1047,6 +1103,7 @@ class running_broker final : public broker {
   std::condition_variable ticker_wake_;
   bool ticker_stop_ = false;
   std::unique_ptr<cluster::reassigner> reassigner_;
+  std::unique_ptr<move_requests> move_requests_;
   std::unique_ptr<storage::state_file> throttle_file_;
   std::mutex throttle_mu_;
   std::unique_ptr<cluster_view> view_;

@@ -80,7 +80,7 @@ void move_api::start(const httplib::Request& req, httplib::Response& res) {
     return reply_error(res, 409, "conflict", dest + " is draining: nothing moves onto it until it is undrained");
   std::uint64_t id = 0;
   if (source == self) {
-    auto started = reassigner_.start(ex_, tp, broker_id(dest));
+    auto started = start_here_(tp, broker_id(dest));
     if (!started) return reply_error(res, started.err());
     id = *started;
   } else {

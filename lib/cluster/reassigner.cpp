@@ -244,7 +244,8 @@ struct reassigner::impl {
     }
     st.metrics.add(metrics::moves, {{"result", s.ok() ? "succeeded" : cancelled ? "cancelled" : "failed"}}, 1);
     st.metrics.observe(metrics::move_duration, {}, p->finished_at - p->started_at);
-    log(*p, s.ok() ? "done" : "failed: " + s.message());
+    log(*p, s.ok() ? "done" : (cancelled ? "cancelled: " : "failed: ") + s.message());
+    if (opt.on_finished) opt.on_finished(*p);
     co_return s;
   }
 

@@ -65,6 +65,10 @@ inline void write_move(json::writer& w, const move_progress& p) {
   json::put(w, "started_at", p.started_at);
   json::put(w, "finished_at", p.finished_at);
   json::put(w, "source", p.source);
+  json::put(w, "resumed_from", p.resumed_from);
+  json::put(w, "copy_started_at", p.copy_started_at);
+  json::put(w, "last_activity_at", p.last_activity_at);
+  json::put(w, "waiting_for", p.waiting_for);
   json::put(w, "cancel_requested", p.cancel_requested);
   json::put(w, "rate_bytes_per_sec", p.rate_bytes_per_sec);
   json::put(w, "eta_seconds", p.eta_seconds);
@@ -106,10 +110,14 @@ inline std::optional<std::vector<move_progress>> read_moves(const std::string& b
     p.finished = flag("finished");
     p.succeeded = flag("succeeded");
     p.source = str("source");
+    p.resumed_from = u64("resumed_from");
+    p.waiting_for = str("waiting_for");
     p.cancel_requested = flag("cancel_requested");
     auto num = [&](const char* k, double fallback) { return m.HasMember(k) && m[k].IsNumber() ? m[k].GetDouble() : fallback; };
     p.started_at = num("started_at", 0);
     p.finished_at = num("finished_at", 0);
+    p.copy_started_at = num("copy_started_at", 0);
+    p.last_activity_at = num("last_activity_at", 0);
     p.rate_bytes_per_sec = num("rate_bytes_per_sec", 0);
     p.eta_seconds = num("eta_seconds", -1);
     p.stalled = flag("stalled");

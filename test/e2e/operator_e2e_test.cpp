@@ -278,3 +278,49 @@ TEST_CASE("e2e: a drained broker gives every partition away, whole, and receives
   wait_until([&] { return find_move(c.b1, id)["finished"].GetBool(); }, "the move back");
   CHECK(find_move(c.b1, id)["succeeded"].GetBool());
 }
+
+TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the copy already made; a cancelled one "
+          "does not", "[e2e][operator][resume]") {
+  three_brokers c;
+  {
+    auto api = c.b1.api();
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json")->status == 200);
+  }
+  produce(c.b1, 2000, 1000);
+  REQUIRE(ctl(c.b1, {"throttle", "256K"}).exit_code == 0);
+  const std::uint64_t first = ctl_json(c.b1, {"move", "orders", "0", "b2"})["id"].GetUint64();
+  wait_until([&] { return find_move(c.b1, first)["bytes_copied"].GetUint64() > 300'000; }, "part of the copy");
+  REQUIRE(c.b1.terminate() == 0);  // SIGTERM in the middle of the copy
+  REQUIRE(ctl(c.b2, {"throttle", "0"}).exit_code == 1);  // b1 is down: not applied everywhere (exit 1, listed)
+  c.b1.start();
+  REQUIRE(ctl(c.b1, {"throttle", "0"}).exit_code == 0);
+  // The restarted b1 starts the move again by itself, and it resumes from the prefix b2 already holds.
+  rapidjson::Document resumed;
+  wait_until([&] {
+    auto d = ctl_json(c.b1, {"moves", "--all"});
+    for (const auto& m : d["reassignments"].GetArray())
+      if (std::string(m["source"].GetString()) == "b1" && m["finished"].GetBool() && m["succeeded"].GetBool()) {
+        resumed.CopyFrom(m, resumed.GetAllocator());
+        return true;
+      }
+    return false;
+  }, "the resumed move");
+  CHECK(resumed["id"].GetUint64() != first);
+  CHECK(resumed["resumed_from"].GetUint64() > 300'000);
+  CHECK(std::string(ctl_json(c.b3, {"partitions", "--topic", "orders"})["partitions"][0]["owner"].GetString()) ==
+        "b2");
+  CHECK_THAT(slurp(c.b1.log_path), Catch::Contains("resuming the interrupted move of orders-0 to b2"));
+
+  // Cancelled, then stopped: nothing starts again (b2 now runs the move of orders-0, which it serves).
+  REQUIRE(ctl(c.b1, {"throttle", "64K"}).exit_code == 0);
+  const std::uint64_t id = ctl_json(c.b1, {"move", "orders", "0", "b3"})["id"].GetUint64();
+  CHECK_THAT(slurp(c.b2.data_dir + "/move-requests.json"), Catch::Contains("\"dest\":\"b3\""));
+  REQUIRE(ctl(c.b1, {"cancel", std::to_string(id)}).exit_code == 0);
+  wait_until([&] { return find_move(c.b2, id)["finished"].GetBool(); }, "the cancel");
+  wait_until([&] { return slurp(c.b2.data_dir + "/move-requests.json").find("b3") == std::string::npos; },
+             "the cancelled move to be forgotten");
+  REQUIRE(c.b2.terminate() == 0);
+  c.b2.start();
+  for (const auto& m : ctl_json(c.b2, {"moves", "--all"})["reassignments"].GetArray())
+    CHECK(std::string(m["source"].GetString()) != "b2");
+}

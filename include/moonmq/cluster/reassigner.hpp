@@ -28,6 +28,7 @@
 #include <asio/awaitable.hpp>
 #include <asio/thread_pool.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,10 @@ struct reassigner_options {
   std::uint32_t batch_bytes = 256 * 1024;
   std::uint64_t throttle_bytes_per_sec = 0;  ///< the copies' shared rate limit (0 = none); see set_throttle()
   double stall_seconds = 30;  ///< a running move with no step and no byte for this long is reported stalled
+  /// Called once when a move ends (done, failed or cancelled), on the reactor, after progress() shows it. A move cut
+  /// short because its executor stopped never ends, so it never calls this: that is how an embedding broker tells an
+  /// interrupted move from a finished one.
+  std::function<void(const move_progress&)> on_finished;
 };
 
 class reassigner {
