@@ -458,18 +458,7 @@ struct cluster_service::impl {
   response discard(const request& req) {
     auto tp = partition_param(req);
     if (!tp) return from_error(tp.err());
-    std::unique_lock gate(st.gates.gate(*tp));
-    auto e = entry_as_seen_by(st.ownership, *tp, opt.self);
-    if (!st.ownership.ready())
-      return error_response(503, "unavailable", opt.self.value() + " is catching up with the ownership log");
-    if (e.owner == opt.self)
-      return error_response(409, "conflict",
-                            tp->topic + "-" + std::to_string(tp->partition) + " is " +
-                                (e.handover ? "being handed over to " : "served by ") + opt.self.value() +
-                                "; its copy is not discarded");
-    if (auto s = st.producers.discard(*tp); !s) return from_error(s.err());
-    st.log.info("cluster", "discarded the local copy of " + tp->topic + "-" + std::to_string(tp->partition) +
-                               " (served by " + e.owner.value() + ")");
+    if (auto s = discard_unserved_copy(st, opt.self, *tp); !s) return from_error(s.err());
     return json_ok([&](json_writer& w) { put(w, "discarded", true); });
   }
 
@@ -495,6 +484,19 @@ struct cluster_service::impl {
     });
   }
 };
+
+status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp) {
+  std::unique_lock gate(st.gates.gate(tp));
+  if (!st.ownership.ready()) return {errc::unavailable, self.value() + " is catching up with the ownership log"};
+  auto e = entry_as_seen_by(st.ownership, tp, self);
+  const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+  if (e.owner == self)
+    return {errc::conflict, name + " is " + (e.handover ? "being handed over to " : "served by ") + self.value() +
+                                "; its copy is not discarded"};
+  if (auto s = st.producers.discard(tp); !s) return s;
+  st.log.info("cluster", "discarded the local copy of " + name + " (served by " + e.owner.value() + ")");
+  return {};
+}
 
 cluster_service::cluster_service(cluster_service_options options, cluster_state state)
     : impl_(std::make_unique<impl>(impl{std::move(options), state})) {}

@@ -279,7 +279,7 @@ TEST_CASE("e2e: a drained broker gives every partition away, whole, and receives
   CHECK(find_move(c.b1, id)["succeeded"].GetBool());
 }
 
-TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the copy already made; a cancelled one "
+TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the copy already made, but a cancelled one "
           "does not", "[e2e][operator][resume]") {
   three_brokers c;
   {

@@ -76,6 +76,10 @@ struct cluster_state {
   metrics_sink& metrics = no_metrics();
 };
 
+/// Empties this broker's copy of `tp` if it neither serves it nor is being handed it (checked under the partition's
+/// gate); conflict otherwise: that copy may be the only one. What /cluster/discard and reclaiming do.
+status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp);
+
 class cluster_service {
  public:
   cluster_service(cluster_service_options options, cluster_state state);
