@@ -38,6 +38,7 @@
 #include "group_api.hpp"
 #include "move_api.hpp"
 #include "move_requests.hpp"
+#include "reclaim_api.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
@@ -191,6 +192,8 @@ class running_broker final : public broker {
                                          [this](const transport::request& r) { return txns_->handle_cluster(r); },
                                          [this](const transport::request& r) {
                                            if (r.path == "/cluster/admin/drain") return drain_api_->handle_cluster(r);
+                                           if (r.path == "/cluster/admin/reclaim")
+                                             return reclaim_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
                                          }},
         st);
@@ -248,6 +251,8 @@ class running_broker final : public broker {
                                   storage::make_file_state_file(dir + "/drain-state.json"), *log_);
     if (!drains) return drains.err();
     drain_api_ = std::move(*drains);
+    reclaim_api_ = std::make_unique<reclaim_api>(clustered ? cfg_.cluster->reclaim_after_seconds : 0, *view_, st,
+                                                 *journal_, *reassigner_);
 
     io_thread_ = std::thread([this] { io_.run(); });
     if (raft_) raft_->start();
@@ -298,6 +303,7 @@ class running_broker final : public broker {
     cluster_api_->routes(*api_);
     balancer_api_->routes(*api_);
     drain_api_->routes(*api_);
+    reclaim_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
                                           std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
@@ -322,6 +328,7 @@ class running_broker final : public broker {
     if (api_thread_.joinable()) api_thread_.join();
     if (cluster_listener_) cluster_listener_->stop();
     drain_api_.reset();  // its thread starts moves: gone before the reactor stops
+    reclaim_api_.reset();
     {
       std::lock_guard lock(ticker_mu_);
       ticker_stop_ = true;
@@ -1111,6 +1118,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster_api> cluster_api_;
   std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<drain_api> drain_api_;
+  std::unique_ptr<reclaim_api> reclaim_api_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;
   cluster::raft_ownership_table* raft_table_ = nullptr;

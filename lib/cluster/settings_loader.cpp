@@ -129,6 +129,7 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
   r.get("BatchBytes", c.batch_bytes);
   r.get("MaxBodyBytes", c.max_body_bytes);
   r.get("MoveThrottleBytesPerSec", c.move_throttle_bytes_per_sec);
+  r.get("ReclaimAfterSeconds", c.reclaim_after_seconds);
   r.get("AllowInsecure", c.allow_insecure);
   if (r.ok() && c.broker_id.empty()) r.fail("BrokerId", "must not be empty");
   if (r.ok() && !(c.peer_timeout_seconds > 0)) r.fail("PeerTimeout", "must be a positive number of seconds");

@@ -324,3 +324,44 @@ TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the 
   for (const auto& m : ctl_json(c.b2, {"moves", "--all"})["reassignments"].GetArray())
     CHECK(std::string(m["source"].GetString()) != "b2");
 }
+
+TEST_CASE("e2e: the copy a move leaves behind is reclaimed by hand, or on its own after ReclaimAfterSeconds",
+          "[e2e][operator][reclaim]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  b1.configure({&b1, &b2}, "\"ReclaimAfterSeconds\": 0");  // b1 keeps copies until asked
+  b2.configure({&b1, &b2}, "\"ReclaimAfterSeconds\": 1");  // b2 gives them back after a second
+  b1.start();
+  b2.start();
+  {
+    auto api = b1.api();
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+  }
+  produce(b1, 200, 1000);
+  const std::uint64_t id = ctl_json(b1, {"move", "orders", "0", "b2"})["id"].GetUint64();
+  wait_until([&] { return find_move(b1, id)["finished"].GetBool(); }, "the move");
+  REQUIRE(find_move(b1, id)["succeeded"].GetBool());
+
+  auto listed = ctl_json(b2, {"reclaim", "b1", "--list"});
+  REQUIRE(listed["copies"].Size() == 1);
+  CHECK(listed["copies"][0]["eligible"].GetBool());
+  const std::uint64_t size = listed["copies"][0]["size_bytes"].GetUint64();
+  CHECK(size > 200'000);
+  auto human = ctl(b2, {"reclaim", "b1"});
+  INFO(human.out << human.err);
+  REQUIRE(human.exit_code == 0);
+  CHECK_THAT(human.out, Catch::Contains("1 copies"));
+  CHECK(ctl_json(b1, {"reclaim", "b1", "--list"})["copies"].Size() == 0);
+  // Every byte is still served by b2.
+  auto parts = ctl_json(b1, {"partitions"});
+  CHECK(std::string(parts["partitions"][0]["owner"].GetString()) == "b2");
+  CHECK(parts["partitions"][0]["size_bytes"].GetUint64() == size);
+
+  // Back to b1: b2's copy goes by itself about a second later.
+  const std::uint64_t back = ctl_json(b1, {"move", "orders", "0", "b1"})["id"].GetUint64();
+  wait_until([&] { return find_move(b2, back)["finished"].GetBool(); }, "the move back");
+  REQUIRE(find_move(b2, back)["succeeded"].GetBool());
+  wait_until([&] { return ctl_json(b2, {"reclaim", "b2", "--list"})["copies"].Size() == 0; }, "the timed reclaim");
+  CHECK_THAT(slurp(b2.log_path), Catch::Contains("reclaimed") && Catch::Contains("idle for"));
+  CHECK(ctl_json(b2, {"partitions"})["partitions"][0]["size_bytes"].GetUint64() == size);
+}

@@ -488,6 +488,38 @@ int main(int argc, char** argv) {
     };
   });
 
+  std::string reclaim_broker;
+  bool reclaim_list = false;
+  auto* reclaim = app.add_subcommand("reclaim", "delete the copies a broker keeps of partitions it no longer serves");
+  reclaim->add_option("broker", reclaim_broker, "broker id")->required();
+  reclaim->add_flag("-l,--list", reclaim_list, "only list the copies and what holds each back");
+  reclaim->callback([&] {
+    run = [&](broker_client& c) {
+      const std::string path = "/v1/brokers/" + reclaim_broker + "/reclaim";
+      if (reclaim_list)
+        return show(o, c.get(path), [](const rapidjson::Document& d) {
+          table t({"PARTITION", "SIZE", "IDLE", "STATE"});
+          for (const auto& x : array(d, "copies").GetArray())
+            t.add({str(x, "topic") + "-" + str(x, "partition"), human_bytes(num(x, "size_bytes")),
+                   human_seconds(num(x, "idle_seconds")),
+                   flag(x, "eligible")
+                       ? (x.HasMember("reclaimed_in_seconds")
+                              ? "reclaimed in " + human_seconds(num(x, "reclaimed_in_seconds"))
+                              : "kept until reclaimed by hand (ReclaimAfterSeconds 0)")
+                       : "held: " + str(x, "held_by")});
+          if (t.empty()) std::cout << str(d, "broker") << " keeps no copy it does not serve\n";
+          else std::cout << t.render() << human_bytes(num(d, "bytes")) << " in copies not served\n";
+        });
+      return show(o, c.post(path), [](const rapidjson::Document& d) {
+        std::cout << "reclaimed " << human_bytes(num(d, "bytes")) << " on " << str(d, "broker") << " ("
+                  << array(d, "reclaimed").Size() << " copies)\n";
+        for (const auto& f : array(d, "failed").GetArray())
+          std::cout << "NOT reclaimed " << str(f, "topic") << "-" << str(f, "partition") << ": " << str(f, "error")
+                    << "\n";
+      });
+    };
+  });
+
   app.add_subcommand("groups", "consumer groups coordinated by the broker asked")->callback([&] {
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/groups"), [](const rapidjson::Document& d) {

@@ -48,6 +48,7 @@ struct cluster_config {
   std::uint32_t batch_bytes = 256 * 1024;
   std::uint32_t max_body_bytes = 64u << 20;
   std::uint64_t move_throttle_bytes_per_sec = 0;  ///< every move's copy shares it on each broker (0 = unlimited)
+  std::uint32_t reclaim_after_seconds = 3600;  ///< an unserved local copy left alone this long is deleted (0 = keep)
   bool allow_insecure = false;
   std::vector<peer_config> peers;
   std::optional<tls_config> tls;

@@ -1,0 +1,58 @@
+// Giving back the disk that moves leave behind. A thread watches this broker's copies of partitions it does not
+// serve (cluster::reclaim_tracker) and deletes each one Cluster.ReclaimAfterSeconds after it was last seen to change,
+// when nothing may still need it; an operator can list them and reclaim the eligible ones at once:
+//   GET  /v1/brokers/{id}/reclaim    the copies `id` holds without serving them: size, idle time, and what holds
+//                                    back each one that may not go yet
+//   POST /v1/brokers/{id}/reclaim    reclaim every eligible copy on `id` now (admin)
+// Cluster routes: GET and POST /cluster/admin/reclaim (this broker's own). A copy a running move sends here is found by
+// asking every peer for its moves before anything is deleted.
+// Thread safety: the routes may run concurrently with the thread.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cluster_view.hpp"
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/move_journal.hpp"
+#include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/cluster/reclaim_plan.hpp"
+
+namespace moonmq::daemon {
+
+class reclaim_api {
+ public:
+  reclaim_api(double after_seconds, cluster_view& view, cluster::cluster_state state, cluster::move_journal& journal,
+              cluster::reassigner& reassigner);
+  ~reclaim_api();
+
+  void routes(httplib::Server& api);
+  transport::response handle_cluster(const transport::request& req);
+
+ private:
+  /// Observes the copies now. With `ask_peers`, moves running towards this broker count (one request per peer).
+  std::vector<cluster::reclaim_candidate> observe(bool ask_peers);
+  /// Deletes the copies `pick` selects from a fresh observation; returns the document listing what went.
+  std::string reclaim(bool due_only);
+  std::string list_document();
+
+  double after_;
+  cluster_view& view_;
+  cluster::cluster_state st_;
+  cluster::move_journal& journal_;
+  cluster::reassigner& reassigner_;
+
+  std::mutex mu_;  ///< one observation or reclaim at a time (the tracker is not shared)
+  cluster::reclaim_tracker tracker_;
+  std::mutex stop_mu_;
+  bool stop_ = false;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace moonmq::daemon
