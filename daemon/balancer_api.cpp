@@ -14,11 +14,21 @@ using json::put;
 using json_writer = json::writer;
 
 /// `known`: the controller as this broker knows it, for a broker that holds no claim of its own (a Raft follower).
-std::string autobalancer_document(const cluster::balance_status& s, const std::string& known) {
+std::string autobalancer_document(const cluster::balance_status& s, const std::string& known,
+                                  const std::vector<autobalancer::goal_config>& goals) {
   return json_object([&](json_writer& w) {
     put(w, "enabled", s.enabled);
     put(w, "dry_run", s.dry_run);
   put(w, "paused", s.paused);
+  w.Key("goals");  // in priority order, with the band half-width the goals use (0.1 when not configured)
+  w.StartArray();
+  for (const auto& g : goals) {
+    w.StartObject();
+    put(w, "name", g.name);
+    put(w, "deviation", g.deviation.value_or(0.1));
+    w.EndObject();
+  }
+  w.EndArray();
     w.Key("controller");
     w.StartObject();
     put(w, "id", s.claim ? s.claim->controller.value() : known);
@@ -84,9 +94,12 @@ std::string autobalancer_document(const cluster::balance_status& s, const std::s
 }  // namespace
 
 result<std::unique_ptr<balancer_api>> balancer_api::open(cluster_view& view, cluster::balance_loop* loop,
-                                                         bool dry_run, std::unique_ptr<storage::state_file> state,
+                                                         const autobalancer::autobalance_config& config,
+                                                         std::unique_ptr<storage::state_file> state,
                                                          std::function<std::string()> controller) {
-  std::unique_ptr<balancer_api> api(new balancer_api(view, loop, dry_run, std::move(state), std::move(controller)));
+  std::unique_ptr<balancer_api> api(
+      new balancer_api(view, loop, config.dry_run, std::move(state), std::move(controller)));
+  api->goals_ = config.goals;
   auto kept = api->state_->read();
   if (!kept) return kept.err();
   if (*kept) {
@@ -124,7 +137,7 @@ void balancer_api::status_route(httplib::Response& res) {
           }));
     return;
   }
-  reply(res, 200, autobalancer_document(loop_->status(), controller_()));
+  reply(res, 200, autobalancer_document(loop_->status(), controller_(), goals_));
 }
 
 void balancer_api::pause_route(bool paused, httplib::Response& res) {

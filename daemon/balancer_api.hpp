@@ -25,7 +25,8 @@ class balancer_api {
  public:
   /// `loop` is null when Server.Autobalance is off (the pause is still kept, for when it is turned on).
   /// `controller`: the controller as this broker knows it.
-  static result<std::unique_ptr<balancer_api>> open(cluster_view& view, cluster::balance_loop* loop, bool dry_run,
+  static result<std::unique_ptr<balancer_api>> open(cluster_view& view, cluster::balance_loop* loop,
+                                                    const autobalancer::autobalance_config& config,
                                                     std::unique_ptr<storage::state_file> state,
                                                     std::function<std::string()> controller);
 
@@ -51,6 +52,7 @@ class balancer_api {
   std::function<std::string()> controller_;
   std::mutex mu_;
   bool paused_ = false;
+  std::vector<autobalancer::goal_config> goals_;
 };
 
 }  // namespace moonmq::daemon

@@ -30,6 +30,7 @@
 #include "api_reply.hpp"
 #include "api_server_setup.hpp"
 #include "client_auth.hpp"
+#include "console_assets.hpp"
 #include "balancer_api.hpp"
 #include "cluster_api.hpp"
 #include "cluster_view.hpp"
@@ -239,7 +240,7 @@ class running_broker final : public broker {
       if (!loop) return loop.err();
       balancer_ = std::move(*loop);
     }
-    auto bapi = balancer_api::open(*view_, balancer_.get(), cfg_.autobalance.dry_run,
+    auto bapi = balancer_api::open(*view_, balancer_.get(), cfg_.autobalance,
                                    storage::make_file_state_file(dir + "/autobalancer-state.json"),
                                    [this] { return controller_id(); });
     if (!bapi) return bapi.err();
@@ -635,6 +636,21 @@ class running_broker final : public broker {
               }
               w.EndArray();
             }));
+    });
+    // The web console (daemon/console/, compiled in).
+    api_->Get("/ui", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
+    api_->Get(R"(/ui/([a-z.]*))", [](const httplib::Request& req, httplib::Response& res) {
+      const std::string name = req.matches[1].str().empty() ? "index.html" : req.matches[1].str();
+      for (const auto& a : console_assets())
+        if (a.name == name) {
+          res.status = 200;
+          res.set_content(std::string(a.body), std::string(a.content_type));
+          res.set_header("Cache-Control", "no-cache");
+          res.set_header("X-Content-Type-Options", "nosniff");
+          res.set_header("Content-Security-Policy", "default-src 'self'; object-src 'none'; frame-ancestors 'none'");
+          return;
+        }
+      reply_error(res, 404, "not_found", "no console file " + name);
     });
     api_->Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create_topic(req, res); });
     api_->Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) { list_topics(res); });

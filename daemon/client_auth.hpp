@@ -1,7 +1,7 @@
 // Who may call which route of moonmqd's client API (shared/DESIGN.md §6): bearer tokens from `Server.Auth.Tokens`
 // with the roles `client` (produce, fetch, groups, offsets, transactions, and every read) and `admin` (also topics,
-// reassignments, throttle, drain and autobalancer control). /livez, /readyz, /v1/health and /metrics stay open, and so
-// does the whole API when no tokens are configured. Checked from the request head, before its body is read.
+// reassignments, throttle, drain and autobalancer control). /livez, /readyz, /v1/health, /metrics and the console's
+// static files (/ui) stay open, and so does the whole API when no tokens are configured. Checked from the request head, before its body is read.
 // Thread safety: const after construction.
 #pragma once
 
@@ -21,6 +21,8 @@ enum class role { client, admin };
 inline std::optional<role> role_needed(std::string_view method, std::string_view path) {
   for (std::string_view open : {"/livez", "/readyz", "/v1/health", "/metrics"})
     if (path == open) return std::nullopt;
+  // The console's static files hold no data (the page asks for a token and sends it with its API calls).
+  if ((method == "GET" || method == "HEAD") && (path == "/ui" || path.starts_with("/ui/"))) return std::nullopt;
   if (method == "GET" || method == "HEAD") return role::client;
   // The writes of a client's data: produce, group membership and offsets, producers and transactions. Every other
   // write (topics, partitions, reassignments, throttle, drain, autobalancer control, and any route added later
