@@ -27,9 +27,10 @@ build: configure
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# Three moonmqd on loopback balance themselves under traffic (scripts/demo.py), then stop.
+# Three moonmqd on loopback balance themselves under traffic (scripts/demo.py), print the web console's address,
+# then stop (KEEP=1: keep running until Ctrl-C).
 demo: build
-	python3 scripts/demo.py $(BUILD)/moonmqd
+	KEEP=$(KEEP) python3 scripts/demo.py $(BUILD)/moonmqd
 
 # The offline planner on a skewed four-broker snapshot.
 demo-plan: build

@@ -4,7 +4,9 @@
 All partitions and all traffic start on b1. Producers and consumers keep running while b1's autobalancer (a pass
 every 2 s, not a dry run) moves partitions to b2 and b3. Each pass prints every broker's load as the model sees it,
 the plan, and the moves in progress. When the cluster is in band the demo checks that every acknowledged record is
-on its partition's owner, stops the brokers with SIGTERM and removes their data. Standard library only.
+on its partition's owner and prints the web console's address. With KEEP=1 in the environment (`make demo KEEP=1`)
+the brokers keep running until Ctrl-C, so that a person can look at the console and try moonmqctl; otherwise they
+are stopped with SIGTERM and their data removed. Standard library only.
 """
 import json
 import os
@@ -282,6 +284,17 @@ def main():
               f"{total} records acknowledged, {lost} lost, {traffic.errors} produce errors, "
               f"{traffic.consumed} consumed")
         ok = ok and lost == 0
+        print(f"\nweb console: http://127.0.0.1:{c.api['b1']}/ui  (every broker serves one: "
+              f"http://127.0.0.1:{c.api['b2']}/ui, http://127.0.0.1:{c.api['b3']}/ui)")
+        ctl = os.path.join(os.path.dirname(os.path.abspath(daemon)), "moonmqctl")
+        print(f"moonmqctl:   {ctl} --broker 127.0.0.1:{c.api['b1']} status")
+        if os.environ.get("KEEP") == "1":
+            print("KEEP=1: the brokers keep running; Ctrl-C stops them")
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                print()
     finally:
         if traffic:
             traffic.stop.set()

@@ -203,6 +203,14 @@ class http_server final : public http_listener {
     }
   }
 
+  /// Whether `bytes` start like an HTTP/1 request line ("GET ", "POST", ...).
+  static bool looks_like_http(const std::string& bytes) {
+    for (char c : bytes)
+      if (c == ' ') return true;
+      else if (c < 'A' || c > 'Z') return false;
+    return true;
+  }
+
   static bool answer(tcp_stream& s, const response& r, bool close) {
     const std::string type = r.content_type.empty() ? "application/json" : r.content_type;
     return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close), r.body);
@@ -212,6 +220,24 @@ class http_server final : public http_listener {
     tcp_stream& s = c.stream;
     const std::string& client = c.client;
     s.set_timeout(limits_.idle_timeout);
+    // A peer configured the other way round (one side with Cluster.Tls, the other without) is told so at once, on
+    // both sides, instead of waiting for a timeout: its first bytes say which it speaks.
+    const std::string first = s.peek(5);
+    const bool client_hello = !first.empty() && first[0] == '\x16';  // a TLS handshake record
+    if (tls_ && !first.empty() && !client_hello && looks_like_http(first)) {
+      refused(refusal_reason::tls, client,
+              "a plain HTTP client reached this TLS listener: set Cluster.Tls on that broker too");
+      answer(s,
+             error_response(400, "tls_required",
+                            "this cluster endpoint speaks TLS (Cluster.Tls): set Cluster.Tls on the calling broker too"),
+             true);
+      return;
+    }
+    if (!tls_ && client_hello) {
+      refused(refusal_reason::tls, client,
+              "a TLS client reached this plain listener: that broker has Cluster.Tls set, this one does not");
+      return;  // the client's handshake ends here, and it says the peer does not speak TLS
+    }
     if (tls_) {
       if (auto t = s.start_tls_server(*tls_); !t) {  // e.g. no trusted client certificate under mutual TLS
         if (!c.cut) refused(refusal_reason::tls, client, t.message());

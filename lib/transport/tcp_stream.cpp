@@ -156,6 +156,10 @@ status tcp_stream::handshake(const tls_context& context, bool client, const std:
   std::string why = tls_context::last_error();
   if (const long v = SSL_get_verify_result(ssl_); v != X509_V_OK)
     why = std::string("certificate not accepted: ") + X509_verify_cert_error_string(v);
+  else if (client && (why == "no detail from OpenSSL" || why.find("wrong version number") != std::string::npos ||
+                      why.find("packet length too long") != std::string::npos ||
+                      why.find("unexpected eof") != std::string::npos))
+    why += " (the peer does not speak TLS here: is Cluster.Tls set on it too?)";
   return error{errc::unavailable, "TLS handshake failed: " + why};
 }
 
@@ -256,6 +260,16 @@ bool tcp_stream::idle_and_open() const {
   char c;
   const ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+std::string tcp_stream::peek(std::size_t size) const {
+  std::string out(size, '\0');
+  for (;;) {
+    const ssize_t n = ::recv(fd_, out.data(), size, MSG_PEEK);
+    if (n < 0 && errno == EINTR) continue;
+    out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return out;
+  }
 }
 
 void tcp_stream::shutdown_both() {

@@ -54,6 +54,9 @@ class tcp_stream {
   long read_some(char* data, std::size_t size);
   /// For a connection that sat idle: the peer has neither closed it nor sent anything unasked.
   bool idle_and_open() const;
+  /// The first bytes the peer sent, left in place (waits for them within the timeout; before TLS only): up to
+  /// `size`, empty when the peer sent nothing or closed.
+  std::string peek(std::size_t size) const;
   /// Wakes a thread blocked on this stream (its call fails); the descriptor stays until close().
   void shutdown_both();
   /// What OpenSSL said when a TLS read or write failed (e.g. the peer's alert refusing this side's certificate,

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 #include "support/process.hpp"
 
@@ -364,4 +365,26 @@ TEST_CASE("e2e: the copy a move leaves behind is reclaimed by hand, or on its ow
   wait_until([&] { return ctl_json(b2, {"reclaim", "b2", "--list"})["copies"].Size() == 0; }, "the timed reclaim");
   CHECK_THAT(slurp(b2.log_path), Catch::Contains("reclaimed") && Catch::Contains("idle for"));
   CHECK(ctl_json(b2, {"partitions"})["partitions"][0]["size_bytes"].GetUint64() == size);
+}
+
+TEST_CASE("e2e: a TLS broker and a plain one say so at once, on both sides, instead of timing out",
+          "[e2e][operator][tls]") {
+  temp_dir dir;
+  auto certs = make_certificates(dir.path());
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  b1.configure({&b1, &b2}, mutual_tls_section(certs, "b1"));
+  b2.configure({&b1, &b2});  // forgot Tls
+  b1.start();
+  b2.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto from_tls = ctl_json(b1, {"brokers"});
+  auto from_plain = ctl_json(b2, {"brokers"});
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));  // not a peer timeout (3 s each)
+  CHECK_THAT(from_tls["brokers"][1]["error"].GetString(), Catch::Contains("is Cluster.Tls set on it too?"));
+  CHECK_THAT(from_plain["brokers"][1]["error"].GetString(),
+             Catch::Contains("tls_required") && Catch::Contains("set Cluster.Tls on the calling broker too"));
+  wait_until([&] { return slurp(b2.log_path).find("a TLS client reached this plain listener") != std::string::npos; },
+             "b2's log line");
+  wait_until([&] { return slurp(b1.log_path).find("a plain HTTP client reached this TLS listener") != std::string::npos; },
+             "b1's log line");
 }
