@@ -39,6 +39,7 @@
 #include "group_api.hpp"
 #include "move_api.hpp"
 #include "move_requests.hpp"
+#include "peer_watch.hpp"
 #include "reclaim_api.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
@@ -252,6 +253,7 @@ class running_broker final : public broker {
                                   storage::make_file_state_file(dir + "/drain-state.json"), *log_);
     if (!drains) return drains.err();
     drain_api_ = std::move(*drains);
+    peer_watch_ = std::make_unique<peer_watch>(*view_, *log_);
     reclaim_api_ = std::make_unique<reclaim_api>(clustered ? cfg_.cluster->reclaim_after_seconds : 0, *view_, st,
                                                  *journal_, *reassigner_);
 
@@ -330,6 +332,7 @@ class running_broker final : public broker {
     if (cluster_listener_) cluster_listener_->stop();
     drain_api_.reset();  // its thread starts moves: gone before the reactor stops
     reclaim_api_.reset();
+    peer_watch_.reset();
     {
       std::lock_guard lock(ticker_mu_);
       ticker_stop_ = true;
@@ -1135,6 +1138,7 @@ class running_broker final : public broker {
   std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<drain_api> drain_api_;
   std::unique_ptr<reclaim_api> reclaim_api_;
+  std::unique_ptr<peer_watch> peer_watch_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;
   cluster::raft_ownership_table* raft_table_ = nullptr;

@@ -388,3 +388,23 @@ TEST_CASE("e2e: a TLS broker and a plain one say so at once, on both sides, inst
   wait_until([&] { return slurp(b1.log_path).find("a plain HTTP client reached this TLS listener") != std::string::npos; },
              "b1's log line");
 }
+
+TEST_CASE("e2e: a peer whose address does not resolve, or that does not answer, is named in the log soon after start",
+          "[e2e][operator][peers]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), typo("b2", dir.path()), down("b3", dir.path());
+  typo.host = "nowhere.invalid";  // never started; b1 lists it under a name that does not resolve
+  b1.configure({&b1, &typo, &down});
+  b1.start();
+  wait_until([&] { return slurp(b1.log_path).find("peer b2's address nowhere.invalid") != std::string::npos; },
+             "the resolution warning");
+  wait_until([&] { return slurp(b1.log_path).find("peer b3 at 127.0.0.1") != std::string::npos; },
+             "the reachability warning");
+  CHECK_THAT(slurp(b1.log_path), Catch::Contains("cannot be resolved") && Catch::Contains("does not answer"));
+  // b3 comes up: said once.
+  down.configure({&b1, &down});
+  down.start();
+  wait_until([&] { return slurp(b1.log_path).find("peer b3 at") != std::string::npos &&
+                          slurp(b1.log_path).find("answers again") != std::string::npos; },
+             "b3 answering again", 60);
+}
