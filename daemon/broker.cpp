@@ -40,6 +40,8 @@
 #include "move_api.hpp"
 #include "move_requests.hpp"
 #include "peer_watch.hpp"
+#include "prometheus_sink.hpp"
+#include "broker_metrics.hpp"
 #include "reclaim_api.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
@@ -60,7 +62,6 @@
 #include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
-#include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/raft/file_storage.hpp"
@@ -75,6 +76,9 @@ namespace moonmq::daemon {
 
 namespace {
 
+/// When the request a client API thread is answering arrived (cpp-httplib runs a request's handlers and its logger
+/// on one thread).
+thread_local std::chrono::steady_clock::time_point request_started_;
 
 using json_writer = json::writer;
 using json::put;
@@ -284,7 +288,19 @@ class running_broker final : public broker {
     // Before routing, and so before cpp-httplib reads a body: the caller's token and role. Every body is JSON
     // whatever its Content-Type says; cpp-httplib would otherwise parse a form body itself (and cap it at 8 KB), so
     // the header is set to JSON here (the request object is the server's own, not const).
+    api_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started_).count();
+      // Paths that are no route are one label, so that a client cannot make series at will.
+      const bool unmatched = res.status == 404 && res.body.find("is not a route") != std::string::npos;
+      metrics_.observe(metrics::request_duration,
+                       {{"method", req.method},
+                        {"route", unmatched ? std::string("unmatched") : metrics::route_of(req.path)},
+                        {"code", std::to_string(res.status)}},
+                       seconds);
+    });
     api_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      request_started_ = std::chrono::steady_clock::now();
       auto v = client_auth_.judge(req.method, req.path, req.get_header_value("Authorization"));
       if (v.status != 200) {
         if (v.status == 401) res.set_header("WWW-Authenticate", "Bearer");
@@ -419,6 +435,25 @@ class running_broker final : public broker {
         [this](std::uint64_t rate) { return set_throttle(rate); },
         [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });
     return {};
+  }
+
+  /// The storage gauges, worked out at each scrape (sizes are in memory; nothing is read from disk).
+  void observe_storage() {
+    double served_bytes = 0, unserved_bytes = 0, served = 0, unserved = 0;
+    for (const auto& tp : store_->list_partitions()) {
+      const double size = static_cast<double>(store_->size_bytes(tp).ok() ? *store_->size_bytes(tp) : 0);
+      if (cluster::serves(*ownership_, tp, self_)) {
+        served_bytes += size;
+        ++served;
+      } else {
+        unserved_bytes += size;
+        ++unserved;
+      }
+    }
+    metrics_.set(metrics::stored_bytes, {{"state", "served"}}, served_bytes);
+    metrics_.set(metrics::stored_bytes, {{"state", "unserved"}}, unserved_bytes);
+    metrics_.set(metrics::partitions, {{"state", "served"}}, served);
+    metrics_.set(metrics::partitions, {{"state", "unserved"}}, unserved);
   }
 
   /// The controller as this broker knows it: the Raft leader, or the holder of the highest fenced claim.
@@ -669,6 +704,7 @@ class running_broker final : public broker {
               [this](const httplib::Request& req, httplib::Response& res) { committed(req, res); });
     api_->Get("/v1/cluster", [this](const httplib::Request&, httplib::Response& res) { cluster_document(res); });
     api_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      observe_storage();
       res.status = 200;
       res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
     });
@@ -787,6 +823,9 @@ class running_broker final : public broker {
       if (!tid.empty()) rec.attributes |= storage::attr_transactional;
       records.push_back(std::move(rec));
     }
+    std::vector<std::size_t> records_sent;  // key and value bytes of each, for the produce counters
+    records_sent.reserve(records.size());
+    for (const auto& rec : records) records_sent.push_back((rec.key ? rec.key->size() : 0) + rec.value.size());
     auto count = store_->partition_count(topic);
     if (!count) {
       // Not a topic here, but a partition the ownership table places on a peer (with Raft, every broker knows every
@@ -836,6 +875,12 @@ class running_broker final : public broker {
         txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
         return reply_error(res, s.err());  // a retry is deduplicated and asks again
       }
+    }
+    {
+      double bytes = 0;
+      for (const auto& rec : records_sent) bytes += static_cast<double>(rec);
+      metrics_.add(metrics::produced_records, {{"topic", topic}}, static_cast<double>(done->offsets.size()));
+      metrics_.add(metrics::produced_bytes, {{"topic", topic}}, bytes);
     }
     reply(res, 200, json_object([&](json_writer& w) {
             put(w, "partition", tp.partition);
@@ -924,6 +969,7 @@ class running_broker final : public broker {
     auto views = storage::decode_frames(r->bytes.view(), offset);
     std::uint64_t next = r->next_offset;
     if (stable) next = std::min(next, std::max(offset, stable->last_stable_offset));
+    std::size_t fetched = 0, fetched_bytes = 0;
     reply(res, 200, json_object([&](json_writer& w) {
             w.Key("records");
             w.StartArray();
@@ -931,6 +977,8 @@ class running_broker final : public broker {
               if (stable && v.offset >= stable->last_stable_offset) break;
               if (v.attributes & storage::attr_control) continue;
               if (stable && !stable->visible(v)) continue;
+              ++fetched;
+              fetched_bytes += (v.key ? v.key->size() : 0) + v.value.size();
               w.StartObject();
               put(w, "offset", v.offset);
               w.Key("key");
@@ -948,6 +996,8 @@ class running_broker final : public broker {
             put(w, "end_offset", r->end_offset);
             if (stable) put(w, "last_stable_offset", stable->last_stable_offset);
           }));
+    metrics_.add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(fetched));
+    metrics_.add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(fetched_bytes));
   }
 
   void commit(const httplib::Request& req, httplib::Response& res) {
@@ -1102,7 +1152,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::move_journal> journal_;
   cluster::traffic counters_;
   cluster::partition_gates gates_;
-  metrics_registry metrics_;
+  prometheus_sink metrics_;
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};

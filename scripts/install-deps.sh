@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libasio-dev libcpp-httplib-dev rapidjson-dev libfmt-dev catch2 libssl-dev
-  libspdlog-dev libcli11-dev
+  libspdlog-dev libcli11-dev prometheus-cpp-dev
   openssl curl python3 prometheus systemd
   chromium chromium-driver python3-selenium
   iproute2 nftables

@@ -408,3 +408,33 @@ TEST_CASE("e2e: a peer whose address does not resolve, or that does not answer, 
                           slurp(b1.log_path).find("answers again") != std::string::npos; },
              "b3 answering again", 60);
 }
+
+TEST_CASE("e2e: broker metrics count produce and fetch per topic, bytes held and request latency by route, and pass "
+          "promtool", "[e2e][operator][metrics]") {
+  three_brokers c;
+  auto api = c.b1.api();
+  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json")->status == 200);
+  produce(c.b1, 40, 100);  // 40 records of 100 bytes
+  REQUIRE(api.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1048576")->status == 200);
+  REQUIRE(api.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1048576")->status == 200);
+  REQUIRE(api.Get("/no/such/route/a/b/c")->status == 404);
+  auto m = api.Get("/metrics");
+  REQUIRE(m);
+  REQUIRE(m->status == 200);
+  const std::string& text = m->body;
+  INFO(text);
+  for (const char* line : {"moonmq_broker_produced_records_total{topic=\"orders\"} 40",
+                           "moonmq_broker_produced_bytes_total{topic=\"orders\"} 4000",
+                           "moonmq_broker_fetched_records_total{topic=\"orders\"} 80",
+                           "moonmq_broker_partitions{state=\"served\"} 2",
+                           "moonmq_http_request_duration_seconds_count{code=\"200\",method=\"POST\","
+                           "route=\"/v1/topics/{}/records\"} 2",
+                           "route=\"unmatched\""})
+    CHECK(text.find(line) != std::string::npos);
+  CHECK(text.find("moonmq_broker_stored_bytes{state=\"served\"}") != std::string::npos);
+  CHECK(text.find("/no/such") == std::string::npos);  // a path that is no route never becomes a label
+  REQUIRE(std::string(MOONMQ_PROMTOOL) != "");
+  auto checked = run_process({MOONMQ_PROMTOOL, "check", "metrics"}, text);
+  INFO(checked.out << checked.err);
+  CHECK(checked.exit_code == 0);
+}

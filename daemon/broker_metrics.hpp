@@ -1,0 +1,65 @@
+// What moonmqd counts about its own traffic and storage (beside the cluster layer's families): produce and fetch
+// records and bytes per topic, bytes held (served and not), partitions, and the client API's latency by route.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "moonmq/core/metrics_sink.hpp"
+
+namespace moonmq::daemon::metrics {
+
+inline constexpr metric_family produced_records{"moonmq_broker_produced_records_total",
+                                                "Records appended by produce requests answered here {topic}",
+                                                metric_kind::counter};
+inline constexpr metric_family produced_bytes{"moonmq_broker_produced_bytes_total",
+                                              "Key and value bytes of the records counted in produced_records {topic}",
+                                              metric_kind::counter};
+inline constexpr metric_family fetched_records{"moonmq_broker_fetched_records_total",
+                                               "Records returned by fetches served here {topic}",
+                                               metric_kind::counter};
+inline constexpr metric_family fetched_bytes{"moonmq_broker_fetched_bytes_total",
+                                             "Key and value bytes of the records counted in fetched_records {topic}",
+                                             metric_kind::counter};
+inline constexpr metric_family stored_bytes{
+    "moonmq_broker_stored_bytes",
+    "Bytes of partition logs on this broker's disk {state: served, unserved (copies left by moves, see reclaim)}",
+    metric_kind::gauge};
+inline constexpr metric_family partitions{"moonmq_broker_partitions",
+                                          "Partitions in this broker's store {state: served, unserved}",
+                                          metric_kind::gauge};
+inline constexpr std::array<double, 12> request_seconds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                           0.05,   0.1,   0.25,   0.5,   1,    5};
+inline constexpr metric_family request_duration{
+    "moonmq_http_request_duration_seconds", "Client API requests, received to answered {method, route, code}",
+    metric_kind::histogram, request_seconds};
+
+/// A request path as a route pattern, so that topic names and ids do not become labels:
+/// /v1/topics/orders/partitions/3/records -> /v1/topics/{}/partitions/{}/records.
+inline std::string route_of(std::string_view path) {
+  static constexpr std::string_view words[] = {
+      "v1",          "topics",   "partitions", "records",    "groups",        "offsets", "join",     "heartbeat",
+      "leave",       "producers", "transactions", "commit",  "abort",         "reassignments", "throttle", "brokers",
+      "drain",       "reclaim",  "autobalancer", "pause",    "resume",        "cluster", "health",   "livez",
+      "readyz",      "metrics",  "ui",         "console.js", "console.css", "index.html"};
+  std::string out;
+  std::size_t at = 0;
+  while (at < path.size()) {
+    if (path[at] == '/') {
+      ++at;
+      continue;
+    }
+    std::size_t end = path.find('/', at);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view seg = path.substr(at, end - at);
+    bool known = false;
+    for (auto w : words) known = known || seg == w;
+    out += "/";
+    out += known ? std::string(seg) : std::string("{}");
+    at = end;
+  }
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace moonmq::daemon::metrics
