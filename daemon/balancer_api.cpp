@@ -122,6 +122,16 @@ status balancer_api::set_paused(bool paused) {
 
 void balancer_api::routes(httplib::Server& api) {
   api.Get("/v1/autobalancer", [this](const httplib::Request&, httplib::Response& res) { status_route(res); });
+  api.Get("/v1/autobalancer/snapshot", [this](const httplib::Request&, httplib::Response& res) {
+    if (!loop_)
+      return reply_error(res, 404, "not_found",
+                         "the balancer is off on this broker (Server.Autobalance.Enabled): it keeps no model");
+    auto doc = loop_->snapshot_document();
+    if (!doc)
+      return reply_error(res, 404, "not_found",
+                         "no pass has measured the cluster yet (or this broker is not the controller)");
+    reply(res, 200, *doc);
+  });
   api.Post("/v1/autobalancer/pause", [this](const httplib::Request&, httplib::Response& res) { pause_route(true, res); });
   api.Post("/v1/autobalancer/resume",
            [this](const httplib::Request&, httplib::Response& res) { pause_route(false, res); });

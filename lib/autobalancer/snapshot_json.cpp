@@ -18,6 +18,81 @@ std::string index_path(const char* array, rapidjson::SizeType i) { return fmt::f
 
 }  // namespace
 
+std::string render_planner_input(const snapshot& snap, const autobalance_config* config) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  auto str = [&](const std::string& v) { w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size())); };
+  w.StartObject();
+  w.Key("brokers");
+  w.StartArray();
+  for (broker_index b = 0; b < snap.broker_count(); ++b) {
+    w.StartObject();
+    w.Key("id");
+    str(snap.broker_id(b));
+    w.Key("active");
+    w.Bool(snap.active(b));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("partitions");
+  w.StartArray();
+  for (partition_index p = 0; p < snap.partition_count(); ++p) {
+    w.StartObject();
+    w.Key("topic");
+    str(snap.topic(p));
+    w.Key("partition");
+    w.Int(snap.partition_number(p));
+    w.Key("broker");
+    str(snap.broker_id(snap.owner(p)));
+    for (std::size_t k = 0; k < resource_count; ++k) {
+      w.Key(resource_name(static_cast<resource>(k)));
+      w.Double(snap.load(p, static_cast<resource>(k)));
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  if (config) {
+    w.Key("autobalance");
+    w.StartObject();
+    w.Key("MaxActionsPerDetect");
+    w.Uint(config->max_actions_per_detect);
+    w.Key("MaxMovesPerBroker");
+    w.Uint(config->max_moves_per_broker);
+    w.Key("ExcludedTopics");
+    w.StartArray();
+    for (const auto& t : config->excluded_topics) str(t);
+    w.EndArray();
+    w.Key("ExcludedBrokers");
+    w.StartArray();
+    for (const auto& b : config->excluded_brokers) str(b);
+    w.EndArray();
+    w.Key("Goals");
+    w.StartArray();
+    for (const auto& g : config->goals) {
+      w.StartObject();
+      w.Key("Name");
+      str(g.name);
+      if (g.deviation) {
+        w.Key("Deviation");
+        w.Double(*g.deviation);
+      }
+      if (g.detect_threshold) {
+        w.Key("DetectThreshold");
+        w.Double(*g.detect_threshold);
+      }
+      if (g.min_change) {
+        w.Key("MinChange");
+        w.Double(*g.min_change);
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
 result<planner_input> parse_planner_input(std::string_view text) {
   rapidjson::Document doc;
   if (auto s = json::parse_document(text, doc, "snapshot"); !s) return s.err();

@@ -1,5 +1,7 @@
 #include "moonmq/cluster/balance_loop.hpp"
 
+#include "moonmq/autobalancer/snapshot_json.hpp"
+
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
@@ -113,6 +115,7 @@ struct balance_loop::impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> paused{false};
   std::set<std::string> draining;  ///< under mu
+  std::shared_ptr<const autobalancer::snapshot> last_snapshot;  ///< under mu
   std::optional<asio::any_io_executor> executor;
   asio::steady_timer* sleeping = nullptr;
 
@@ -482,6 +485,11 @@ struct balance_loop::impl {
                                      described.size(), opt.config.dry_run ? " (dry run)" : "", inflight.size(),
                                      satisfied ? ", all goals met" : "");
       st.log.info("balance_loop", line);
+      {
+        // Kept (moved, not copied) for GET /v1/autobalancer/snapshot: what this pass saw.
+        std::lock_guard lock(mu);
+        last_snapshot = std::make_shared<const autobalancer::snapshot>(std::move(snap));
+      }
       if (opt.config.dry_run) {
         for (const auto& a : described) {
           st.log.info("balance_loop", "dry run, would execute " + describe_text(a));
@@ -583,6 +591,18 @@ void balance_loop::set_paused(bool paused) {
   }
   impl_->st.log.info("balance_loop", paused ? "paused by an operator: no pass runs until resumed"
                                             : "resumed by an operator");
+}
+
+std::optional<std::string> balance_loop::snapshot_document() const {
+  std::shared_ptr<const autobalancer::snapshot> snap;
+  autobalancer::autobalance_config config = impl_->opt.config;
+  {
+    std::lock_guard lock(impl_->mu);
+    snap = impl_->last_snapshot;
+    for (const auto& b : impl_->draining) config.excluded_brokers.push_back(b);
+  }
+  if (!snap) return std::nullopt;
+  return autobalancer::render_planner_input(*snap, &config);
 }
 
 void balance_loop::set_draining(std::set<std::string> brokers) {

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "broker_client.hpp"
+#include "moonmq/autobalancer/planner.hpp"
+#include "moonmq/autobalancer/snapshot_json.hpp"
 #include "table.hpp"
 
 namespace {
@@ -315,16 +317,41 @@ int main(int argc, char** argv) {
     };
   });
 
-  app.add_subcommand("plan", "the balancer's last plan (a dry run shows what it would do)")->callback([&] {
+  bool plan_last = false, plan_converge = false;
+  auto* plan = app.add_subcommand(
+      "plan", "the live cluster through the planner, here (a dry run: nothing moves), with each broker before/after");
+  plan->add_flag("--converge", plan_converge, "apply each plan and plan again until nothing is left to do");
+  plan->add_flag("--last", plan_last, "instead, the balance loop's own last plan");
+  plan->callback([&] {
     run = [&](broker_client& c) {
-      return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
-        table t({"TYPE", "PARTITION", "FROM", "TO", "SWAPPED WITH"});
-        for (const auto& a : array(d, "plan").GetArray())
-          t.add({str(a, "type"), str(a, "topic") + "-" + str(a, "partition"), str(a, "src"), str(a, "dest"),
-                 a.HasMember("swap_topic") ? str(a, "swap_topic") + "-" + str(a, "swap_partition") : ""});
-        if (t.empty()) std::cout << "the last plan is empty" << (flag(d, "satisfied") ? ": every goal is met" : "") << "\n";
-        else std::cout << t.render();
-      });
+      if (plan_last)
+        return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
+          table t({"TYPE", "PARTITION", "FROM", "TO", "SWAPPED WITH"});
+          for (const auto& a : array(d, "plan").GetArray())
+            t.add({str(a, "type"), str(a, "topic") + "-" + str(a, "partition"), str(a, "src"), str(a, "dest"),
+                   a.HasMember("swap_topic") ? str(a, "swap_topic") + "-" + str(a, "swap_partition") : ""});
+          if (t.empty())
+            std::cout << "the last plan is empty" << (flag(d, "satisfied") ? ": every goal is met" : "") << "\n";
+          else
+            std::cout << t.render();
+        });
+      auto snap = c.get("/v1/autobalancer/snapshot");
+      if (!snap.ok()) return failed(snap);
+      auto input = moonmq::autobalancer::parse_planner_input(snap.body);
+      if (!input) {
+        std::cerr << "moonmqctl: the broker's snapshot does not read as a planner input: " << input.message() << "\n";
+        return exit_refused;
+      }
+      auto detector = moonmq::autobalancer::anomaly_detector::create(input->config);
+      if (!detector) {
+        std::cerr << "moonmqctl: " << detector.message() << "\n";
+        return exit_refused;
+      }
+      auto report = moonmq::autobalancer::run_planner(std::move(input->snap), *detector, plan_converge, 1000);
+      std::cout << (o.json ? moonmq::autobalancer::render_plan_json(report)
+                           : moonmq::autobalancer::render_plan_text(report));
+      if (o.json) std::cout << "\n";
+      return 0;
     };
   });
 

@@ -22,6 +22,10 @@ struct planner_input {
 /// unknown broker, a negative load) are errors naming the field, e.g. "partitions[3].nw_in: must not be negative".
 result<planner_input> parse_planner_input(std::string_view json);
 
+/// `snap` (and `config`, when given) as a planner input that parse_planner_input() reads back: what the live cluster
+/// looked like to the balance loop, for `moonmq-plan` and `moonmqctl plan`.
+std::string render_planner_input(const snapshot& snap, const autobalance_config* config = nullptr);
+
 /// The plan as the JSON object of DESIGN.md §9 (plus `converged` and `satisfied`).
 std::string render_plan_json(const planner_report& report);
 

@@ -115,6 +115,10 @@ class balance_loop {
   /// planned away).
   void set_draining(std::set<std::string> brokers);
 
+  /// The model as the last pass froze it, as a planner input (autobalancer::render_planner_input) with this loop's
+  /// goals and exclusions (draining brokers among them); nullopt before the first pass that froze one.
+  std::optional<std::string> snapshot_document() const;
+
   /// What the last pass saw; the moves this broker runs itself are reported as they are now.
   balance_status status() const;
 

@@ -91,3 +91,41 @@ TEST_CASE("the plan is rendered in the design's format", "[snapshot_json]") {
   CHECK_THAT(text, Catch::Contains("MOVE orders-"));
   CHECK_THAT(text, Catch::Contains("converged"));
 }
+
+TEST_CASE("a rendered snapshot reads back as the same planner input, goals and exclusions included",
+          "[autobalancer][snapshot]") {
+  snapshot snap;
+  auto b1 = snap.add_broker("b1");
+  auto b2 = snap.add_broker("b\"2", false);  // an id that needs escaping, inactive
+  snap.add_partition("orders", 0, b1, {{100.5, 200, 3000}});
+  snap.add_partition("orders", 1, b2, {{0, 0, 12}});
+  snap.add_partition("__internal", 0, b1, {{1, 1, 1}});
+  autobalance_config config;
+  config.max_actions_per_detect = 7;
+  config.excluded_brokers = {"b3"};
+  config.excluded_topics = {"audit"};
+  config.goals = {{"DISK", 0.2, std::nullopt, 0.01}, {"PARTITION_COUNT", std::nullopt, std::nullopt, std::nullopt}};
+  auto text = render_planner_input(snap, &config);
+  auto back = parse_planner_input(text);
+  INFO(text);
+  REQUIRE(back);
+  REQUIRE(back->snap.broker_count() == 2);
+  CHECK(back->snap.broker_id(1) == "b\"2");
+  CHECK_FALSE(back->snap.active(1));
+  REQUIRE(back->snap.partition_count() == 3);
+  for (partition_index p = 0; p < 3; ++p) {
+    CHECK(back->snap.topic(p) == snap.topic(p));
+    CHECK(back->snap.partition_number(p) == snap.partition_number(p));
+    CHECK(back->snap.owner(p) == snap.owner(p));
+    for (auto r : {resource::nw_in, resource::nw_out, resource::disk})
+      CHECK(back->snap.load(p, r) == snap.load(p, r));
+  }
+  CHECK(back->config.max_actions_per_detect == 7);
+  CHECK(back->config.excluded_brokers == std::vector<std::string>{"b3"});
+  CHECK(back->config.excluded_topics == std::vector<std::string>{"audit"});
+  REQUIRE(back->config.goals.size() == 2);
+  CHECK(back->config.goals[0].name == "DISK");
+  CHECK(back->config.goals[0].deviation == 0.2);
+  CHECK(back->config.goals[0].min_change == 0.01);
+  CHECK_FALSE(back->config.goals[1].deviation);
+}
