@@ -67,4 +67,31 @@ inline bool parse_body(const httplib::Request& req, httplib::Response& res, rapi
   return true;
 }
 
+/// Answers a change applied on every broker: 200, or 503 with `missed` as the message when a broker did not take it
+/// (the operator must see it: that broker acts on its old state). `fields` writes what was changed; then the
+/// "applied" and "failed" lists.
+template <typename Result, typename F>
+void reply_fanout(httplib::Response& res, const Result& r, const std::string& missed, F&& fields) {
+  reply(res, r.failed.empty() ? 200 : 503, json_object([&](json::writer& w) {
+          if (!r.failed.empty()) {
+            json::put(w, "error", "unavailable");
+            json::put(w, "message", missed);
+          }
+          fields(w);
+          w.Key("applied");
+          w.StartArray();
+          for (const auto& b : r.applied) w.String(b.c_str(), static_cast<rapidjson::SizeType>(b.size()));
+          w.EndArray();
+          w.Key("failed");
+          w.StartArray();
+          for (const auto& [b, why] : r.failed) {
+            w.StartObject();
+            json::put(w, "broker", b);
+            json::put(w, "error", why);
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
 }  // namespace moonmq::daemon

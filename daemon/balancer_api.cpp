@@ -151,45 +151,14 @@ void balancer_api::status_route(httplib::Response& res) {
 }
 
 void balancer_api::pause_route(bool paused, httplib::Response& res) {
-  std::vector<std::string> applied;
-  std::vector<std::pair<std::string, std::string>> failed;
-  if (auto s = set_paused(paused); s)
-    applied.push_back(view_.self().value());
-  else
-    failed.emplace_back(view_.self().value(), s.message());
   transport::request tell;
   tell.path = "/cluster/admin/autobalancer";
   tell.body = paused ? "{\"paused\":true}" : "{\"paused\":false}";
-  for (const auto& a : view_.ask_peers(tell)) {
-    if (a.response.ok())
-      applied.push_back(a.broker);
-    else
-      failed.emplace_back(a.broker, a.response.status ? "HTTP " + std::to_string(a.response.status) + ": " +
-                                                            a.response.body
-                                                      : "no answer: " + a.response.body);
-  }
-  reply(res, failed.empty() ? 200 : 503, json_object([&](json_writer& w) {
-          if (!failed.empty()) {
-            put(w, "error", "unavailable");
-            put(w, "message", std::string("not every broker was ") + (paused ? "paused" : "resumed") +
-                                  "; a broker that missed it may become controller and act on its own state: "
-                                  "try again");
-          }
-          put(w, "paused", paused);
-          w.Key("applied");
-          w.StartArray();
-          for (const auto& b : applied) w.String(b.c_str());
-          w.EndArray();
-          w.Key("failed");
-          w.StartArray();
-          for (const auto& [b, why] : failed) {
-            w.StartObject();
-            put(w, "broker", b);
-            put(w, "error", why);
-            w.EndObject();
-          }
-          w.EndArray();
-        }));
+  auto r = view_.apply_everywhere(set_paused(paused), tell);
+  reply_fanout(res, r,
+               std::string("not every broker was ") + (paused ? "paused" : "resumed") +
+                   "; a broker that missed it may become controller and act on its own state: try again",
+               [&](json_writer& w) { put(w, "paused", paused); });
 }
 
 transport::response balancer_api::handle_cluster(const transport::request& req) {

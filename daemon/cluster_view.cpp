@@ -29,6 +29,25 @@ std::vector<peer_answer> cluster_view::ask_peers(const transport::request& req) 
   return out;
 }
 
+std::string describe_answer(const transport::response& r) {
+  return r.status ? "HTTP " + std::to_string(r.status) + ": " + r.body : "no answer: " + r.body;
+}
+
+fanout_result cluster_view::apply_everywhere(const status& here, const transport::request& req) const {
+  fanout_result out;
+  if (here)
+    out.applied.push_back(self_.value());
+  else
+    out.failed.emplace_back(self_.value(), here.message());
+  for (const auto& a : ask_peers(req)) {
+    if (a.response.ok())
+      out.applied.push_back(a.broker);
+    else
+      out.failed.emplace_back(a.broker, describe_answer(a.response));
+  }
+  return out;
+}
+
 std::vector<broker_report> cluster_view::brokers() const {
   std::vector<broker_report> out;
   broker_report me;

@@ -32,6 +32,15 @@ struct broker_report {
   std::vector<cluster::partition_load> partitions;  ///< the partitions it serves
 };
 
+/// A change applied on every broker: who took it and who did not (with why).
+struct fanout_result {
+  std::vector<std::string> applied;
+  std::vector<std::pair<std::string, std::string>> failed;  ///< broker, why
+};
+
+/// A peer's answer in a few words: "HTTP 409: {...}" or "no answer: ...".
+std::string describe_answer(const transport::response& r);
+
 class cluster_view {
  public:
   cluster_view(broker_id self, std::vector<cluster::peer_config> peers, cluster::peer_client& client,
@@ -47,6 +56,9 @@ class cluster_view {
 
   /// Sends `req` to one peer; status 0 when it does not answer.
   transport::response ask(const std::string& peer, const transport::request& req) const;
+
+  /// A change everywhere: `here` is its outcome on this broker (applied first), then `req` goes to every peer.
+  fanout_result apply_everywhere(const status& here, const transport::request& req) const;
 
   /// Every broker, this one first, with the partitions it serves.
   std::vector<broker_report> brokers() const;

@@ -189,48 +189,20 @@ void drain_api::routes(httplib::Server& api) {
 void drain_api::change(const std::string& broker, bool draining, httplib::Response& res) {
   if (broker != view_.self().value() && !view_.is_peer(broker))
     return reply_error(res, 404, "not_found", "unknown broker '" + broker + "'");
-  std::vector<std::string> applied;
-  std::vector<std::pair<std::string, std::string>> failed;
-  if (auto s = set(broker, draining); s)
-    applied.push_back(view_.self().value());
-  else
-    failed.emplace_back(view_.self().value(), s.message());
   transport::request tell;
   tell.path = "/cluster/admin/drain";
   tell.body = json::object([&](json_writer& w) {
     put(w, "broker", broker);
     put(w, "draining", draining);
   });
-  for (const auto& a : view_.ask_peers(tell)) {
-    if (a.response.ok())
-      applied.push_back(a.broker);
-    else
-      failed.emplace_back(a.broker, a.response.status ? "HTTP " + std::to_string(a.response.status) + ": " +
-                                                            a.response.body
-                                                      : "no answer: " + a.response.body);
-  }
-  reply(res, failed.empty() ? 200 : 503, json_object([&](json_writer& w) {
-          if (!failed.empty()) {
-            put(w, "error", "unavailable");
-            put(w, "message", "not every broker was told; a broker that missed it may still move partitions onto " +
-                                  broker + ": try again");
-          }
-          put(w, "broker", broker);
-          put(w, "draining", draining);
-          w.Key("applied");
-          w.StartArray();
-          for (const auto& b : applied) w.String(b.c_str());
-          w.EndArray();
-          w.Key("failed");
-          w.StartArray();
-          for (const auto& [b, why] : failed) {
-            w.StartObject();
-            put(w, "broker", b);
-            put(w, "error", why);
-            w.EndObject();
-          }
-          w.EndArray();
-        }));
+  auto r = view_.apply_everywhere(set(broker, draining), tell);
+  reply_fanout(res, r,
+               "not every broker was told; a broker that missed it may still move partitions onto " + broker +
+                   ": try again",
+               [&](json_writer& w) {
+                 put(w, "broker", broker);
+                 put(w, "draining", draining);
+               });
 }
 
 transport::response drain_api::handle_cluster(const transport::request& req) {

@@ -18,9 +18,6 @@ using json_writer = json::writer;
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
 
-std::string why_not(const transport::response& r) {
-  return r.status ? "HTTP " + std::to_string(r.status) + ": " + r.body : "no answer: " + r.body;
-}
 
 /// One broker's moves and throttle, from its GET /cluster/moves answer.
 struct broker_moves {
@@ -124,7 +121,7 @@ void move_api::list(const httplib::Request& req, httplib::Response& res) {
       for (auto& m : b.moves)
         if (m.source.empty()) m.source = b.broker;
     } else {
-      b.error = why_not(a.response);
+      b.error = describe_answer(a.response);
     }
     all.push_back(std::move(b));
   }
@@ -208,43 +205,13 @@ void move_api::put_throttle(const httplib::Request& req, httplib::Response& res)
   std::uint64_t rate = 0;
   r.get("bytes_per_sec", rate, true);
   if (auto s = r.finish(); !s) return reply_error(res, s.err());
-  std::vector<std::string> applied;
-  std::vector<std::pair<std::string, std::string>> failed;
-  if (auto s = set_throttle_(rate); s)
-    applied.push_back(view_.self().value());
-  else
-    failed.emplace_back(view_.self().value(), s.message());
   transport::request tell;
   tell.path = "/cluster/throttle";
   tell.body = json_object([&](json_writer& w) { put(w, "bytes_per_sec", rate); });
-  for (const auto& a : view_.ask_peers(tell)) {
-    if (a.response.ok())
-      applied.push_back(a.broker);
-    else
-      failed.emplace_back(a.broker, why_not(a.response));
-  }
   // Partly applied is an error the operator must see: the brokers that missed it copy at their old rate.
-  const int status = failed.empty() ? 200 : 503;
-  reply(res, status, json_object([&](json_writer& w) {
-          if (!failed.empty()) {
-            put(w, "error", "unavailable");
-            put(w, "message", "the throttle was not applied on every broker; PUT it again");
-          }
-          put(w, "bytes_per_sec", rate);
-          w.Key("applied");
-          w.StartArray();
-          for (const auto& b : applied) w.String(b.c_str());
-          w.EndArray();
-          w.Key("failed");
-          w.StartArray();
-          for (const auto& [b, why] : failed) {
-            w.StartObject();
-            put(w, "broker", b);
-            put(w, "error", why);
-            w.EndObject();
-          }
-          w.EndArray();
-        }));
+  auto done = view_.apply_everywhere(set_throttle_(rate), tell);
+  reply_fanout(res, done, "the throttle was not applied on every broker; PUT it again",
+               [&](json_writer& w) { put(w, "bytes_per_sec", rate); });
 }
 
 void move_api::get_throttle(httplib::Response& res) {
@@ -263,7 +230,7 @@ void move_api::get_throttle(httplib::Response& res) {
             if (t)
               put(w, "bytes_per_sec", *t);
             else
-              put(w, "error", why_not(a.response));
+              put(w, "error", describe_answer(a.response));
             w.EndObject();
           }
           w.EndArray();

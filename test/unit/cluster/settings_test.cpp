@@ -146,7 +146,7 @@ TEST_CASE("settings: a missing file is an error naming it", "[settings]") {
   CHECK_THAT(c.message(), Catch::Contains("/nonexistent/appsettings.json"));
 }
 
-TEST_CASE("settings: the example in docs/configuration.md is valid, and every key it documents is read",
+TEST_CASE("settings: the example in docs/configuration.md is valid and the operator's keys are documented",
           "[settings][docs]") {
   std::ifstream in(std::string(MOONMQ_SOURCE_DIR) + "/docs/configuration.md");
   REQUIRE(in);
@@ -156,7 +156,7 @@ TEST_CASE("settings: the example in docs/configuration.md is valid, and every ke
   from += 7;
   const std::string example = doc.substr(from, doc.find("```", from) - from);
   auto c = parse(example);
-  INFO(c.message());
+  INFO((c ? std::string() : c.message()));
   REQUIRE(c);
   CHECK(c->logging.format == "json");
   CHECK(c->cluster->move_throttle_bytes_per_sec == 52428800);
