@@ -228,7 +228,7 @@ class running_broker final : public broker {
                                                                 raft_.get(), &metrics_});
     record_api_ = std::make_unique<record_api>(record_api_parts{
         self_, store_.get(), offsets_.get(), ownership_.get(), producers_.get(), router_.get(), &gates_, &counters_,
-        txns_.get(), groups_.get(), group_routes_.get(), &metrics_, &io_});
+        txns_.get(), groups_.get(), group_routes_.get(), &metrics_, &io_, view_.get()});
 
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);

@@ -77,6 +77,14 @@ std::vector<broker_report> cluster_view::brokers() const {
   return out;
 }
 
+std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string& topic) const {
+  std::map<std::int32_t, std::string> out;
+  for (const auto& b : brokers())
+    for (const auto& l : b.partitions)
+      if (l.partition.topic == topic) out.emplace(l.partition.partition, b.id);
+  return out;
+}
+
 std::optional<std::string> cluster_view::owner_of(const topic_partition& tp) const {
   for (const auto& b : brokers())
     for (const auto& l : b.partitions)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class cluster_view {
 
   /// Every broker, this one first, with the partitions it serves.
   std::vector<broker_report> brokers() const;
+
+  /// The partitions of `topic` some broker reports serving, with their owners (a partition whose owner does not
+  /// answer is missing).
+  std::map<std::int32_t, std::string> topic_owners(const std::string& topic) const;
 
   /// The broker that reports serving `tp`, if any broker does.
   std::optional<std::string> owner_of(const topic_partition& tp) const;

@@ -152,14 +152,23 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
   records_sent.reserve(records.size());
   for (const auto& rec : records) records_sent.push_back((rec.key ? rec.key->size() : 0) + rec.value.size());
   auto count = store_->partition_count(topic);
+  std::optional<broker_id> elsewhere;  // the owner, for a topic this broker does not have
+  std::map<std::int32_t, std::string> owners;
   if (!count) {
     // Not a topic here, but a partition the ownership table places on a peer (with Raft, every broker knows every
     // move): route it there.
     auto owner = chosen && partition >= 0 && partition <= INT32_MAX
                      ? ownership_->owner({topic, static_cast<std::int32_t>(partition)})
                      : std::nullopt;
-    if (!owner || *owner == self_) return reply_error(res, count.err());
-    count = static_cast<std::int32_t>(partition) + 1;
+    if (owner && *owner != self_) {
+      count = static_cast<std::int32_t>(partition) + 1;
+      elsewhere = owner;
+    } else if (view_ && !(owners = view_->topic_owners(topic)).empty()) {
+      // Without Raft nothing here knows: the brokers say which of them serve the topic's partitions.
+      count = owners.rbegin()->first + 1;
+    } else {
+      return reply_error(res, count.err());
+    }
   }
   if (chosen && (partition < 0 || partition >= *count))
     return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
@@ -167,7 +176,14 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
     partition = records[0].key ? fnv1a(*records[0].key) % static_cast<std::uint32_t>(*count)
                                : static_cast<std::int64_t>(round_robin_++ % static_cast<std::uint64_t>(*count));
   topic_partition tp{topic, static_cast<std::int32_t>(partition)};
-  const broker_id seen_owner = cluster::owner_as_seen_by(*ownership_, tp, self_);
+  if (!owners.empty()) {
+    auto it = owners.find(tp.partition);
+    if (it == owners.end())
+      return reply_error(res, 503, "unavailable",
+                         "no reachable broker serves " + topic + "-" + std::to_string(partition) + "; retry");
+    elsewhere = broker_id(it->second);
+  }
+  const broker_id seen_owner = elsewhere ? *elsewhere : cluster::owner_as_seen_by(*ownership_, tp, self_);
   if (!tid.empty()) {
     // The coordinator records the partition first (so its markers will reach it); the owner opens the transaction
     // with the first batch it takes.
@@ -177,7 +193,8 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
       return reply_error(res, joined.err());
     }
   }
-  auto local = router_->try_local(tp, records);
+  // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
+  auto local = elsewhere ? decltype(router_->try_local(tp, records))(*elsewhere) : router_->try_local(tp, records);
   result<cluster::produce_result> done = error{errc::internal, "not produced"};
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) {
     done = std::move(*here);
@@ -254,6 +271,14 @@ void record_api::fetch(const httplib::Request& req, httplib::Response& res) {
     if (iso != "read_uncommitted" && iso != "read_committed")
       return reply_error(res, 400, "invalid_argument", "isolation: expected read_uncommitted or read_committed");
     committed_only = iso == "read_committed";
+  }
+  if (!store_->partition_count(tp.topic) && view_) {
+    // A topic this broker has never had: the broker that serves it, if one does.
+    if (auto owner = view_->owner_of(tp); owner && *owner != self_.value())
+      return reply(res, 421, json_object([&](json_writer& w) {
+                     put(w, "error", "not_owner");
+                     put(w, "owner", *owner);
+                   }));
   }
   if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
   // read_committed: the last stable offset and the aborted ranges, taken before the read. Every record of a

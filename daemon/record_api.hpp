@@ -1,6 +1,7 @@
 // moonmqd's client routes for data: topics, produce, fetch, and committed group offsets.
 //   POST /v1/topics · GET /v1/topics · POST /v1/topics/{t}/partitions      create / list / grow (this broker)
-//   POST /v1/topics/{t}/records                                           produce, routed to the owner
+//   POST /v1/topics/{t}/records                                           produce, routed to the owner (also of a
+//                                                                         topic this broker has never had)
 //   GET  /v1/topics/{t}/partitions/{p}/records                            fetch (421 with the owner elsewhere)
 //   POST /v1/groups/{g}/offsets · GET /v1/groups/{g}/offsets              commit / read at the partition's owner
 // Idempotent and transactional produce go through the producer states and the transaction coordinator.
@@ -14,6 +15,7 @@
 #include <asio/use_future.hpp>
 #include <atomic>
 
+#include "cluster_view.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
 #include "moonmq/cluster/partition_gates.hpp"
@@ -45,6 +47,9 @@ struct record_api_parts {
   groups::group_routes* group_routes;
   metrics_sink* metrics;
   asio::io_context* io;  ///< the reactor forwarded produces run on
+  /// Asked when a request names a topic this broker does not have (without Raft, nothing here knows where its
+  /// partitions live): the produce goes to the owner, a fetch gets 421 naming it. Null: 404.
+  const cluster_view* view = nullptr;
 };
 
 class record_api {
@@ -62,7 +67,8 @@ class record_api {
         groups_(p.groups),
         group_routes_(p.group_routes),
         metrics_(*p.metrics),
-        io_(*p.io) {}
+        io_(*p.io),
+        view_(p.view) {}
 
   void routes(httplib::Server& api);
 
@@ -95,6 +101,7 @@ class record_api {
   groups::group_routes* group_routes_;
   metrics_sink& metrics_;
   asio::io_context& io_;
+  const cluster_view* view_;
   std::atomic<std::uint64_t> round_robin_{0};
 };
 

@@ -481,3 +481,33 @@ TEST_CASE("e2e: moonmqctl plan runs the planner on the live cluster the balancer
   auto last = ctl(b1, {"plan", "--last"});
   CHECK(last.exit_code == 0);
 }
+
+TEST_CASE("e2e: a broker that never had a topic routes produces to its owner and points fetches there",
+          "[e2e][operator][routing]") {
+  three_brokers c;
+  auto b1 = c.b1.api();
+  REQUIRE(b1.Post("/v1/topics", R"({"name":"orders","partitions":3})", "application/json")->status == 200);
+  auto b3 = c.b3.api();
+  auto chosen = b3.Post("/v1/topics/orders/records", R"({"partition":2,"records":[{"value":"via b3"}]})",
+                        "application/json");
+  REQUIRE(chosen);
+  INFO(chosen->body);
+  REQUIRE(chosen->status == 200);
+  CHECK(std::string(parse(chosen->body)["broker"].GetString()) == "b1");
+  auto keyed = b3.Post("/v1/topics/orders/records", R"({"records":[{"key":"k","value":"keyed via b3"}]})",
+                       "application/json");
+  REQUIRE(keyed);
+  INFO(keyed->body);
+  CHECK(keyed->status == 200);
+  auto fetched = b3.Get("/v1/topics/orders/partitions/2/records?offset=0");
+  REQUIRE(fetched);
+  CHECK(fetched->status == 421);
+  CHECK(std::string(parse(fetched->body)["owner"].GetString()) == "b1");
+  auto at_owner = b1.Get("/v1/topics/orders/partitions/2/records?offset=0");
+  CHECK_THAT(at_owner->body, Catch::Contains("via b3"));
+  // A topic nobody has is still a 404.
+  auto nowhere = b3.Post("/v1/topics/nope/records", R"({"records":[{"value":"x"}]})", "application/json");
+  CHECK(nowhere->status == 404);
+  // b3 never created the topic by routing to it.
+  CHECK(b3.Get("/v1/topics")->body.find("orders") == std::string::npos);
+}
