@@ -1,5 +1,7 @@
 #include "reclaim_api.hpp"
 
+#include <rapidjson/document.h>
+
 #include <algorithm>
 #include <set>
 
@@ -82,13 +84,36 @@ std::vector<cluster::reclaim_candidate> reclaim_api::observe(bool ask_peers) {
   return tracker_.observe(copies, now_seconds());
 }
 
+status reclaim_api::owner_confirms(const topic_partition& tp) {
+  // The copy goes only if the broker this one believes serves the partition says, now, that it does and that no move
+  // of it runs or is journaled there (a move towards this broker whose confirm is pending leaves it in handover).
+  // Asked under the partition's gate: no copy can land here until the answer is acted on.
+  const std::string owner = entry_as_seen_by(st_.ownership, tp, view_.self()).owner.value();
+  const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+  if (!view_.is_peer(owner)) return {errc::conflict, name + ": its owner '" + owner + "' is not a configured peer"};
+  transport::request ask = transport::get_request("/cluster/owner");
+  ask.params = {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
+  auto r = view_.ask(owner, ask);
+  rapidjson::Document d;
+  if (!r.ok() || !json::parse_object(r.body, d) || !d.HasMember("serves") || !d["serves"].IsBool())
+    return {errc::unavailable, name + ": " + owner + " did not confirm it serves it (" + describe_answer(r) + ")"};
+  const bool moving = !d.HasMember("moving") || !d["moving"].IsBool() || d["moving"].GetBool();
+  const bool handover = d.HasMember("handover") && d["handover"].IsBool() && d["handover"].GetBool();
+  if (!d["serves"].GetBool() || handover || moving)
+    return {errc::conflict, name + ": " + owner + (d["serves"].GetBool() ? " has a move of it under way"
+                                                                          : " does not serve it now")};
+  return {};
+}
+
 std::string reclaim_api::reclaim(bool due_only) {
   std::lock_guard lock(mu_);
   auto candidates = observe(true);
   std::vector<std::pair<cluster::reclaim_candidate, std::string>> done;  // copy, error ("" = reclaimed)
   for (const auto& c : candidates) {
     if (!(due_only ? c.due : c.eligible_now)) continue;
-    auto s = cluster::discard_unserved_copy(st_, view_.self(), c.partition);
+    auto s = cluster::discard_unserved_copy(
+        st_, view_.self(), c.partition, [this](const topic_partition& tp) { return reassigner_.busy(tp); },
+        [&] { return owner_confirms(c.partition); });
     if (s) tracker_.forget(c.partition);
     done.emplace_back(c, s ? "" : s.message());
     const std::string name = c.partition.topic + "-" + std::to_string(c.partition.partition);

@@ -4,8 +4,10 @@
 //   GET  /v1/brokers/{id}/reclaim    the copies `id` holds without serving them: size, idle time, and what holds
 //                                    back each one that may not go yet
 //   POST /v1/brokers/{id}/reclaim    reclaim every eligible copy on `id` now (admin)
-// Cluster routes: GET and POST /cluster/admin/reclaim (this broker's own). A copy a running move sends here is found by
-// asking every peer for its moves before anything is deleted.
+// Cluster routes: GET and POST /cluster/admin/reclaim (this broker's own). A copy goes only when, under the
+// partition's gate (migration appends take it too, so nothing lands meanwhile), nothing here needs it (not served or
+// handed over here, no move of it running, journaled or recovering here) and the broker this one believes serves it
+// confirms that it does, with no move of it under way there.
 // Thread safety: the routes may run concurrently with the thread.
 #pragma once
 
@@ -40,6 +42,8 @@ class reclaim_api {
   /// Deletes the copies `pick` selects from a fresh observation; returns the document listing what went.
   std::string reclaim(bool due_only);
   std::string list_document();
+  /// Whether the broker named as the owner confirms, now, that it serves `tp` with no move of it under way.
+  status owner_confirms(const topic_partition& tp);
 
   double after_;
   cluster_view& view_;

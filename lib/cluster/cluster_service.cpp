@@ -206,6 +206,8 @@ struct cluster_service::impl {
     auto expected = u64_param(req, "expected_offset");
     if (!expected) return from_error(expected.err());
     std::uint64_t end = 0;
+    // Shared, like a produce: a discard of this copy (exclusive) never interleaves with a copy landing.
+    std::shared_lock gate(st.gates.gate(*tp));
     auto s = st.store.append_at(*tp, *expected, req.body, &end);
     if (!s) {
       if (s.code() == errc::conflict)
@@ -324,6 +326,7 @@ struct cluster_service::impl {
       put(w, "version", e ? e->version : 0);
       put(w, "handover", e ? e->handover : false);
       put(w, "serves", serves(st.ownership, *tp, opt.self));
+      put(w, "moving", opt.moves.busy ? opt.moves.busy(*tp) : false);
     });
   }
 
@@ -458,7 +461,7 @@ struct cluster_service::impl {
   response discard(const request& req) {
     auto tp = partition_param(req);
     if (!tp) return from_error(tp.err());
-    if (auto s = discard_unserved_copy(st, opt.self, *tp); !s) return from_error(s.err());
+    if (auto s = discard_unserved_copy(st, opt.self, *tp, opt.moves.busy); !s) return from_error(s.err());
     return json_ok([&](json_writer& w) { put(w, "discarded", true); });
   }
 
@@ -485,14 +488,28 @@ struct cluster_service::impl {
   }
 };
 
-status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp) {
+status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp,
+                             const std::function<bool(const topic_partition&)>& busy,
+                             const std::function<status()>& also) {
   std::unique_lock gate(st.gates.gate(tp));
-  if (!st.ownership.ready()) return {errc::unavailable, self.value() + " is catching up with the ownership log"};
-  auto e = entry_as_seen_by(st.ownership, tp, self);
   const std::string name = tp.topic + "-" + std::to_string(tp.partition);
-  if (e.owner == self)
-    return {errc::conflict, name + " is " + (e.handover ? "being handed over to " : "served by ") + self.value() +
-                                "; its copy is not discarded"};
+  auto unneeded = [&]() -> status {
+    if (!st.ownership.ready()) return {errc::unavailable, self.value() + " is catching up with the ownership log"};
+    auto e = entry_as_seen_by(st.ownership, tp, self);
+    if (e.owner == self)
+      return {errc::conflict, name + " is " + (e.handover ? "being handed over to " : "served by ") + self.value() +
+                                  "; its copy is not discarded"};
+    if (busy && busy(tp))
+      return {errc::conflict, "a move of " + name + " runs, is journaled or is being recovered on " + self.value() +
+                                  "; its copy is not discarded"};
+    return {};
+  };
+  if (auto s = unneeded(); !s) return s;
+  if (also) {
+    if (auto s = also(); !s) return s;
+    if (auto s = unneeded(); !s) return s;  // again: `also` may have taken a while
+  }
+  auto e = entry_as_seen_by(st.ownership, tp, self);
   if (auto s = st.producers.discard(tp); !s) return s;
   st.log.info("cluster", "discarded the local copy of " + name + " (served by " + e.owner.value() + ")");
   return {};

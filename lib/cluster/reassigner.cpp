@@ -35,6 +35,8 @@ double now_seconds() {
 
 std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
 
+constexpr const char* cancelled_by_operator = "cancelled by an operator";
+
 /// Whether a move at `step` has not begun its cutover: a cancel can still roll it back.
 bool before_cutover(const std::string& step) {
   return step == "starting" || step == "ensure" || step == "check" || step == "reserve" || step == "copy";
@@ -156,7 +158,7 @@ struct reassigner::impl {
   /// A cancelled move stops at the next check before its cutover (an error the caller returns as is).
   status check_cancel(const move_progress& p) {
     std::lock_guard lock(mu);
-    if (p.cancel_requested) return {errc::conflict, "cancelled by an operator"};
+    if (p.cancel_requested) return {errc::conflict, cancelled_by_operator};
     return {};
   }
 
@@ -164,7 +166,7 @@ struct reassigner::impl {
   status enter_cutover(move_progress& p) {
     {
       std::lock_guard lock(mu);
-      if (p.cancel_requested) return {errc::conflict, "cancelled by an operator"};
+      if (p.cancel_requested) return {errc::conflict, cancelled_by_operator};
       p.step = "cutover";
       p.last_activity_at = now_seconds();
       p.waiting_for.clear();
@@ -218,7 +220,9 @@ struct reassigner::impl {
     bool cancelled = false;
     {
       std::lock_guard lock(mu);
-      cancelled = !s.ok() && p->cancel_requested && before_cutover(p->step);
+      // Only the cancel itself counts: another failure while a cancel was pending (a destination that holds other
+      // data, a reservation refused) keeps whatever it found.
+      cancelled = !s.ok() && p->cancel_requested && before_cutover(p->step) && s.message() == cancelled_by_operator;
     }
     if (cancelled) {
       // Rolled back: ownership never left this broker; the destination's partial copy is given back to its disk.
@@ -760,6 +764,16 @@ std::vector<move_progress> reassigner::progress() const {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+bool reassigner::busy(const topic_partition& tp) const {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->running.count(tp) || impl_->recovering.count(tp)) return true;
+  }
+  for (const auto& m : impl_->journal.pending())
+    if (m.partition == tp) return true;
+  return false;
 }
 
 status reassigner::cancel(std::uint64_t id) {

@@ -511,3 +511,38 @@ TEST_CASE("e2e: a broker that never had a topic routes produces to its owner and
   // b3 never created the topic by routing to it.
   CHECK(b3.Get("/v1/topics")->body.find("orders") == std::string::npos);
 }
+
+TEST_CASE("e2e: a destination's drained copy whose confirm is pending is never reclaimed", "[e2e][operator][reclaim]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+  b1.configure({&b1, &b2});
+  b2.configure({&b1, &b2}, "\"ReclaimAfterSeconds\": 0");
+  b1.faults = "reassigner.after_drain=pause=4000";  // drained to b2, then 4 s before the confirm is sent
+  b1.start();
+  b2.start();
+  {
+    auto api = b1.api();
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+  }
+  produce(b1, 100, 1000);
+  const std::uint64_t id = ctl_json(b1, {"move", "orders", "0", "b2"})["id"].GetUint64();
+  wait_until([&] {
+    auto m = find_move(b1, id);
+    return std::string(m["step"].GetString()) == "drain" &&
+           m["bytes_copied"].GetUint64() == m["bytes_total"].GetUint64();
+  }, "the drained move waiting before its confirm");
+  // b2 holds every byte, unconfirmed: b1 no longer serves it (in handover) and nothing may delete b2's copy.
+  auto listed = ctl_json(b2, {"reclaim", "b2", "--list"});
+  REQUIRE(listed["copies"].Size() == 1);
+  CHECK_FALSE(listed["copies"][0]["eligible"].GetBool());
+  CHECK_THAT(listed["copies"][0]["held_by"].GetString(), Catch::Contains("running"));
+  auto r = ctl(b2, {"reclaim", "b2"});
+  INFO(r.out << r.err);
+  CHECK_THAT(r.out, Catch::Contains("reclaimed 0 B"));
+  // The confirm goes out: b2 serves all of it.
+  wait_until([&] {
+    auto d = ctl_json(b1, {"partitions"});
+    return d["partitions"].Size() == 1 && std::string(d["partitions"][0]["owner"].GetString()) == "b2";
+  }, "the confirm by recovery");
+  CHECK(ctl_json(b1, {"partitions"})["partitions"][0]["size_bytes"].GetUint64() > 100'000);
+}

@@ -162,3 +162,48 @@ TEST_CASE("a broker discards only a copy it neither serves nor is being handed",
   CHECK(*c[2].store.end_offset(orders0) == 0);
   CHECK(*c[1].store.end_offset(orders0) > 0);
 }
+
+TEST_CASE("a source never discards its copy while its move is running or journaled", "[service][discard]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 50);
+  c.net.set_delay(std::chrono::milliseconds(60));
+  auto id = c[1].reassigner->start(c.io.get_executor(), orders0, broker_id("b2"));
+  REQUIRE(id);
+  transport::request r;
+  r.path = "/cluster/discard";
+  r.params = {{"topic", "orders"}, {"partition", "0"}};
+  r.headers[transport::header_token] = "secret";
+  // After the cutover b1 no longer serves the partition, but its move may still roll back onto this copy.
+  REQUIRE(c.run_until([&] {
+    auto s = progress_of(c, 1, *id).step;
+    return s == "drain" || s == "offsets" || s == "confirm";
+  }));
+  auto refused = c[1].service->handle(r);
+  CHECK(refused.status == 409);
+  CHECK_THAT(refused.body, Catch::Contains("journaled"));
+  CHECK(*c[1].store.end_offset(orders0) > 0);
+  REQUIRE(c.run_until([&] { return progress_of(c, 1, *id).finished; }));
+  CHECK(progress_of(c, 1, *id).succeeded);
+  // Moved and confirmed: now b1's copy is stale and may go.
+  CHECK(c[1].service->handle(r).status == 200);
+  CHECK(*c[1].store.end_offset(orders0) == 0);
+  CHECK(*c[2].store.end_offset(orders0) > 0);
+}
+
+TEST_CASE("a copy is kept when the last check under the gate says no", "[service][discard]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 20);
+  REQUIRE(c[2].store.ensure_topic("orders", 2));
+  REQUIRE(c[2].ownership->record({orders0, broker_id("b1"), 0, false}));
+  REQUIRE(c[2].store.append_at(orders0, 0, log_bytes(c[1].store, orders0)));
+  bool asked = false;
+  auto kept = cluster::discard_unserved_copy(c[2].state(), broker_id("b2"), orders0, {}, [&]() -> status {
+    asked = true;
+    return {errc::conflict, "b1 does not serve it now"};
+  });
+  CHECK(asked);
+  CHECK(kept.code() == errc::conflict);
+  CHECK(*c[2].store.end_offset(orders0) > 0);
+  CHECK(cluster::discard_unserved_copy(c[2].state(), broker_id("b2"), orders0, {}, [] { return status{}; }));
+  CHECK(*c[2].store.end_offset(orders0) == 0);
+}

@@ -537,13 +537,17 @@ int main(int argc, char** argv) {
           if (t.empty()) std::cout << str(d, "broker") << " keeps no copy it does not serve\n";
           else std::cout << t.render() << human_bytes(num(d, "bytes")) << " in copies not served\n";
         });
-      return show(o, c.post(path), [](const rapidjson::Document& d) {
+      bool kept = false;
+      int rc = show(o, c.post(path), [&](const rapidjson::Document& d) {
         std::cout << "reclaimed " << human_bytes(num(d, "bytes")) << " on " << str(d, "broker") << " ("
                   << array(d, "reclaimed").Size() << " copies)\n";
-        for (const auto& f : array(d, "failed").GetArray())
+        for (const auto& f : array(d, "failed").GetArray()) {
+          kept = true;
           std::cout << "NOT reclaimed " << str(f, "topic") << "-" << str(f, "partition") << ": " << str(f, "error")
                     << "\n";
+        }
       });
+      return rc == 0 && kept ? exit_refused : rc;  // a copy that had to stay is worth a non-zero status
     };
   });
 

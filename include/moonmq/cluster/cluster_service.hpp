@@ -40,6 +40,7 @@ struct move_control {
   std::function<std::vector<move_progress>()> progress;
   std::function<status(std::uint64_t)> cancel;
   std::function<status(std::uint64_t)> set_throttle;
+  std::function<bool(const topic_partition&)> busy;  ///< a move of it runs, is journaled or recovering here
   std::function<std::uint64_t()> throttle;
 };
 
@@ -76,9 +77,13 @@ struct cluster_state {
   metrics_sink& metrics = no_metrics();
 };
 
-/// Empties this broker's copy of `tp` if it neither serves it nor is being handed it (checked under the partition's
-/// gate); conflict otherwise: that copy may be the only one. What /cluster/discard and reclaiming do.
-status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp);
+/// Empties this broker's copy of `tp` if it neither serves it nor is being handed it, and no move of it runs, is
+/// journaled or being recovered here (`busy`); conflict otherwise: that copy may be the only one. All of it under the
+/// partition's gate, which migration appends also take, so no copy lands meanwhile; `also` (when given) is asked
+/// last, under the gate, and may refuse too. What /cluster/discard and reclaiming do.
+status discard_unserved_copy(const cluster_state& st, const broker_id& self, const topic_partition& tp,
+                             const std::function<bool(const topic_partition&)>& busy,
+                             const std::function<status()>& also = {});
 
 class cluster_service {
  public:

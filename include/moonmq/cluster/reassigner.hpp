@@ -79,6 +79,10 @@ class reassigner {
   /// worked out at the call.
   std::vector<move_progress> progress() const;
 
+  /// Whether a move of `tp` runs here, is journaled here (its cutover may still be rolled back or confirmed) or is
+  /// being resolved by recover(): this broker's copy of `tp` may still be needed.
+  bool busy(const topic_partition& tp) const;
+
   /// Cancels move `id` if it has not begun its cutover: it stops at its next check (between steps, between copy
   /// batches, during a throttle wait), ownership never having left this broker, and the destination is asked to
   /// discard its partial copy; it then ends in step "cancelled". conflict once the cutover has begun (the move can
@@ -103,6 +107,7 @@ inline move_control move_control_of(const std::unique_ptr<reassigner>& slot, asi
   };
   c.progress = [&slot] { return slot->progress(); };
   c.cancel = [&slot](std::uint64_t id) { return slot->cancel(id); };
+  c.busy = [&slot](const topic_partition& tp) { return slot && slot->busy(tp); };
   c.set_throttle = [&slot](std::uint64_t rate) {
     slot->set_throttle(rate);
     return status{};
