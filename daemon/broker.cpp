@@ -213,6 +213,7 @@ class running_broker final : public broker {
     ro.on_finished = [this](const cluster::move_progress& p) {
       if (stopped_) return;
       asio::post(blocking_, [this, tp = p.partition] {
+        if (reassigner_->busy(tp)) return;  // a newer move of it started meanwhile: its record stays
         if (auto s = move_requests_->remove(tp); !s)
           log_->error("moonmqd", "could not forget a finished move: " + s.message());
       });
@@ -297,10 +298,13 @@ class running_broker final : public broker {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started_).count();
       // Paths that are no route are one label, so that a client cannot make series at will.
+      // So are the requests refused before routing (no token, wrong role): nothing of their path is kept.
       const bool unmatched = res.status == 404 && res.body.find("is not a route") != std::string::npos;
+      const bool refused = res.status == 401 || res.status == 403;
       metrics_.observe(metrics::request_duration,
-                       {{"method", req.method},
-                        {"route", unmatched ? std::string("unmatched") : metrics::route_of(req.path)},
+                       {{"method", refused || unmatched ? std::string("-") : req.method},
+                        {"route", refused ? std::string("refused")
+                                          : unmatched ? std::string("unmatched") : metrics::route_of(req.path)},
                         {"code", std::to_string(res.status)}},
                        seconds);
     });
@@ -575,36 +579,53 @@ class running_broker final : public broker {
   /// listed in move-requests.json first, so that it resumes if this broker stops before it ends.
   result<std::uint64_t> start_hand_move(const topic_partition& tp, const broker_id& dest,
                                         std::optional<cluster::controller_claim> claim) {
-    if (claim) return reassigner_->start(io_.get_executor(), tp, dest, claim);
-    auto listed = move_requests_->listed();
-    const bool had = listed.count(tp) > 0;
+    // A move of it already running keeps its own record: this one is refused below and must not replace it.
+    if (claim || reassigner_->busy(tp)) return reassigner_->start(io_.get_executor(), tp, dest, claim);
     if (auto s = move_requests_->add({tp, dest.value()}); !s)
       log_->warn("moonmqd", "the move of " + tp.topic + "-" + std::to_string(tp.partition) +
                                 " is not kept for a restart: " + s.message());
     auto id = reassigner_->start(io_.get_executor(), tp, dest, claim);
-    if (!id && !had) (void)move_requests_->remove(tp);  // refused: nothing to resume (a running one keeps its own)
+    if (!id) (void)move_requests_->remove(tp);  // refused: nothing to resume
     return id;
   }
 
-  /// Moves a stop cut short, started again once the journal's own moves are resolved.
+  /// Moves a stop cut short, started again once this broker knows what it serves (under Raft: caught up with the log)
+  /// and the journal's own move of the partition, if any, is resolved. A record is dropped only when another broker
+  /// serves the partition by then; otherwise it waits (every 5 s) until one of those holds.
   asio::awaitable<void> resume_moves() {
-    (void)co_await reassigner_->recover();
-    for (const auto& [tp, m] : move_requests_->listed()) {
-      const std::string name = tp.topic + "-" + std::to_string(tp.partition);
-      auto count = store_->partition_count(tp.topic);
-      const bool here = count.ok() && tp.partition < *count && cluster::serves(*ownership_, tp, self_);
-      if (!here) {
-        log_->info("moonmqd", "the interrupted move of " + name + " to " + m.dest +
-                                  " is not resumed: this broker no longer serves it");
-        co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
-        continue;
+    std::set<topic_partition> started;  // resumed: their records stay until their moves end
+    while (!stopped_) {
+      (void)co_await reassigner_->recover();
+      for (const auto& [tp, m] : move_requests_->listed()) {
+        if (started.count(tp)) continue;
+        const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+        if (!ownership_->ready() || reassigner_->busy(tp)) continue;  // not yet
+        auto e = cluster::entry_as_seen_by(*ownership_, tp, self_);
+        auto count = store_->partition_count(tp.topic);
+        const bool here = count.ok() && tp.partition < *count && cluster::serves(*ownership_, tp, self_);
+        if (!here && e.owner != self_) {
+          log_->info("moonmqd", "the interrupted move of " + name + " to " + m.dest + " is not resumed: " +
+                                    e.owner.value() + " serves it now");
+          co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
+          continue;
+        }
+        if (!here) continue;  // in handover to this broker: wait until it is decided
+        auto id = reassigner_->start(io_.get_executor(), tp, broker_id(m.dest));
+        if (id) {
+          started.insert(tp);
+          log_->info("moonmqd", "resuming the interrupted move of " + name + " to " + m.dest + " (move " +
+                                    std::to_string(*id) + ")");
+        } else {
+          log_->warn("moonmqd",
+                     "the interrupted move of " + name + " to " + m.dest + " did not restart: " + id.message());
+          if (id.code() != errc::conflict) co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
+        }
       }
-      auto id = reassigner_->start(io_.get_executor(), tp, broker_id(m.dest));
-      if (id)
-        log_->info("moonmqd", "resuming the interrupted move of " + name + " to " + m.dest + " (move " +
-                                  std::to_string(*id) + ")");
-      else
-        log_->warn("moonmqd", "the interrupted move of " + name + " to " + m.dest + " did not restart: " + id.message());
+      bool waiting = false;
+      for (const auto& [tp, m] : move_requests_->listed()) waiting = waiting || !started.count(tp);
+      if (!waiting) co_return;
+      asio::steady_timer t(io_, std::chrono::seconds(5));
+      co_await t.async_wait(asio::use_awaitable);
     }
   }
 

@@ -36,13 +36,23 @@ inline constexpr metric_family request_duration{
     metric_kind::histogram, request_seconds};
 
 /// A request path as a route pattern, so that topic names and ids do not become labels:
-/// /v1/topics/orders/partitions/3/records -> /v1/topics/{}/partitions/{}/records.
+/// /v1/topics/orders/partitions/3/records -> /v1/topics/{}/partitions/{}/records. A path of no route is "unmatched":
+/// the labels stay a fixed set whatever clients send.
 inline std::string route_of(std::string_view path) {
+  static constexpr std::string_view routes[] = {
+      "/v1/health", "/livez", "/readyz", "/metrics", "/ui", "/ui/console.js", "/ui/console.css", "/ui/index.html",
+      "/v1/topics", "/v1/topics/{}/partitions", "/v1/topics/{}/records", "/v1/topics/{}/partitions/{}/records",
+      "/v1/groups", "/v1/groups/{}", "/v1/groups/{}/join", "/v1/groups/{}/heartbeat", "/v1/groups/{}/leave",
+      "/v1/groups/{}/offsets", "/v1/producers", "/v1/transactions", "/v1/transactions/{}",
+      "/v1/transactions/{}/commit", "/v1/transactions/{}/abort", "/v1/transactions/{}/offsets", "/v1/cluster",
+      "/v1/reassignments", "/v1/reassignments/{}", "/v1/reassignments/throttle", "/v1/brokers", "/v1/partitions",
+      "/v1/brokers/{}/drain", "/v1/brokers/{}/reclaim", "/v1/autobalancer", "/v1/autobalancer/snapshot",
+      "/v1/autobalancer/pause", "/v1/autobalancer/resume"};
   static constexpr std::string_view words[] = {
       "v1",          "topics",   "partitions", "records",    "groups",        "offsets", "join",     "heartbeat",
       "leave",       "producers", "transactions", "commit",  "abort",         "reassignments", "throttle", "brokers",
       "drain",       "reclaim",  "autobalancer", "pause",    "resume",        "cluster", "health",   "livez",
-      "readyz",      "metrics",  "ui",         "console.js", "console.css", "index.html"};
+      "readyz",      "metrics",  "ui",         "console.js", "console.css", "index.html", "snapshot"};
   std::string out;
   std::size_t at = 0;
   while (at < path.size()) {
@@ -58,8 +68,11 @@ inline std::string route_of(std::string_view path) {
     out += "/";
     out += known ? std::string(seg) : std::string("{}");
     at = end;
+    if (out.size() > 64) return "unmatched";
   }
-  return out.empty() ? "/" : out;
+  for (auto r : routes)
+    if (out == r) return out;
+  return "unmatched";
 }
 
 }  // namespace moonmq::daemon::metrics

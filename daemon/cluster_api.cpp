@@ -1,5 +1,7 @@
 #include "cluster_api.hpp"
 
+#include <rapidjson/document.h>
+
 #include <algorithm>
 #include <map>
 
@@ -36,7 +38,12 @@ void cluster_api::brokers(httplib::Response& res) {
   const auto draining = draining_();
   std::map<std::string, std::string> reports;
   for (const auto& b : all)
-    if (draining.count(b.id) && b.reachable) reports[b.id] = drain_report_(b.id);
+    if (draining.count(b.id) && b.reachable) {
+      // Embedded as it came only once it reads as a JSON object: one bad answer must not break the whole document.
+      std::string r = drain_report_(b.id);
+      rapidjson::Document d;
+      if (json::parse_object(r, d)) reports[b.id] = std::move(r);
+    }
   reply(res, 200, json_object([&](json_writer& w) {
           put(w, "answered_by", view_.self().value());
           put(w, "controller", controller);

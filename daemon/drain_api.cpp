@@ -2,6 +2,9 @@
 
 #include <rapidjson/document.h>
 
+#include <chrono>
+#include <map>
+
 #include "api_reply.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
@@ -13,6 +16,9 @@ namespace {
 
 using json::put;
 using json_writer = json::writer;
+
+/// A partition whose drain move failed is tried again after this long (not every tick).
+constexpr double retry_after_seconds = 30;
 
 std::string state_document(const std::set<std::string>& draining) {
   return json::object([&](json_writer& w) {
@@ -120,12 +126,19 @@ void drain_api::tick() {
   if (!draining.count(self)) return;
   const auto moves = reassigner_.progress();
   std::set<topic_partition> moving;
+  std::map<topic_partition, std::string> held;  // a move that failed lately is not retried at once
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   double rate = 0;
-  for (const auto& m : moves)
+  for (const auto& m : moves) {
     if (!m.finished) {
       moving.insert(m.partition);
       rate += m.rate_bytes_per_sec;
+    } else if (!m.succeeded && now - m.finished_at < retry_after_seconds) {
+      held[m.partition] = "its move to " + m.dest + " failed " + std::to_string(static_cast<long>(now - m.finished_at)) +
+                          " s ago (" + m.error + "); tried again " +
+                          std::to_string(static_cast<long>(retry_after_seconds - (now - m.finished_at))) + " s from now";
     }
+  }
   std::vector<cluster::drain_partition> mine;
   std::vector<cluster::drain_target> targets;
   for (const auto& b : view_.brokers()) {
@@ -133,7 +146,11 @@ void drain_api::tick() {
     for (const auto& p : b.partitions) bytes += p.size_bytes;
     targets.push_back({b.id, b.reachable, draining.count(b.id) > 0, bytes});
     if (b.self)
-      for (const auto& p : b.partitions) mine.push_back({p.partition, p.size_bytes, moving.count(p.partition) > 0});
+      for (const auto& p : b.partitions) {
+        auto h = held.find(p.partition);
+        mine.push_back({p.partition, p.size_bytes, moving.count(p.partition) > 0,
+                        h == held.end() ? std::string() : h->second});
+      }
   }
   auto plan = cluster::plan_drain(self, std::move(mine), targets, opt_.max_moves, opt_.excluded);
   std::vector<std::string> started;

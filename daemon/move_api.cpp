@@ -157,10 +157,40 @@ void move_api::list(const httplib::Request& req, httplib::Response& res) {
 void move_api::cancel(const httplib::Request& req, httplib::Response& res) {
   auto id = whole_number(req.matches[1], UINT64_MAX);
   if (!id) return reply_error(res, 400, "invalid_argument", "a move id is a whole number");
-  const std::string source = req.get_param_value("source");
+  std::string source = req.get_param_value("source");
   const std::string self = view_.self().value();
   if (!source.empty() && source != self && !view_.is_peer(source))
     return reply_error(res, 404, "not_found", "unknown broker '" + source + "'");
+  if (source.empty()) {
+    // Ids are unique per broker only: find the one broker that has this move, and refuse to guess between two.
+    std::vector<std::string> holders, silent;
+    for (const auto& m : reassigner_.progress())
+      if (m.id == *id) holders.push_back(self);
+    for (const auto& a : view_.ask_peers(transport::get_request("/cluster/moves"))) {
+      auto moves = a.response.ok() ? cluster::wire::read_moves(a.response.body) : std::nullopt;
+      if (!moves) {
+        silent.push_back(a.broker);
+        continue;
+      }
+      for (const auto& m : *moves)
+        if (m.id == *id) {
+          holders.push_back(a.broker);
+          break;
+        }
+    }
+    if (holders.size() > 1)
+      return reply_error(res, 409, "conflict",
+                         "move id " + std::to_string(*id) + " exists on " + holders[0] + " and " + holders[1] +
+                             ": say which with ?source=BROKER");
+    if (holders.empty()) {
+      std::string message = "no move " + std::to_string(*id) + " on any broker";
+      if (silent.empty()) return reply_error(res, 404, "not_found", message);
+      message += " that answered (no answer from";
+      for (const auto& b : silent) message += " " + b;
+      return reply_error(res, 503, "unavailable", message + ")");
+    }
+    source = holders[0];
+  }
   auto accepted = [&](const std::string& where) {
     reply(res, 202, json_object([&](json_writer& w) {
             put(w, "id", *id);
@@ -168,34 +198,17 @@ void move_api::cancel(const httplib::Request& req, httplib::Response& res) {
             put(w, "status", "cancelling");
           }));
   };
-  if (source.empty() || source == self) {
-    auto s = reassigner_.cancel(*id);
-    if (s) return accepted(self);
-    if (s.code() != errc::not_found || !source.empty()) return reply_error(res, s.err());
+  if (source == self) {
+    if (auto s = reassigner_.cancel(*id); !s) return reply_error(res, s.err());
+    return accepted(self);
   }
-  // Ids are unique per broker: the one whose move it is answers; the others say 404.
   transport::request ask;
   ask.path = "/cluster/moves/cancel";
   ask.params["id"] = std::to_string(*id);
-  std::vector<peer_answer> answers;
-  if (!source.empty())
-    answers.push_back({source, view_.ask(source, ask)});
-  else
-    answers = view_.ask_peers(ask);
-  std::vector<std::string> silent;
-  for (const auto& a : answers) {
-    if (a.response.ok()) return accepted(a.broker);
-    if (a.response.status != 0 && a.response.status != 404) return relay(res, a.response);
-    if (a.response.status == 0) silent.push_back(a.broker);
-  }
-  std::string message = "no move " + std::to_string(*id) + " on any broker";
-  if (!silent.empty()) {
-    message += " that answered (no answer from";
-    for (const auto& b : silent) message += " " + b;
-    message += ")";
-    return reply_error(res, 503, "unavailable", message);
-  }
-  reply_error(res, 404, "not_found", message);
+  auto r = view_.ask(source, ask);
+  if (r.ok()) return accepted(source);
+  if (r.status == 0) return reply_error(res, 503, "unavailable", source + " did not answer: " + r.body);
+  relay(res, r);
 }
 
 void move_api::put_throttle(const httplib::Request& req, httplib::Response& res) {

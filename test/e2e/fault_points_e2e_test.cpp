@@ -115,6 +115,45 @@ TEST_CASE("e2e fault points: the source crashes at each step of a move, and afte
   }
 }
 
+TEST_CASE("e2e fault points: with the hand-driven move kept, the restarted source resumes it to the destination, "
+          "never with two servers", "[e2e][faults][resume]") {
+  for (const char* step : {"reassigner.after_copy", "reassigner.after_cutover", "reassigner.after_drain"}) {
+    DYNAMIC_SECTION(step) {
+      temp_dir dir;
+      moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
+      b1.configure({&b1, &b2});
+      b2.configure({&b1, &b2});
+      b1.faults = std::string(step) + "=crash";
+      b1.start();
+      b2.start();
+      REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
+      std::vector<std::pair<std::uint64_t, std::string>> acked;
+      for (int i = 0; i < 20; ++i) {
+        auto more = produce(b1, {"a" + std::to_string(i) + std::string(2000, 'x')});
+        acked.insert(acked.end(), more.begin(), more.end());
+      }
+      REQUIRE(b1.api().Post("/v1/reassignments", R"({"topic":"t","partition":0,"dest":"b2"})", "application/json"));
+      REQUIRE(b1.wait_for_end(20s));
+      b1.faults.clear();
+      b1.start();
+      // Recovery, then the resumed move: b2 ends up serving everything, and at no moment do both serve.
+      bool settled = false;
+      std::vector<std::pair<std::uint64_t, std::string>> held;
+      for (auto until = std::chrono::steady_clock::now() + 30s; !settled && std::chrono::steady_clock::now() < until;) {
+        auto [s1, r1] = read_partition(b1);
+        auto [s2, r2] = read_partition(b2);
+        CHECK_FALSE((s1 == 200 && s2 == 200));
+        settled = s1 == 421 && s2 == 200;
+        if (settled) held = r2;
+        else std::this_thread::sleep_for(50ms);
+      }
+      INFO("b1's log:\n" << slurp(b1.log_path) << "\nmove-requests.json: " << slurp(b1.data_dir + "/move-requests.json"));
+      REQUIRE(settled);
+      CHECK(held == acked);
+    }
+  }
+}
+
 TEST_CASE("e2e fault points: a bad MOONMQ_FAULTS stops moonmqd at start with exit 2 naming the point",
           "[e2e][faults]") {
   temp_dir dir;

@@ -30,6 +30,7 @@ struct drain_partition {
   topic_partition partition;
   std::uint64_t size_bytes = 0;
   bool moving = false;  ///< a move of it runs now
+  std::string held;     ///< non-empty: not to be moved now, and why (e.g. its last move failed a moment ago)
 };
 
 struct drain_move {
@@ -80,6 +81,10 @@ inline drain_plan plan_drain(const std::string& self, std::vector<drain_partitio
   std::size_t slots = max_moves > out.moving ? max_moves - out.moving : 0;
   for (const auto& p : partitions) {
     if (p.moving) continue;
+    if (!p.held.empty()) {
+      out.blocked.push_back({p.partition, p.held});
+      continue;
+    }
     if (is_internal_topic(p.partition.topic)) {
       out.blocked.push_back({p.partition, "internal topics never move"});
       continue;

@@ -6,8 +6,8 @@ using namespace moonmq;
 using namespace moonmq::cluster;
 
 namespace {
-drain_partition part(const char* topic, int p, std::uint64_t size, bool moving = false) {
-  return {{topic, p}, size, moving};
+drain_partition part(const char* topic, int p, std::uint64_t size, bool moving = false, std::string held = "") {
+  return {{topic, p}, size, moving, std::move(held)};
 }
 }  // namespace
 
@@ -55,6 +55,13 @@ TEST_CASE("drain plan: says why a partition cannot move", "[drain]") {
     auto plan = plan_drain("b1", {part("a", 0, 10)}, {}, 1);
     REQUIRE(plan.blocked.size() == 1);
     CHECK_THAT(plan.blocked[0].reason, Catch::Contains("no other broker"));
+  }
+  SECTION("held back after a failure") {
+    auto plan = plan_drain("b1", {part("a", 0, 10, false, "its last move failed 3 s ago")}, {{"b2", true, false, 0}}, 1);
+    CHECK(plan.start.empty());
+    REQUIRE(plan.blocked.size() == 1);
+    CHECK(plan.blocked[0].reason == "its last move failed 3 s ago");
+    CHECK(plan.partitions_left == 1);
   }
   SECTION("drained") {
     auto plan = plan_drain("b1", {}, {{"b2", true, false, 0}}, 1);
