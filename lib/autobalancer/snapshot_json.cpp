@@ -31,6 +31,10 @@ std::string render_planner_input(const snapshot& snap, const autobalance_config*
     str(snap.broker_id(b));
     w.Key("active");
     w.Bool(snap.active(b));
+    if (snap.held_disk(b) > 0) {
+      w.Key("held_disk");
+      w.Double(snap.held_disk(b));
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -119,12 +123,15 @@ result<planner_input> parse_planner_input(std::string_view text) {
     json::object_reader r((*brokers)[i], index_path("brokers", i));
     std::string id;
     bool active = true;
+    double held = 0;
     r.get("id", id, true);
     r.get("active", active);
+    if (r.get("held_disk", held)) r.non_negative("held_disk", held);
     if (r.ok() && id.empty()) r.fail("id", "must not be empty");
     if (r.ok() && in.snap.find_broker(id) != no_index) r.fail("id", "broker '" + id + "' is listed twice");
     if (auto s = r.finish(); !s) return s.err();
-    in.snap.add_broker(id, active);
+    auto b = in.snap.add_broker(id, active);
+    if (held > 0) in.snap.set_held_disk(b, held);
   }
 
   std::unordered_set<topic_partition> seen;

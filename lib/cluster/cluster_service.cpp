@@ -393,7 +393,10 @@ struct cluster_service::impl {
   }
 
   response loads() {
-    return {200, wire::loads_document(opt.self.value(), collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers)),
+    return {200,
+            wire::loads_document(opt.self.value(),
+                                 collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers),
+                                 unserved_bytes(st.store, st.ownership, opt.self)),
             "application/json"};
   }
 

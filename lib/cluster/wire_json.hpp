@@ -127,11 +127,13 @@ inline std::optional<std::vector<move_progress>> read_moves(const std::string& b
   return out;
 }
 
-/// GET /cluster/loads: `{"broker": ID, "partitions": [{topic, partition, size_bytes, produced_bytes,
-/// consumed_bytes}]}`.
-inline std::string loads_document(const std::string& broker, const std::vector<partition_load>& list) {
+/// GET /cluster/loads: `{"broker": ID, "held_bytes": N, "partitions": [{topic, partition, size_bytes, produced_bytes,
+/// consumed_bytes}]}`; `held_bytes`: what the broker's store holds of partitions it does not serve.
+inline std::string loads_document(const std::string& broker, const std::vector<partition_load>& list,
+                                  std::uint64_t held_bytes = 0) {
   return json::object([&](json::writer& w) {
     json::put(w, "broker", broker);
+    json::put(w, "held_bytes", held_bytes);
     w.Key("partitions");
     w.StartArray();
     for (const auto& l : list) {
@@ -146,6 +148,13 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
     }
     w.EndArray();
   });
+}
+
+/// A load report's `held_bytes` (0 when absent: a broker of an older version).
+inline std::uint64_t read_held_bytes(const std::string& body) {
+  rapidjson::Document d;
+  if (!json::parse_object(body, d) || !d.HasMember("held_bytes") || !d["held_bytes"].IsUint64()) return 0;
+  return d["held_bytes"].GetUint64();
 }
 
 /// The partitions of a load report; nullopt when the body is not one (a malformed report counts as no answer).

@@ -2,6 +2,7 @@
 // throttle applied to a running copy at once, and the progress figures (rate, ETA, stall with its reason).
 #include <catch2/catch.hpp>
 
+#include "cluster/wire_json.hpp"
 #include "moonmq/cluster/copy_throttle.hpp"
 #include "support/in_process_cluster.hpp"
 
@@ -184,7 +185,14 @@ TEST_CASE("a source never discards its copy while its move is running or journal
   CHECK(*c[1].store.end_offset(orders0) > 0);
   REQUIRE(c.run_until([&] { return progress_of(c, 1, *id).finished; }));
   CHECK(progress_of(c, 1, *id).succeeded);
-  // Moved and confirmed: now b1's copy is stale and may go.
+  // Moved and confirmed: b1 reports the copy it still holds (the balancer counts it in b1's disk), and it may go.
+  auto loads = c[1].service->handle([] {
+    auto q = transport::get_request("/cluster/loads");
+    q.headers[transport::header_token] = "secret";
+    return q;
+  }());
+  REQUIRE(loads.status == 200);
+  CHECK(cluster::wire::read_held_bytes(loads.body) == *c[1].store.end_offset(orders0));
   CHECK(c[1].service->handle(r).status == 200);
   CHECK(*c[1].store.end_offset(orders0) == 0);
   CHECK(*c[2].store.end_offset(orders0) > 0);

@@ -687,9 +687,11 @@ class torture {
           quiet = false;
           break;
         }
-        for (const auto& m : parse(moves->body)["reassignments"].GetArray())
-          quiet = quiet && m["finished"].GetBool();
-        for (const auto& t : parse(txns->body)["transactions"].GetArray()) {
+        // Locals: a range over a temporary document's array would read freed memory.
+        const auto move_list = parse(moves->body);
+        const auto txn_list = parse(txns->body);
+        for (const auto& m : move_list["reassignments"].GetArray()) quiet = quiet && m["finished"].GetBool();
+        for (const auto& t : txn_list["transactions"].GetArray()) {
           const std::string state = t["state"].GetString();
           quiet = quiet && state.rfind("prepare", 0) != 0 && state != "ongoing";
         }

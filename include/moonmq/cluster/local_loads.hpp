@@ -23,6 +23,16 @@ struct partition_load {
   bool operator==(const partition_load&) const = default;
 };
 
+/// Bytes of the partitions in `store` that `self` does not serve (copies left by moves, until reclaimed).
+inline std::uint64_t unserved_bytes(const storage::partition_store& store, const ownership_table& table,
+                                    const broker_id& self) {
+  std::uint64_t total = 0;
+  for (const auto& tp : store.list_partitions())
+    if (!serves(table, tp, self))
+      if (auto size = store.size_bytes(tp)) total += *size;
+  return total;
+}
+
 /// The loads of the partitions `self` serves, sorted by partition. Internal topics are included (they are load too).
 /// With `producers`, whether each has a transaction open.
 inline std::vector<partition_load> collect_local_loads(const storage::partition_store& store, const traffic& counters,

@@ -129,3 +129,17 @@ TEST_CASE("a rendered snapshot reads back as the same planner input, goals and e
   CHECK(back->config.goals[0].min_change == 0.01);
   CHECK_FALSE(back->config.goals[1].deviation);
 }
+
+TEST_CASE("a broker's held disk goes through the planner input", "[autobalancer][snapshot][held]") {
+  snapshot snap;
+  auto b1 = snap.add_broker("b1");
+  snap.add_broker("b2");
+  snap.add_partition("orders", 0, b1, {{0, 0, 100}});
+  snap.set_held_disk(b1, 5000);
+  auto back = parse_planner_input(render_planner_input(snap));
+  REQUIRE(back);
+  CHECK(back->snap.held_disk(0) == 5000);
+  CHECK(back->snap.broker_load(0, resource::disk) == 5100);
+  CHECK(back->snap.held_disk(1) == 0);
+  CHECK_FALSE(parse_planner_input(R"({"brokers":[{"id":"b1","held_disk":-1}],"partitions":[]})"));
+}

@@ -57,10 +57,19 @@ class snapshot {
     broker_by_id_.emplace(id, b);
     brokers_.push_back({std::move(id), active, active});
     broker_load_.emplace_back();
+    held_disk_.push_back(0);
     broker_count_.push_back(0);
     members_.emplace_back();
     return b;
   }
+
+  /// Bytes broker `b` holds on disk beyond the partitions it serves (copies left by moves, until reclaimed): they
+  /// count in its disk load, so that the goals see what the broker really holds, and never move.
+  void set_held_disk(broker_index b, double bytes) {
+    broker_load_[b][resource::disk] += bytes - held_disk_[b];
+    held_disk_[b] = bytes;
+  }
+  double held_disk(broker_index b) const { return held_disk_[b]; }
 
   /// Adds a partition owned by broker `owner`. `valid` false = its network load is not known yet (fewer samples
   /// than MinValid): it counts for disk and partition count but never moves. Returns its index.
@@ -199,6 +208,7 @@ class snapshot {
   std::vector<broker_info> brokers_;
   name_map<broker_index> broker_by_id_;
   std::vector<load_vector> broker_load_;
+  std::vector<double> held_disk_;  ///< per broker: see set_held_disk
   std::vector<std::uint32_t> broker_count_;
   std::vector<std::vector<partition_index>> members_;
 
