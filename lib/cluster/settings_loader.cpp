@@ -17,6 +17,9 @@ namespace moonmq::cluster {
 namespace {
 
 constexpr std::string_view env_prefix = "MOONMQ_";
+/// Only these variables are configuration (DESIGN.md §8): other MOONMQ_* names belong to the tools (MOONMQ_FAULTS,
+/// moonmqctl's MOONMQ_BROKER and MOONMQ_TOKEN) and may sit in the same shell as moonmqd.
+constexpr std::string_view setting_prefix = "MOONMQ_Server__";
 
 /// Sets the value at `path` (split on "__") in `doc`, creating objects on the way. A key that holds a string keeps
 /// a string; otherwise true/false become booleans, numbers numbers, and anything else a string (so a wrong type is
@@ -235,10 +238,9 @@ environment process_environment() {
   environment env;
   for (char** e = environ; e && *e; ++e) {
     std::string_view kv(*e);
-    if (!kv.starts_with(env_prefix)) continue;
+    if (!kv.starts_with(setting_prefix)) continue;
     auto eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
-    if (kv.substr(0, eq) == "MOONMQ_FAULTS") continue;  // fault points (docs/fault-points.md), not a setting
     env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   return env;
@@ -248,7 +250,7 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   rapidjson::Document doc;
   if (auto s = json::parse_document(text, doc, source); !s) return s.err();
   for (const auto& [name, value] : env) {
-    if (!std::string_view(name).starts_with(env_prefix)) continue;
+    if (!std::string_view(name).starts_with(setting_prefix)) continue;
     if (auto s = apply_override(doc, name, value); !s) return s.err();
   }
   json::object_reader top(doc, "");
@@ -259,7 +261,7 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   // An error in a key an environment variable set names the variable, not the file.
   std::vector<std::pair<std::string, std::string>> overridden;  // key path, variable
   for (const auto& [name, value] : env)
-    if (std::string_view(name).starts_with(env_prefix)) overridden.emplace_back(key_path_of(name), name);
+    if (std::string_view(name).starts_with(setting_prefix)) overridden.emplace_back(key_path_of(name), name);
   auto fail = [&](const status& s) {
     for (const auto& [path, name] : overridden)
       if (s.message().starts_with(path + ":") || s.message().starts_with(path + "."))

@@ -11,11 +11,11 @@
 
 namespace moonmq::cluster {
 
-/// Environment overrides, name -> value, e.g. {"MOONMQ_Server__Cluster__BrokerId", "b2"}. Other names are ignored,
-/// and so is MOONMQ_FAULTS (fault points, not a setting).
+/// Environment overrides, name -> value, e.g. {"MOONMQ_Server__Cluster__BrokerId", "b2"}. Only MOONMQ_Server__*
+/// names are settings; others (MOONMQ_FAULTS, moonmqctl's MOONMQ_BROKER and MOONMQ_TOKEN) are ignored.
 using environment = std::map<std::string, std::string>;
 
-/// The process environment's MOONMQ_* variables.
+/// The process environment's MOONMQ_Server__* variables.
 environment process_environment();
 
 /// Parses the document `json` (named `source` in messages) with `env` applied on top.

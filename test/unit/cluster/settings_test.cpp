@@ -85,6 +85,15 @@ TEST_CASE("settings: environment variables override keys", "[settings]") {
   CHECK(c->cluster->peers[1].port == 9400);
 }
 
+TEST_CASE("settings: only MOONMQ_Server__ variables are configuration (the tools' own variables are not)",
+          "[settings]") {
+  auto c = parse(full, {{"MOONMQ_BROKER", "127.0.0.1:9092"}, {"MOONMQ_TOKEN", "x"}, {"MOONMQ_FAULTS", "a=crash"},
+                        {"MOONMQ_Other", "1"}, {"MOONMQ_Server__Port", "9301"}});
+  INFO((c ? std::string() : c.message()));
+  REQUIRE(c);
+  CHECK(c->port == 9301);
+}
+
 TEST_CASE("settings: an override of the wrong type is reported naming the key", "[settings]") {
   auto c = parse(full, {{"MOONMQ_Server__Port", "high"}});
   REQUIRE_FALSE(c);
