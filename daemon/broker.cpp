@@ -425,9 +425,10 @@ class running_broker final : public broker {
     }
     std::vector<cluster::peer_config> peers;
     if (cfg_.cluster) peers = cfg_.cluster->peers;
-    view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
-      return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
-    });
+    view_ = std::make_unique<cluster_view>(
+        self_, peers, *peers_,
+        [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
+        [this] { return cluster::unserved_bytes(*store_, *ownership_, self_); });
     cluster_api_ = std::make_unique<cluster_api>(
         *view_, [this] { return controller_id(); },
         [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },

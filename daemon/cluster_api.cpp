@@ -62,6 +62,7 @@ void cluster_api::brokers(httplib::Response& res) {
             if (b.reachable) {
               put(w, "partitions", b.partitions.size());
               put(w, "bytes", bytes);
+              put(w, "held_bytes", b.held_bytes);  // copies not served, until reclaimed
             }
             put(w, "draining", draining.count(b.id) > 0);
             if (auto r = reports.find(b.id); r != reports.end() && !r->second.empty()) {

@@ -55,6 +55,7 @@ std::vector<broker_report> cluster_view::brokers() const {
   me.self = true;
   me.reachable = true;
   me.partitions = local_loads_();
+  if (local_held_) me.held_bytes = local_held_();
   out.push_back(std::move(me));
   auto answers = ask_peers(transport::get_request("/cluster/loads"));
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -66,6 +67,7 @@ std::vector<broker_report> cluster_view::brokers() const {
       if (auto loads = cluster::wire::read_loads(r.body)) {
         b.reachable = true;
         b.partitions = std::move(*loads);
+        b.held_bytes = cluster::wire::read_held_bytes(r.body);
       } else {
         b.error = "its answer to GET /cluster/loads is not a loads document";
       }

@@ -31,6 +31,7 @@ struct broker_report {
   bool reachable = false;
   std::string error;  ///< why it is not reachable
   std::vector<cluster::partition_load> partitions;  ///< the partitions it serves
+  std::uint64_t held_bytes = 0;  ///< bytes of copies it holds without serving them (until reclaimed)
 };
 
 /// A change applied on every broker: who took it and who did not (with why).
@@ -45,8 +46,13 @@ std::string describe_answer(const transport::response& r);
 class cluster_view {
  public:
   cluster_view(broker_id self, std::vector<cluster::peer_config> peers, cluster::peer_client& client,
-               std::function<std::vector<cluster::partition_load>()> local_loads)
-      : self_(std::move(self)), peers_(std::move(peers)), client_(client), local_loads_(std::move(local_loads)) {}
+               std::function<std::vector<cluster::partition_load>()> local_loads,
+               std::function<std::uint64_t()> local_held = {})
+      : self_(std::move(self)),
+        peers_(std::move(peers)),
+        client_(client),
+        local_loads_(std::move(local_loads)),
+        local_held_(std::move(local_held)) {}
 
   const broker_id& self() const { return self_; }
   const std::vector<cluster::peer_config>& peers() const { return peers_; }
@@ -76,6 +82,7 @@ class cluster_view {
   std::vector<cluster::peer_config> peers_;
   cluster::peer_client& client_;
   std::function<std::vector<cluster::partition_load>()> local_loads_;
+  std::function<std::uint64_t()> local_held_;
 };
 
 }  // namespace moonmq::daemon

@@ -209,8 +209,6 @@ struct balance_loop::impl {
       if (!fresh && l.size_bytes > it->second.second.size_bytes) it->second = {broker, l};
     };
     model.set_broker(self(), true);
-    // What each broker's disk holds beyond its partitions (copies left by moves) counts in its disk load.
-    model.set_held_disk(self(), unserved_bytes(st.store, st.ownership, opt.self));
     for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers))
       offer(self(), l);
     for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -220,7 +218,6 @@ struct balance_loop::impl {
         inactive.insert(opt.peers[i]);
         continue;
       }
-      model.set_held_disk(opt.peers[i], wire::read_held_bytes(answers[i].body));
       for (const auto& l : *loads) offer(opt.peers[i], l);
     }
 

@@ -33,15 +33,9 @@ class cluster_model {
   void set_broker(const std::string& id, bool active) {
     auto [it, inserted] = broker_index_.try_emplace(id, brokers_.size());
     if (inserted)
-      brokers_.push_back({id, active, 0});
+      brokers_.push_back({id, active});
     else
       brokers_[it->second].active = active;
-  }
-
-  /// Bytes broker `id` holds beyond the partitions it serves (snapshot::set_held_disk). Adds the broker if unknown.
-  void set_held_disk(const std::string& id, std::uint64_t bytes) {
-    set_broker_if_missing(id);
-    brokers_[broker_index_.at(id)].held_disk = bytes;
   }
 
   /// Adds a partition on `owner` (adding the broker, active, if unknown) or changes its owner.
@@ -98,10 +92,7 @@ class cluster_model {
   /// MinValid samples in either network window are marked not valid (they count, but never move).
   snapshot freeze() const {
     snapshot snap;
-    for (const auto& b : brokers_) {
-      auto i = snap.add_broker(b.id, b.active);
-      if (b.held_disk) snap.set_held_disk(i, static_cast<double>(b.held_disk));
-    }
+    for (const auto& b : brokers_) snap.add_broker(b.id, b.active);
     for (std::size_t i = 0; i < partitions_.size(); ++i) {
       bool valid = nw_in_.size(i) >= min_valid_ && nw_out_.size(i) >= min_valid_;
       load_vector l{{valid ? nw_in_.percentile(i, percentile_) : 0.0, valid ? nw_out_.percentile(i, percentile_) : 0.0,
@@ -115,7 +106,6 @@ class cluster_model {
   struct broker_state {
     std::string id;
     bool active;
-    std::uint64_t held_disk = 0;
   };
   struct partition_state {
     std::uint64_t disk = 0;
