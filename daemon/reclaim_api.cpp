@@ -54,16 +54,14 @@ reclaim_api::~reclaim_api() {
 
 std::vector<cluster::reclaim_candidate> reclaim_api::observe(bool ask_peers) {
   const broker_id& self = view_.self();
-  std::set<topic_partition> journaled, moving;
+  std::set<topic_partition> journaled;  // told apart from other moves only for the reason an operator reads
   for (const auto& m : journal_.pending()) journaled.insert(m.partition);
-  for (const auto& m : reassigner_.progress())
-    if (!m.finished) moving.insert(m.partition);
   std::vector<cluster::local_copy> copies;
   for (const auto& tp : st_.store.list_partitions()) {
     auto size = st_.store.size_bytes(tp);
     if (!size || *size == 0) continue;
     const bool served = entry_as_seen_by(st_.ownership, tp, self).owner == self;
-    copies.push_back({tp, *size, served, journaled.count(tp) > 0, moving.count(tp) > 0});
+    copies.push_back({tp, *size, served, journaled.count(tp) > 0, reassigner_.busy(tp)});  // the discard's own test
   }
   const bool any_unserved = std::any_of(copies.begin(), copies.end(), [](const auto& c) { return !c.served_here; });
   if (ask_peers && any_unserved) {

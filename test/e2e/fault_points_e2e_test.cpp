@@ -48,6 +48,27 @@ std::vector<std::pair<std::uint64_t, std::string>> produce(const moonmqd_process
   return acked;
 }
 
+/// Two brokers; b1 holds 20 batches of topic t (returned as acknowledged) and crashes at `step` of a move to b2.
+/// Returns after b1 is gone, with its faults cleared for the restart.
+std::vector<std::pair<std::uint64_t, std::string>> crash_source_at(const char* step, moonmqd_process& b1,
+                                                                   moonmqd_process& b2, int* signal_out) {
+  b1.configure({&b1, &b2});
+  b2.configure({&b1, &b2});
+  b1.faults = std::string(step) + "=crash";
+  b1.start();
+  b2.start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
+  std::vector<std::pair<std::uint64_t, std::string>> acked;
+  for (int i = 0; i < 20; ++i) {
+    auto more = produce(b1, {"a" + std::to_string(i) + std::string(2000, 'x'), "b" + std::to_string(i)});
+    acked.insert(acked.end(), more.begin(), more.end());
+  }
+  REQUIRE(b1.api().Post("/v1/reassignments", R"({"topic":"t","partition":0,"dest":"b2"})", "application/json"));
+  REQUIRE(b1.wait_for_end(std::chrono::seconds(20), signal_out));  // it stopped at the step, as kill -9 would
+  b1.faults.clear();
+  return acked;
+}
+
 }  // namespace
 
 TEST_CASE("e2e fault points: the source crashes at each step of a move, and after its restart the partition has exactly "
@@ -64,26 +85,11 @@ TEST_CASE("e2e fault points: the source crashes at each step of a move, and afte
     DYNAMIC_SECTION(step) {
       temp_dir dir;
       moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-      b1.configure({&b1, &b2});
-      b2.configure({&b1, &b2});
-      b1.faults = std::string(step) + "=crash";
-      b1.start();
-      b2.start();
-      REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
-      std::vector<std::pair<std::uint64_t, std::string>> acked;
-      for (int i = 0; i < 20; ++i) {
-        auto more = produce(b1, {"a" + std::to_string(i) + std::string(2000, 'x'), "b" + std::to_string(i)});
-        acked.insert(acked.end(), more.begin(), more.end());
-      }
-      auto started = b1.api().Post("/v1/reassignments", R"({"topic":"t","partition":0,"dest":"b2"})", "application/json");
-      REQUIRE(started);
       int sig = 0;
-      REQUIRE(b1.wait_for_end(20s, &sig));  // it stopped at the step, as kill -9 would
+      auto acked = crash_source_at(step, b1, b2, &sig);
       CHECK(sig == SIGKILL);
-
-      b1.faults.clear();
       // What recovery decides, alone: the hand-driven move is not resumed here (as a move the balance loop started
-      // is not); resuming has its own test (operator_e2e_test.cpp).
+      // is not); the next test case keeps it and checks the resumed move.
       std::filesystem::remove(b1.data_dir + "/move-requests.json");
       b1.start();
       // Recovery resolves the move one way or the other; meanwhile never both serve.
@@ -121,20 +127,7 @@ TEST_CASE("e2e fault points: with the hand-driven move kept, the restarted sourc
     DYNAMIC_SECTION(step) {
       temp_dir dir;
       moonmqd_process b1("b1", dir.path()), b2("b2", dir.path());
-      b1.configure({&b1, &b2});
-      b2.configure({&b1, &b2});
-      b1.faults = std::string(step) + "=crash";
-      b1.start();
-      b2.start();
-      REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
-      std::vector<std::pair<std::uint64_t, std::string>> acked;
-      for (int i = 0; i < 20; ++i) {
-        auto more = produce(b1, {"a" + std::to_string(i) + std::string(2000, 'x')});
-        acked.insert(acked.end(), more.begin(), more.end());
-      }
-      REQUIRE(b1.api().Post("/v1/reassignments", R"({"topic":"t","partition":0,"dest":"b2"})", "application/json"));
-      REQUIRE(b1.wait_for_end(20s));
-      b1.faults.clear();
+      auto acked = crash_source_at(step, b1, b2, nullptr);
       b1.start();
       // Recovery, then the resumed move: b2 ends up serving everything, and at no moment do both serve.
       bool settled = false;
