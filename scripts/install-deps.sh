@@ -9,6 +9,7 @@ packages=(
   libspdlog-dev libcli11-dev prometheus-cpp-dev
   openssl curl python3 prometheus systemd
   chromium chromium-driver python3-selenium
+  python3-pulp coinor-cbc
   iproute2 nftables
   clang libclang-rt-14-dev
 )

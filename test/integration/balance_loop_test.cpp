@@ -147,7 +147,10 @@ TEST_CASE("balance loop: an unreachable peer is inactive and never receives", "[
   CHECK_FALSE(c[3].store.partition_count("orders"));  // never even asked to create the topic
   int on_b2 = 0;
   for (int p = 0; p < 8; ++p) on_b2 += owner_of(c, {"orders", p}) == 2;
-  CHECK(on_b2 == 4);  // balanced between the two reachable brokers
+  // Balanced between the two reachable brokers: every goal met, the count within its band of 4 +- 10% (rounded out).
+  CHECK(s.satisfied);
+  CHECK(on_b2 >= 3);
+  CHECK(on_b2 <= 5);
   CHECK(c[1].metrics.value("moonmq_autobalancer_brokers", {{"state", "inactive"}}) == 1);
   CHECK(c[1].metrics.value("moonmq_cluster_peer_up", {{"peer", "b3"}}) == 0);
 }

@@ -1,9 +1,11 @@
 // The anomaly detector: the pure decision engine. Snapshot in, plan out.
 //
 // `detect()` runs the configured goals in priority order on a copy of the snapshot (each goal may only take actions
-// every goal above it accepts; see goal.hpp), then turns what they did into a plan: the moves of one partition are
-// chained (A->B then B->C becomes A->C), moves that end where they started are dropped, and a SWAP stays a SWAP only
-// when neither of its partitions moved otherwise. The goals stop once MaxActionsPerDetect partition moves are live
+// every goal above it accepts; see goal.hpp), lets the economizer look for cheaper ways to the same result (a move no
+// longer needed goes back, a smaller partition stands in for a larger one, only when every goal accepts it; see
+// economizer.hpp), then turns what they did into a plan: the moves of one partition are chained (A->B then B->C
+// becomes A->C), moves that end where they started are dropped, and a SWAP stays a SWAP only when neither of its
+// partitions moved otherwise. The goals stop once MaxActionsPerDetect partition moves are live
 // (a SWAP counts two, since chaining may split it), so a plan never holds more actions than that. The same snapshot and
 // configuration give the same plan, byte for byte: every choice is ordered by value with the index as tie-break, and no
 // hash order is ever consulted.
@@ -18,6 +20,7 @@
 
 #include "moonmq/autobalancer/action.hpp"
 #include "moonmq/autobalancer/config.hpp"
+#include "moonmq/autobalancer/economizer.hpp"
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
 #include "moonmq/autobalancer/model/snapshot.hpp"
@@ -73,6 +76,7 @@ class anomaly_detector {
       order[i]->optimize(ctx);
       spent += ctx.spent();
     }
+    economizer::run(snap, work, order, raw, config_.max_actions_per_detect);
     return chain(snap, work, raw);
   }
 

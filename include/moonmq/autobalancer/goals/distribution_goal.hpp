@@ -100,6 +100,9 @@ class distribution_goal : public goal {
     return after_src + after_dest <= before_src + before_dest + eps_;
   }
 
+  /// accepts() keeps every in-band broker in band and never lets the summed violation grow.
+  bool guards_result() const override { return true; }
+
   bool satisfied(const snapshot& s) const override {
     if (!enabled_) return true;
     for (broker_index b = 0; b < s.broker_count(); ++b)

@@ -48,6 +48,11 @@ class goal {
 
   /// Whether the goal is met on `snap` (for reports and tests). The default says yes.
   virtual bool satisfied(const snapshot& /*snap*/) const { return true; }
+
+  /// Whether accepts() refuses every action that would undo what optimize() reached. The detector's economizer
+  /// (economizer.hpp), which trades the goals' moves for cheaper ones, runs only when every goal says so; the
+  /// default says no, so a custom goal that relies on its own moves alone keeps them.
+  virtual bool guards_result() const { return false; }
 };
 
 /// The context a goal optimizes in: the shared snapshot, the goals above it, and the action budget.

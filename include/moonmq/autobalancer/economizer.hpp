@@ -1,0 +1,215 @@
+// The detector's last step: fewer bytes for the same result.
+//
+// The goals choose partitions for what they balance, not for what moving them costs, and a later goal's moves may
+// make an earlier one's unnecessary. After they have run, the partitions the plan moves (largest first) are offered
+// cheaper alternatives, each step carried out only when every goal accepts it (so nothing any goal reached is given
+// up, by the same rule the goals live by):
+//   - going back to where it was (its move is not needed any more);
+//   - trading places with a smaller partition on the broker it left, which then makes the trip instead (the saving
+//     is the difference in size), or with one that was itself moved there (the saving is the whole partition);
+//   - one cheaper move first that makes room (a smaller partition leaves the broker it left, for any broker, or one
+//     from a third broker comes to take its place), then going back or trading as above.
+// A move costs the partition's bytes on disk: that is what the copy transfers.
+//
+// The work is bounded whatever the cluster's size: at most `max_examined` moved partitions per round and
+// `candidate_tries` candidates per alternative.
+// Thread safety: pure function over its arguments.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "moonmq/autobalancer/action.hpp"
+#include "moonmq/autobalancer/goals/goal.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+
+namespace moonmq::autobalancer {
+
+class economizer {
+ public:
+  /// Candidates tried per alternative (stand-ins, room makers).
+  static constexpr std::size_t candidate_tries = 48;
+  /// Moved partitions examined per round, largest first.
+  static constexpr std::size_t max_examined = 512;
+  /// Partitions of one broker scanned for candidates.
+  static constexpr std::size_t max_scanned = 4096;
+  /// Rounds over the moved partitions (each may open savings for the next).
+  static constexpr int rounds = 3;
+
+  /// `before` is the placement the plan starts from, `work` the placement the goals reached (changed here), `goals`
+  /// all goals in priority order and `raw` the actions taken so far (appended to). Returns the bytes saved.
+  /// `budget` caps the partitions the plan may move in all (MaxActionsPerDetect). Does nothing unless every goal
+  /// guards what it reaches (goal::guards_result()): an alternative is only as safe as the goals' judgement of it.
+  static double run(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
+                    std::size_t budget) {
+    for (goal* g : goals)
+      if (!g->guards_result()) return 0;
+    economizer e{before, work, goals, raw, budget};
+    double saved = 0;
+    for (int round = 0; round < rounds; ++round) {
+      double gained = 0;
+      for (partition_index p : e.moved()) {
+        if (work.owner(p) == before.owner(p)) continue;  // returned by a step earlier in this round
+        gained += e.improve(p);
+      }
+      saved += gained;
+      if (gained <= 0) break;
+    }
+    return saved;
+  }
+
+ private:
+  struct candidate {
+    double extra;  ///< bytes the plan copies in addition if the candidate is taken (negative: saved)
+    partition_index q;
+    broker_index to;
+  };
+
+  economizer(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
+             std::size_t budget)
+      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {
+    for (partition_index p = 0; p < work_.partition_count(); ++p) moved_count_ += work_.owner(p) != before_.owner(p);
+  }
+
+  double cost(partition_index p) const { return work_.load(p, resource::disk); }
+
+  /// Partitions placed elsewhere than in `before`, largest first (index breaks ties), at most max_examined.
+  std::vector<partition_index> moved() const {
+    std::vector<partition_index> out;
+    for (partition_index p = 0; p < work_.partition_count(); ++p)
+      if (work_.owner(p) != before_.owner(p)) out.push_back(p);
+    auto larger = [&](partition_index x, partition_index y) {
+      double cx = cost(x), cy = cost(y);
+      return cx != cy ? cx > cy : x < y;
+    };
+    if (out.size() > max_examined) {
+      std::partial_sort(out.begin(), out.begin() + max_examined, out.end(), larger);
+      out.resize(max_examined);
+    } else {
+      std::sort(out.begin(), out.end(), larger);
+    }
+    return out;
+  }
+
+  bool acceptable(const action& a) const {
+    if (!work_.valid(a)) return false;
+    for (goal* g : goals_)
+      if (!g->accepts(work_, a)) return false;
+    return true;
+  }
+
+  /// Bytes the plan copies in addition if `q` ends on `b` instead of where it is now.
+  double extra(partition_index q, broker_index b) const {
+    bool moved_now = work_.owner(q) != before_.owner(q);
+    bool moved_then = b != before_.owner(q);
+    return (static_cast<double>(moved_then) - static_cast<double>(moved_now)) * cost(q);
+  }
+
+  /// How a partition's being moved changes when it goes to `b`: +1, 0 or -1.
+  int moved_delta(partition_index q, broker_index b) const {
+    return static_cast<int>(b != before_.owner(q)) - static_cast<int>(work_.owner(q) != before_.owner(q));
+  }
+
+  void take(const action& a) {
+    moved_count_ += moved_delta(a.partition, a.dest);
+    if (a.type == action_type::swap) moved_count_ += moved_delta(a.swap_partition, a.src);
+    work_.apply(a);
+    raw_.push_back(a);
+  }
+
+  /// Takes back the actions after raw_[mark].
+  void rewind(std::size_t mark) {
+    while (raw_.size() > mark) {
+      action r = raw_.back().reversed();
+      raw_.pop_back();
+      moved_count_ += moved_delta(r.partition, r.dest);
+      if (r.type == action_type::swap) moved_count_ += moved_delta(r.swap_partition, r.src);
+      work_.apply(r);
+    }
+  }
+
+  /// Up to candidate_tries partitions of `from` (other than `p`) that would move to `to` for less than `limit`
+  /// extra bytes, cheapest first; `to` = no_index means every other broker except `skip`.
+  std::vector<candidate> candidates(broker_index from, broker_index to, broker_index skip, partition_index p,
+                                    double limit) const {
+    std::vector<candidate> out;
+    const auto& members = work_.partitions_on(from);
+    const std::size_t n = std::min(members.size(), max_scanned);
+    for (std::size_t i = 0; i < n; ++i) {
+      partition_index q = members[i];
+      if (q == p || !work_.movable(q)) continue;
+      for (broker_index b = 0; b < work_.broker_count(); ++b) {
+        if (b == from || b == skip || (to != no_index && b != to) || !work_.can_receive(b)) continue;
+        double e = extra(q, b);
+        if (e < limit) out.push_back({e, q, b});
+      }
+    }
+    auto cheaper = [](const candidate& x, const candidate& y) {
+      if (x.extra != y.extra) return x.extra < y.extra;
+      return x.q != y.q ? x.q < y.q : x.to < y.to;
+    };
+    if (out.size() > candidate_tries) {
+      std::partial_sort(out.begin(), out.begin() + candidate_tries, out.end(), cheaper);
+      out.resize(candidate_tries);
+    } else {
+      std::sort(out.begin(), out.end(), cheaper);
+    }
+    return out;
+  }
+
+  /// Sends `p` back, or trades it for a stand-in from its first broker that costs under `budget` extra bytes;
+  /// returns the extra bytes the step costs (negative: it saves more), or nothing when no step was acceptable.
+  std::optional<double> back_or_trade(partition_index p, double budget) {
+    const broker_index home = before_.owner(p), now = work_.owner(p);
+    action back = action::move(p, now, home);
+    if (acceptable(back)) {
+      take(back);
+      return 0;
+    }
+    for (const candidate& k : candidates(home, now, no_index, p, budget)) {
+      action trade = action::swap(p, now, home, k.q);
+      if (!acceptable(trade)) continue;
+      take(trade);
+      return k.extra;
+    }
+    return std::nullopt;
+  }
+
+  /// Tries the alternatives for moved partition `p`; returns the bytes saved.
+  double improve(partition_index p) {
+    const broker_index home = before_.owner(p), now = work_.owner(p);
+    const double c = cost(p);
+    const std::size_t mark = raw_.size();
+    if (auto spent = back_or_trade(p, c)) return c - *spent;
+
+    // A room maker first: a partition leaves `home` (for `now` too: two small ones may stand in for one large), or
+    // one comes to `now` from a third broker.
+    std::vector<candidate> makers = candidates(home, no_index, no_index, p, c);
+    for (broker_index x = 0; x < work_.broker_count(); ++x) {
+      if (x == home || x == now) continue;
+      for (const candidate& k : candidates(x, now, no_index, p, c)) makers.push_back(k);
+    }
+    std::stable_sort(makers.begin(), makers.end(),
+                     [](const candidate& x, const candidate& y) { return x.extra < y.extra; });
+    if (makers.size() > candidate_tries) makers.resize(candidate_tries);
+    for (const candidate& k : makers) {
+      action maker = action::move(k.q, work_.owner(k.q), k.to);
+      if (!acceptable(maker)) continue;
+      take(maker);
+      if (auto spent = back_or_trade(p, c - k.extra); spent && moved_count_ <= budget_) return c - k.extra - *spent;
+      rewind(mark);
+    }
+    return 0;
+  }
+
+  const snapshot& before_;
+  snapshot& work_;
+  std::span<goal* const> goals_;
+  std::vector<action>& raw_;
+  std::size_t budget_;
+  std::size_t moved_count_ = 0;  ///< partitions placed elsewhere than in before_
+};
+
+}  // namespace moonmq::autobalancer
