@@ -197,9 +197,13 @@ FAMILIES = {"skewed": range(1, 13), "hetero": range(1, 7), "small-topics": range
 # ---- the exact optimum --------------------------------------------------------------------------------------------
 
 
+SOLVE_SECONDS = 180
+
+
 def optimum(inst, hint=None):
-    """Fewest bytes whose moves put every broker in every band: (feasible, bytes). `hint`, a placement in band
-    (the planner's), starts the search with a bound."""
+    """Fewest bytes whose moves put every broker in every band: (feasible, bytes, proven). `hint`, a placement in
+    band (the planner's), starts the search with a bound. CBC stops after SOLVE_SECONDS: `proven` says whether it
+    proved the bytes optimal (an unproven figure is only the best placement it found, and no ratio is taken from it)."""
     import pulp
 
     brokers, parts, placement = inst["brokers"], inst["parts"], inst["placement"]
@@ -224,11 +228,14 @@ def optimum(inst, hint=None):
     if hint:
         for (i, b), var in x.items():
             var.setInitialValue(1 if hint[i] == b else 0)
-    status = prob.solve(pulp.COIN_CMD(msg=False, warmStart=bool(hint), options=["ratioGap 0"]))
-    if pulp.LpStatus[status] != "Optimal":
-        return False, None
+    status = prob.solve(pulp.COIN_CMD(msg=False, warmStart=bool(hint), timeLimit=SOLVE_SECONDS,
+                                      options=["ratioGap 0"]))
+    if pulp.LpStatus[status] == "Infeasible":
+        return False, None, True
+    if prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return None, None, False  # no placement found in time: feasibility unknown
     moved = sum(parts[i]["disk"] for i in range(len(parts)) if x[i, placement[i]].value() < 0.5)
-    return True, moved
+    return True, moved, prob.sol_status == pulp.LpSolutionOptimal
 
 
 # ---- the planner --------------------------------------------------------------------------------------------------
@@ -325,12 +332,16 @@ def main(argv):
                     entry = {"key": key, "feasible": None, "optimum_bytes": None}
                     solved = "-"
                 else:
-                    feasible, best = optimum(inst, r["placement"] if r["in_band"] else None)
-                    entry = {"key": key, "feasible": feasible, "optimum_bytes": best}
+                    feasible, best, proven = optimum(inst, r["placement"] if r["in_band"] else None)
+                    entry = {"key": key, "feasible": feasible, "optimum_bytes": best, "proven": proven}
                     cache[inst["name"]] = entry
                     save_cache(cache)
                     solved = "cbc"
-            ratio = r["moved"] / entry["optimum_bytes"] if entry["feasible"] and entry["optimum_bytes"] else None
+            proven = entry.get("proven", True)
+            ratio = r["moved"] / entry["optimum_bytes"] if entry["feasible"] and entry["optimum_bytes"] and proven \
+                else None
+            if not proven:
+                solved += " (unproven)"
             rows.append(dict(r, name=inst["name"], feasible=entry["feasible"], ratio=ratio))
             print("%-16s %3d %4d %8s %8s %7d %7d %6s %6s %6s" % (
                 inst["name"], len(inst["brokers"]), len(inst["parts"]), "yes" if r["in_band"] else "NO",

@@ -3,7 +3,9 @@
 // `detect()` runs the configured goals in priority order on a copy of the snapshot (each goal may only take actions
 // every goal above it accepts; see goal.hpp), lets the economizer look for cheaper ways to the same result (a move no
 // longer needed goes back, a smaller partition stands in for a larger one, only when every goal accepts it; see
-// economizer.hpp), then turns what they did into a plan: the moves of one partition are chained (A->B then B->C
+// economizer.hpp), and when a goal is still unmet, the finisher tries pairs of actions where no single one helps (see
+// finisher.hpp); goals, economizer and finisher run again on what they reached while that makes progress (up to
+// goal_rounds times). Then it turns what they did into a plan: the moves of one partition are chained (A->B then B->C
 // becomes A->C), moves that end where they started are dropped, and a SWAP stays a SWAP only when neither of its
 // partitions moved otherwise. The goals stop once MaxActionsPerDetect partition moves are live
 // (a SWAP counts two, since chaining may split it), so a plan never holds more actions than that. The same snapshot and
@@ -21,6 +23,7 @@
 #include "moonmq/autobalancer/action.hpp"
 #include "moonmq/autobalancer/config.hpp"
 #include "moonmq/autobalancer/economizer.hpp"
+#include "moonmq/autobalancer/finisher.hpp"
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
 #include "moonmq/autobalancer/model/snapshot.hpp"
@@ -69,16 +72,33 @@ class anomaly_detector {
     for (goal* g : order) g->prepare(work);
 
     std::vector<action> raw;
-    std::size_t spent = 0;  // partition moves taken so far (a SWAP is two)
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if (spent >= config_.max_actions_per_detect) break;
-      optimization ctx(work, std::span<goal* const>(order.data(), i), raw, config_.max_actions_per_detect - spent);
-      order[i]->optimize(ctx);
-      spent += ctx.spent();
+    const std::size_t budget = config_.max_actions_per_detect;
+    for (int round = 0; round < goal_rounds; ++round) {
+      // Partition moves live so far (a SWAP is two, as it may be split when chained).
+      std::size_t spent = 0;
+      for (partition_index p = 0; p < snap.partition_count(); ++p) spent += work.owner(p) != snap.owner(p);
+      const std::size_t mark = raw.size();
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        if (spent >= budget) break;
+        optimization ctx(work, std::span<goal* const>(order.data(), i), raw, budget - spent);
+        order[i]->optimize(ctx);
+        spent += ctx.spent();
+      }
+      // The economizer's own steps can complete what the goals left, which opens its repairs to a second run.
+      auto economize = [&] {
+        for (int run = 0; run < 2; ++run)
+          if (economizer::run(snap, work, order, raw, budget) <= 0) break;
+      };
+      economize();
+      if (!all_met(work) && finisher::run(snap, work, order, raw, budget) > 0) economize();
+      if (raw.size() == mark || all_met(work)) break;
     }
-    economizer::run(snap, work, order, raw, config_.max_actions_per_detect);
     return chain(snap, work, raw);
   }
+
+  /// Goal runs per detection: when the goals (and the economizer after them) leave a goal unmet, they run again on
+  /// what they reached, as a next detection would, so that one plan gets as far as the goals can.
+  static constexpr int goal_rounds = 3;
 
   /// Whether every goal is met on `snap` (as the goals judge it; excluded brokers and topics applied).
   bool satisfied(const snapshot& snap) {
@@ -93,6 +113,13 @@ class anomaly_detector {
 
  private:
   anomaly_detector() = default;
+
+  /// Whether every goal is met on `work` (already prepared, exclusions applied).
+  bool all_met(const snapshot& work) const {
+    for (const auto& g : goals_)
+      if (!g->satisfied(work)) return false;
+    return true;
+  }
 
   /// Turns the goals' raw actions into the net plan against `before` (`after` is the placement they reached).
   static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw) {

@@ -8,11 +8,16 @@
 //   - trading places with a smaller partition on the broker it left, which then makes the trip instead (the saving
 //     is the difference in size), or with one that was itself moved there (the saving is the whole partition);
 //   - one cheaper move first that makes room (a smaller partition leaves the broker it left, for any broker, or one
-//     from a third broker comes to take its place), then going back or trading as above.
+//     from a third broker comes to take its place), then going back or trading as above;
+//   - going back although no goal accepts that alone, then repairing what it breaks with a few smaller moves, each
+//     the one that mends the goals most per byte it copies; the sequence is kept only when, taken as a whole, it
+//     passes the rule every goal applies to one action (standings.hpp) and copies fewer bytes than the move it
+//     replaces.
 // A move costs the partition's bytes on disk: that is what the copy transfers.
 //
-// The work is bounded whatever the cluster's size: at most `max_examined` moved partitions per round and
-// `candidate_tries` candidates per alternative.
+// The work is bounded whatever the cluster's size: at most `max_examined` moved partitions per round,
+// `candidate_tries` candidates per alternative, and for a repair `max_repaired` partitions per round, `repair_steps`
+// moves each, and `repair_scanned` partitions of a broker searched per move.
 // Thread safety: pure function over its arguments.
 #pragma once
 
@@ -24,6 +29,7 @@
 #include "moonmq/autobalancer/action.hpp"
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/model/snapshot.hpp"
+#include "moonmq/autobalancer/standings.hpp"
 
 namespace moonmq::autobalancer {
 
@@ -37,6 +43,12 @@ class economizer {
   static constexpr std::size_t max_scanned = 4096;
   /// Rounds over the moved partitions (each may open savings for the next).
   static constexpr int rounds = 3;
+  /// Moved partitions per round that are sent back and repaired, moves per repair, partitions of a broker searched
+  /// for one repair move, and the cluster size up to which every broker is searched (above it, only those involved).
+  static constexpr std::size_t max_repaired = 64;
+  static constexpr int repair_steps = 6;
+  static constexpr std::size_t repair_scanned = 1024;
+  static constexpr std::size_t small_cluster = 32;
 
   /// `before` is the placement the plan starts from, `work` the placement the goals reached (changed here), `goals`
   /// all goals in priority order and `raw` the actions taken so far (appended to). Returns the bytes saved.
@@ -47,12 +59,21 @@ class economizer {
     for (goal* g : goals)
       if (!g->guards_result()) return 0;
     economizer e{before, work, goals, raw, budget};
+    // A repair is judged against where the goals got to; when some goal has not got there yet, leave its path open
+    // for the next detection (a repair may trade the violation it left for one no goal can then remove).
+    const bool met = std::all_of(goals.begin(), goals.end(), [&](goal* g) { return g->satisfied(work); });
     double saved = 0;
     for (int round = 0; round < rounds; ++round) {
       double gained = 0;
+      std::size_t repaired = 0;
       for (partition_index p : e.moved()) {
         if (work.owner(p) == before.owner(p)) continue;  // returned by a step earlier in this round
-        gained += e.improve(p);
+        double g = e.improve(p);
+        if (g <= 0 && met && repaired < max_repaired && work.owner(p) != before.owner(p)) {
+          ++repaired;
+          g = e.send_home_and_repair(p);
+        }
+        gained += g;
       }
       saved += gained;
       if (gained <= 0) break;
@@ -73,7 +94,7 @@ class economizer {
     for (partition_index p = 0; p < work_.partition_count(); ++p) moved_count_ += work_.owner(p) != before_.owner(p);
   }
 
-  double cost(partition_index p) const { return work_.load(p, resource::disk); }
+  double cost(partition_index p) const { return move_cost(work_, p); }
 
   /// Partitions placed elsewhere than in `before`, largest first (index breaks ties), at most max_examined.
   std::vector<partition_index> moved() const {
@@ -201,6 +222,92 @@ class economizer {
       if (auto spent = back_or_trade(p, c - k.extra); spent && moved_count_ <= budget_) return c - k.extra - *spent;
       rewind(mark);
     }
+    return 0;
+  }
+
+  // ---- sending home and repairing ------------------------------------------------------------------------------
+
+  /// The goals' violations of the brokers `a` touches, each goal weighing 8 times the next (priority order).
+  double weighted_violation(const action& a) const {
+    double sum = 0;
+    for (goal* g : goals_) {
+      sum *= 8;
+      sum += g->broker_violation(work_, a.src) + g->broker_violation(work_, a.dest);
+    }
+    return sum;
+  }
+
+  struct repair_move {
+    action a;
+    double extra;
+    double gain;  ///< weighted violation removed
+  };
+
+  /// The move, other than of `p`, that removes the most weighted violation per extra byte (moves that save bytes
+  /// first), adding less than `limit` bytes; partitions of the brokers in `involved` leave for any broker, and any
+  /// broker's partitions may come to them (in a cluster over small_cluster brokers, only among `involved`).
+  std::optional<repair_move> best_repair(partition_index p, const std::vector<broker_index>& involved, double limit) {
+    const std::size_t n = work_.broker_count();
+    std::vector<char> in(n, 0);
+    for (broker_index b : involved) in[b] = 1;
+    const bool everywhere = n <= small_cluster;
+    std::optional<repair_move> best;
+    auto better = [](const repair_move& x, const repair_move& y) {
+      const bool xs = x.extra <= 0, ys = y.extra <= 0;
+      if (xs != ys) return xs;
+      if (xs) return x.gain > y.gain;
+      return x.gain / x.extra > y.gain / y.extra;
+    };
+    for (broker_index from = 0; from < n; ++from) {
+      if (!in[from] && !everywhere) continue;
+      const auto& members = work_.partitions_on(from);
+      const std::size_t scan = std::min(members.size(), repair_scanned);
+      for (std::size_t i = 0; i < scan; ++i) {
+        const partition_index q = members[i];
+        if (q == p || !work_.movable(q)) continue;
+        for (broker_index to = 0; to < n; ++to) {
+          if (to == from || !work_.can_receive(to) || (!in[from] && !in[to])) continue;
+          if (!everywhere && !in[to]) continue;
+          const double e = extra(q, to);
+          if (e >= limit) continue;
+          const action a = action::move(q, from, to);
+          const double was = weighted_violation(a);
+          work_.apply(a);
+          const double is = weighted_violation(a);
+          work_.undo(a);
+          const repair_move m{a, e, was - is};
+          if (m.gain <= 1e-9) continue;
+          if (!best || better(m, *best)) best = m;
+        }
+      }
+    }
+    return best;
+  }
+
+  /// Sends moved partition `p` home and repairs what that breaks (see the file comment); returns the bytes saved.
+  double send_home_and_repair(partition_index p) {
+    const broker_index home = before_.owner(p), now = work_.owner(p);
+    const action back = action::move(p, now, home);
+    if (!work_.valid(back)) return 0;
+    const double c = cost(p);
+    const std::size_t mark = raw_.size();
+    const standings base(work_, goals_);
+    std::vector<broker_index> involved{home, now};
+    take(back);
+    double spent = 0;
+    for (int step = 0; step < repair_steps; ++step) {
+      auto m = best_repair(p, involved, c - spent);
+      if (!m) break;
+      take(m->a);
+      spent += m->extra;
+      for (broker_index b : {m->a.src, m->a.dest})
+        if (std::find(involved.begin(), involved.end(), b) == involved.end()) involved.push_back(b);
+      if (base.no_worse_at(work_, goals_, goals_.size(), involved)) {
+        if (spent < c && moved_count_ <= budget_) return c - spent;
+        break;
+      }
+    }
+    rewind(mark);
     return 0;
   }
 

@@ -10,14 +10,16 @@
 //
 // Optimizing runs in two phases. Shedding: brokers above the band, heaviest first, move their largest partitions
 // that help to the lightest brokers that may receive; when no single move is acceptable, a partition is swapped for
-// a lighter one on a light broker. Filling: brokers below the band, lightest first, take partitions from the
-// heaviest brokers. Finally, the net change of every broker that started out of band is checked: one under
+// a lighter one on a light broker (of the trades tried, the one that copies the fewest bytes for the violation it
+// removes). Filling: brokers below the band, lightest first, take partitions from the heaviest brokers. Finally,
+// the net change of every broker that started out of band is checked: one under
 // MinChange of the mean is not worth the data it moves, and this goal's actions touching that broker are taken back.
 // Thread safety: one detector run at a time.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -102,6 +104,11 @@ class distribution_goal : public goal {
 
   /// accepts() keeps every in-band broker in band and never lets the summed violation grow.
   bool guards_result() const override { return true; }
+
+  double broker_violation(const snapshot& s, broker_index b) const override {
+    if (!enabled_ || !s.active(b)) return 0.0;
+    return violation(broker_value(s, b)) / mean_;
+  }
 
   bool satisfied(const snapshot& s) const override {
     if (!enabled_) return true;
@@ -263,36 +270,66 @@ class distribution_goal : public goal {
       }
     }
     if (!uses_swaps()) return;
+    while (!ctx.exhausted() && over(s, b)) {
+      std::optional<action> best = cheapest_swap(ctx, b);
+      if (!best || !apply(ctx, *best)) return;
+    }
+  }
+
+  /// Among the trades of `heavy`'s partitions (the first partition_tries that may move) with lighter partitions of
+  /// the lightest brokers, the acceptable one that copies the fewest bytes per unit of violation it removes.
+  std::optional<action> cheapest_swap(optimization& ctx, broker_index heavy) {
+    const snapshot& s = ctx.snap();
+    std::optional<action> best;
+    double best_score = 0;
+    int scanned = 0;
+    const std::vector<ranked_partition> candidates = ranked(s, heavy);
     for (const auto& c : candidates) {
-      if (ctx.exhausted() || !over(s, b)) return;
-      if (s.owner(c.p) != b) continue;
+      if (scanned >= partition_tries) break;
+      if (s.owner(c.p) != heavy) continue;
+      ++scanned;
       int tries = 0;
       for (auto it = by_value_.begin(); it != by_value_.end() && tries < broker_tries; ++it) {
-        broker_index d = it->second;
-        if (d == b || !s.can_receive(d)) continue;
+        broker_index light = it->second;
+        if (light == heavy || !s.can_receive(light)) continue;
         ++tries;
-        if (try_swap(ctx, c, b, d)) break;
+        for (partition_index q : swap_partners(s, c, heavy, light)) {
+          action a = action::swap(c.p, heavy, light, q);
+          auto [bs, bd, as, ad] = violations(s, a);
+          double gain = (bs + bd) - (as + ad);
+          if (gain <= eps_) continue;
+          double score = (move_cost(s, c.p) + move_cost(s, q)) / gain;
+          if (best && score >= best_score) continue;
+          if (!ctx.acceptable(a)) continue;
+          best = a;
+          best_score = score;
+        }
       }
     }
+    return best;
+  }
+
+  /// Lighter partitions of `light` whose trade for `c` would transfer about what centres the lighter side (or brings
+  /// the heavier into the band): the one nearest that, a few heavier ones, then lighter ones (at most partition_tries).
+  std::vector<partition_index> swap_partners(const snapshot& s, const ranked_partition& c, broker_index heavy,
+                                             broker_index light) {
+    double vh = broker_value(s, heavy), vl = broker_value(s, light);
+    double wanted = std::min(vh - mean_, mean_ - vl);
+    if (wanted <= 0) wanted = vh - band_.upper;
+    const auto& list = ranked(s, light);
+    std::size_t ideal = first_at_most(list, c.value - wanted);
+    std::size_t from = ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0;
+    std::vector<partition_index> out;
+    for (std::size_t i = from; i < list.size() && out.size() < static_cast<std::size_t>(partition_tries); ++i)
+      if (list[i].value < c.value && s.owner(list[i].p) == light) out.push_back(list[i].p);
+    return out;
   }
 
   /// Trades heavy partition `c` on `heavy` for a lighter one on `light` that brings both nearer the band.
   bool try_swap(optimization& ctx, const ranked_partition& c, broker_index heavy, broker_index light) {
-    const snapshot& s = ctx.snap();
-    double vh = broker_value(s, heavy), vl = broker_value(s, light);
-    double wanted = std::min(vh - mean_, mean_ - vl);  // net transfer that would centre the lighter side
-    if (wanted <= 0) wanted = vh - band_.upper;
-    const auto& list = ranked(s, light);
-    // Look around the partition whose trade would transfer `wanted`: a few heavier ones, then lighter ones.
-    std::size_t ideal = first_at_most(list, c.value - wanted);
-    std::size_t from = ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0;
-    int tries = 0;
-    for (std::size_t i = from; i < list.size() && tries < partition_tries; ++i) {
-      const auto& q = list[i];
-      if (q.value >= c.value || s.owner(q.p) != light) continue;
-      ++tries;
-      action a = action::swap(c.p, heavy, light, q.p);
-      if (improves(s, a) && apply(ctx, a)) return true;
+    for (partition_index q : swap_partners(ctx.snap(), c, heavy, light)) {
+      action a = action::swap(c.p, heavy, light, q);
+      if (improves(ctx.snap(), a) && apply(ctx, a)) return true;
     }
     return false;
   }

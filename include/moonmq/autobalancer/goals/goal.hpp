@@ -27,6 +27,9 @@ namespace moonmq::autobalancer {
 
 class optimization;
 
+/// What moving partition `p` costs: the bytes the copy transfers, its size on disk.
+inline double move_cost(const snapshot& s, partition_index p) { return s.load(p, resource::disk); }
+
 class goal {
  public:
   virtual ~goal() = default;
@@ -53,6 +56,13 @@ class goal {
   /// (economizer.hpp), which trades the goals' moves for cheaper ones, runs only when every goal says so; the
   /// default says no, so a custom goal that relies on its own moves alone keeps them.
   virtual bool guards_result() const { return false; }
+
+  /// How far broker `b` is from what this goal wants on `snap`, relative to the goal's own scale (0 = met; for a
+  /// distribution goal, the distance outside its band as a fraction of the mean). Goals that guard their result
+  /// report it, so that the economizer can judge a sequence of actions as a whole by the rule accepts() applies to
+  /// one: no broker that was met stops being met, and the sum over brokers does not grow. It must depend only on
+  /// the partitions `b` holds (and on what prepare() computed). The default says 0.
+  virtual double broker_violation(const snapshot& /*snap*/, broker_index /*b*/) const { return 0.0; }
 };
 
 /// The context a goal optimizes in: the shared snapshot, the goals above it, and the action budget.

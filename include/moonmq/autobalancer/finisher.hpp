@@ -1,0 +1,185 @@
+// The detector's step for a goal the goals left unmet: a pair of actions where no single one helps.
+//
+// A distribution goal takes one action at a time, each of which must lower its own violation while every goal above
+// it accepts it. That can leave it stuck: a broker below the PARTITION_COUNT band whose network load is at the top
+// of its band can take no partition, although trading one of its busier partitions for a quieter one first would
+// make room. For the first goal still unmet, the finisher looks for such pairs around the brokers that violate it:
+// a first action (a move to or from such a broker, or a trade with it) after which the goals above it and the goal
+// itself are no worse off (standings.hpp), then a move to or from the same broker after which the goals above are
+// still no worse off than before the pair and the goal's summed violation is strictly lower. A single action that
+// already does that is a pair without a second step. Of the pairs found it takes the one that removes the most
+// violation per byte it adds to the plan (pairs that save bytes first), and repeats while the budget lasts and
+// something helps; each pair lowers a goal's violation without raising any above it, so this terminates.
+//
+// The work is bounded whatever the cluster's size: `max_targets` violating brokers, `max_scanned` partitions per
+// broker and side, `max_partners` other brokers (in a larger cluster, those violating the goal), `max_steps` pairs.
+// Thread safety: pure function over its arguments.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "moonmq/autobalancer/action.hpp"
+#include "moonmq/autobalancer/goals/goal.hpp"
+#include "moonmq/autobalancer/model/snapshot.hpp"
+#include "moonmq/autobalancer/standings.hpp"
+
+namespace moonmq::autobalancer {
+
+class finisher {
+ public:
+  static constexpr std::size_t max_targets = 4;
+  static constexpr std::size_t max_scanned = 16;
+  static constexpr std::size_t max_partners = 16;
+  static constexpr int max_steps = 16;
+
+  /// `before` is the placement the plan starts from, `work` where the goals got to (changed here), `goals` all
+  /// goals in priority order, `raw` the actions so far (appended to), `budget` the partitions the plan may move in
+  /// all. Returns the number of pairs taken. Does nothing unless every goal guards its result.
+  static int run(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
+                 std::size_t budget) {
+    for (goal* g : goals)
+      if (!g->guards_result()) return 0;
+    finisher f{before, work, goals, raw, budget};
+    int taken = 0;
+    while (taken < max_steps && f.step()) ++taken;
+    return taken;
+  }
+
+ private:
+  struct pair {
+    action first;
+    std::optional<action> second;
+    double extra;  ///< bytes added to the plan (negative: saved)
+    double gain;   ///< the goal's summed violation removed
+  };
+
+  finisher(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
+           std::size_t budget)
+      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {}
+
+  /// Bytes the plan copies in addition when `a` is carried out now, and the change in partitions moved.
+  std::pair<double, long> cost_of(const action& a) const {
+    auto one = [&](partition_index q, broker_index to, double& bytes, long& count) {
+      const int d = static_cast<int>(to != before_.owner(q)) - static_cast<int>(work_.owner(q) != before_.owner(q));
+      bytes += d * work_.load(q, resource::disk);
+      count += d;
+    };
+    double bytes = 0;
+    long count = 0;
+    one(a.partition, a.dest, bytes, count);
+    if (a.type == action_type::swap) one(a.swap_partition, a.src, bytes, count);
+    return {bytes, count};
+  }
+
+  std::size_t moved() const {
+    std::size_t n = 0;
+    for (partition_index p = 0; p < work_.partition_count(); ++p) n += work_.owner(p) != before_.owner(p);
+    return n;
+  }
+
+  /// Up to max_scanned movable partitions of `b`.
+  std::vector<partition_index> some_of(broker_index b) const {
+    std::vector<partition_index> out;
+    for (partition_index q : work_.partitions_on(b)) {
+      if (out.size() >= max_scanned) break;
+      if (work_.movable(q)) out.push_back(q);
+    }
+    return out;
+  }
+
+  /// Moves to and from `u` (and, when `trades`, trades with it) with the brokers in `partners`.
+  std::vector<action> actions_around(broker_index u, const std::vector<broker_index>& partners, bool trades) const {
+    std::vector<action> out;
+    const std::vector<partition_index> mine = some_of(u);
+    for (broker_index x : partners) {
+      if (x == u) continue;
+      const std::vector<partition_index> theirs = some_of(x);
+      for (partition_index q : mine) out.push_back(action::move(q, u, x));
+      for (partition_index r : theirs) out.push_back(action::move(r, x, u));
+      if (trades)
+        for (partition_index q : mine)
+          for (partition_index r : theirs) out.push_back(action::swap(q, u, x, r));
+    }
+    return out;
+  }
+
+  bool better(const pair& x, const pair& y) const {
+    const bool xs = x.extra <= 0, ys = y.extra <= 0;
+    if (xs != ys) return xs;
+    if (xs) return x.gain > y.gain;
+    return x.gain / x.extra > y.gain / y.extra;
+  }
+
+  /// Finds and takes the best pair for the first unmet goal; false when every goal is met or nothing helps.
+  bool step() {
+    std::size_t k = 0;
+    while (k < goals_.size() && goals_[k]->satisfied(work_)) ++k;
+    if (k == goals_.size()) return false;
+    const std::size_t n = work_.broker_count();
+    std::vector<broker_index> violating;
+    for (broker_index b = 0; b < n; ++b)
+      if (goals_[k]->broker_violation(work_, b) > standings::eps) violating.push_back(b);
+    std::stable_sort(violating.begin(), violating.end(), [&](broker_index x, broker_index y) {
+      return goals_[k]->broker_violation(work_, x) > goals_[k]->broker_violation(work_, y);
+    });
+    std::vector<broker_index> partners;
+    if (n <= max_partners) {
+      for (broker_index b = 0; b < n; ++b) partners.push_back(b);
+    } else {
+      partners.assign(violating.begin(), violating.begin() + std::min(violating.size(), max_partners));
+    }
+    const standings base(work_, goals_);
+    const long room = static_cast<long>(budget_) - static_cast<long>(moved());
+    std::vector<double> sums(k + 1);
+    std::optional<pair> best;
+    for (std::size_t t = 0; t < violating.size() && t < max_targets; ++t) {
+      const broker_index u = violating[t];
+      for (const action& a1 : actions_around(u, partners, true)) {
+        if (!work_.valid(a1)) continue;
+        const auto [bytes1, count1] = cost_of(a1);
+        if (count1 > room) continue;
+        work_.apply(a1);
+        const broker_index touched1[] = {a1.src, a1.dest};
+        if (base.no_worse_at(work_, goals_, k + 1, touched1, sums.data())) {
+          if (sums[k] < base.sum(k) - standings::eps) {
+            pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
+            if (!best || better(p, *best)) best = p;
+          }
+          for (const action& a2 : actions_around(u, partners, false)) {
+            if (!work_.valid(a2)) continue;
+            const auto [bytes2, count2] = cost_of(a2);
+            if (count1 + count2 > room) continue;
+            work_.apply(a2);
+            const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
+            if (base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) &&
+                sums[k] < base.sum(k) - standings::eps) {
+              pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
+              if (!best || better(p, *best)) best = p;
+            }
+            work_.undo(a2);
+          }
+        }
+        work_.undo(a1);
+      }
+    }
+    if (!best) return false;
+    work_.apply(best->first);
+    raw_.push_back(best->first);
+    if (best->second) {
+      work_.apply(*best->second);
+      raw_.push_back(*best->second);
+    }
+    return true;
+  }
+
+  const snapshot& before_;
+  snapshot& work_;
+  std::span<goal* const> goals_;
+  std::vector<action>& raw_;
+  std::size_t budget_;
+};
+
+}  // namespace moonmq::autobalancer
