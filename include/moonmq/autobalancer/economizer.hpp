@@ -17,7 +17,8 @@
 //
 // The work is bounded whatever the cluster's size: at most `max_examined` moved partitions per round,
 // `candidate_tries` candidates per alternative, and for a repair `max_repaired` partitions per round, `repair_steps`
-// moves each, and `repair_scanned` partitions of a broker searched per move.
+// moves each, `repair_scanned` partitions of a broker searched per move; and `max_looked_at` candidates looked at in
+// all per run.
 // Thread safety: pure function over its arguments.
 #pragma once
 
@@ -40,7 +41,9 @@ class economizer {
   /// Moved partitions examined per round, largest first.
   static constexpr std::size_t max_examined = 512;
   /// Partitions of one broker scanned for candidates.
-  static constexpr std::size_t max_scanned = 4096;
+  static constexpr std::size_t max_scanned = 512;
+  /// Candidates (partition and destination) looked at per run, in all alternatives together.
+  static constexpr std::size_t max_looked_at = 300'000;
   /// Rounds over the moved partitions (each may open savings for the next).
   static constexpr int rounds = 3;
   /// Moved partitions per round that are sent back and repaired, moves per repair, partitions of a broker searched
@@ -67,6 +70,7 @@ class economizer {
       double gained = 0;
       std::size_t repaired = 0;
       for (partition_index p : e.moved()) {
+        if (e.looked_at_ >= max_looked_at) break;
         if (work.owner(p) == before.owner(p)) continue;  // returned by a step earlier in this round
         double g = e.improve(p);
         if (g <= 0 && met && repaired < max_repaired && work.owner(p) != before.owner(p)) {
@@ -161,8 +165,12 @@ class economizer {
     for (std::size_t i = 0; i < n; ++i) {
       partition_index q = members[i];
       if (q == p || !work_.movable(q)) continue;
-      for (broker_index b = 0; b < work_.broker_count(); ++b) {
-        if (b == from || b == skip || (to != no_index && b != to) || !work_.can_receive(b)) continue;
+      const broker_index first = to == no_index ? 0 : to;
+      const broker_index last = to == no_index ? static_cast<broker_index>(work_.broker_count()) : to + 1;
+      for (broker_index b = first; b < last; ++b) {
+        if (b == from || b == skip || !work_.can_receive(b)) continue;
+        if (looked_at_ >= max_looked_at) break;
+        ++looked_at_;
         double e = extra(q, b);
         if (e < limit) out.push_back({e, q, b});
       }
@@ -270,6 +278,8 @@ class economizer {
           if (!everywhere && !in[to]) continue;
           const double e = extra(q, to);
           if (e >= limit) continue;
+          if (looked_at_ >= max_looked_at) return best;
+          ++looked_at_;
           const action a = action::move(q, from, to);
           const double was = weighted_violation(a);
           work_.apply(a);
@@ -316,6 +326,7 @@ class economizer {
   std::span<goal* const> goals_;
   std::vector<action>& raw_;
   std::size_t budget_;
+  mutable std::size_t looked_at_ = 0;  ///< candidates looked at so far (max_looked_at)
   std::size_t moved_count_ = 0;  ///< partitions placed elsewhere than in before_
 };
 

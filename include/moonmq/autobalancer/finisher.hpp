@@ -12,7 +12,9 @@
 // something helps; each pair lowers a goal's violation without raising any above it, so this terminates.
 //
 // The work is bounded whatever the cluster's size: `max_targets` violating brokers, `max_scanned` partitions per
-// broker and side, `max_partners` other brokers (in a larger cluster, those violating the goal), `max_steps` pairs.
+// broker and side, `max_partners` other brokers (in a larger cluster, those violating the goal), `max_steps` pairs,
+// and `max_evaluations` candidate placements judged in all. It does nothing when the budget is spent: a goal that is
+// unmet only because the plan is full continues in the next detection.
 // Thread safety: pure function over its arguments.
 #pragma once
 
@@ -34,6 +36,8 @@ class finisher {
   static constexpr std::size_t max_scanned = 16;
   static constexpr std::size_t max_partners = 16;
   static constexpr int max_steps = 16;
+  /// Candidate placements judged per run, whatever the cluster's size.
+  static constexpr std::size_t max_evaluations = 200'000;
 
   /// `before` is the placement the plan starts from, `work` where the goals got to (changed here), `goals` all
   /// goals in priority order, `raw` the actions so far (appended to), `budget` the partitions the plan may move in
@@ -44,7 +48,7 @@ class finisher {
       if (!g->guards_result()) return 0;
     finisher f{before, work, goals, raw, budget};
     int taken = 0;
-    while (taken < max_steps && f.step()) ++taken;
+    while (taken < max_steps && f.evaluations_ < max_evaluations && f.step()) ++taken;
     return taken;
   }
 
@@ -131,14 +135,17 @@ class finisher {
     } else {
       partners.assign(violating.begin(), violating.begin() + std::min(violating.size(), max_partners));
     }
-    const standings base(work_, goals_);
     const long room = static_cast<long>(budget_) - static_cast<long>(moved());
+    if (room <= 0) return false;
+    const standings base(work_, goals_);
     std::vector<double> sums(k + 1);
     std::optional<pair> best;
     for (std::size_t t = 0; t < violating.size() && t < max_targets; ++t) {
       const broker_index u = violating[t];
       for (const action& a1 : actions_around(u, partners, true)) {
+        if (evaluations_ >= max_evaluations) break;
         if (!work_.valid(a1)) continue;
+        ++evaluations_;
         const auto [bytes1, count1] = cost_of(a1);
         if (count1 > room) continue;
         work_.apply(a1);
@@ -150,6 +157,7 @@ class finisher {
           }
           for (const action& a2 : actions_around(u, partners, false)) {
             if (!work_.valid(a2)) continue;
+            ++evaluations_;
             const auto [bytes2, count2] = cost_of(a2);
             if (count1 + count2 > room) continue;
             work_.apply(a2);
@@ -180,6 +188,7 @@ class finisher {
   std::span<goal* const> goals_;
   std::vector<action>& raw_;
   std::size_t budget_;
+  std::size_t evaluations_ = 0;
 };
 
 }  // namespace moonmq::autobalancer
