@@ -10,7 +10,8 @@
 //   - one cheaper move first that makes room (a smaller partition leaves the broker it left, for any broker, or one
 //     from a third broker comes to take its place), then going back or trading as above;
 //   - going back although no goal accepts that alone, then repairing what it breaks with a few smaller moves, each
-//     the one that mends the goals most per byte it copies; the sequence is kept only when, taken as a whole, it
+//     the one that mends the goals most per byte it copies (or, tried as well, the one that mends them most); the
+//     cheaper repair is kept, and the sequence is kept only when, taken as a whole, it
 //     passes the rule every goal applies to one action (standings.hpp) and copies fewer bytes than the move it
 //     replaces.
 // A move costs the partition's bytes on disk: that is what the copy transfers.
@@ -49,7 +50,7 @@ class economizer {
   /// Moved partitions per round that are sent back and repaired, moves per repair, partitions of a broker searched
   /// for one repair move, and the cluster size up to which every broker is searched (above it, only those involved).
   static constexpr std::size_t max_repaired = 64;
-  static constexpr int repair_steps = 6;
+  static constexpr int repair_steps = 10;
   static constexpr std::size_t repair_scanned = 1024;
   static constexpr std::size_t small_cluster = 32;
 
@@ -252,15 +253,17 @@ class economizer {
   };
 
   /// The move, other than of `p`, that removes the most weighted violation per extra byte (moves that save bytes
-  /// first), adding less than `limit` bytes; partitions of the brokers in `involved` leave for any broker, and any
+  /// first; with `per_byte` false, the most weighted violation), adding less than `limit` bytes; partitions of the brokers in `involved` leave for any broker, and any
   /// broker's partitions may come to them (in a cluster over small_cluster brokers, only among `involved`).
-  std::optional<repair_move> best_repair(partition_index p, const std::vector<broker_index>& involved, double limit) {
+  std::optional<repair_move> best_repair(partition_index p, const std::vector<broker_index>& involved, double limit,
+                                         bool per_byte) {
     const std::size_t n = work_.broker_count();
     std::vector<char> in(n, 0);
     for (broker_index b : involved) in[b] = 1;
     const bool everywhere = n <= small_cluster;
     std::optional<repair_move> best;
-    auto better = [](const repair_move& x, const repair_move& y) {
+    auto better = [per_byte](const repair_move& x, const repair_move& y) {
+      if (!per_byte) return x.gain != y.gain ? x.gain > y.gain : x.extra < y.extra;
       const bool xs = x.extra <= 0, ys = y.extra <= 0;
       if (xs != ys) return xs;
       if (xs) return x.gain > y.gain;
@@ -297,29 +300,47 @@ class economizer {
   /// Sends moved partition `p` home and repairs what that breaks (see the file comment); returns the bytes saved.
   double send_home_and_repair(partition_index p) {
     const broker_index home = before_.owner(p), now = work_.owner(p);
-    const action back = action::move(p, now, home);
-    if (!work_.valid(back)) return 0;
+    if (!work_.valid(action::move(p, now, home))) return 0;
+    // Two ways of choosing each repair move: most violation mended per byte, or most violation mended. The one whose
+    // repair copies fewer bytes is kept.
+    const std::size_t mark = raw_.size();
+    const std::optional<double> per_byte = repair_after_return(p, true);
+    std::vector<action> kept(raw_.begin() + static_cast<std::ptrdiff_t>(mark), raw_.end());
+    rewind(mark);
+    const std::optional<double> most = repair_after_return(p, false);
+    if (most && (!per_byte || *most <= *per_byte)) return cost(p) - *most;
+    rewind(mark);
+    if (!per_byte) return 0;
+    for (const action& a : kept) take(a);
+    return cost(p) - *per_byte;
+  }
+
+  /// Sends `p` home and repairs; returns the extra bytes the repair copies (less than p's), with the actions taken,
+  /// or nothing (and nothing taken).
+  std::optional<double> repair_after_return(partition_index p, bool per_byte) {
+    const broker_index home = before_.owner(p), now = work_.owner(p);
     const double c = cost(p);
     const std::size_t mark = raw_.size();
     const standings base(work_, goals_);
     std::vector<broker_index> involved{home, now};
-    take(back);
+    take(action::move(p, now, home));
     double spent = 0;
     for (int step = 0; step < repair_steps; ++step) {
-      auto m = best_repair(p, involved, c - spent);
+      auto m = best_repair(p, involved, c - spent, per_byte);
       if (!m) break;
       take(m->a);
       spent += m->extra;
       for (broker_index b : {m->a.src, m->a.dest})
         if (std::find(involved.begin(), involved.end(), b) == involved.end()) involved.push_back(b);
       if (base.no_worse_at(work_, goals_, goals_.size(), involved)) {
-        if (spent < c && moved_count_ <= budget_) return c - spent;
+        if (spent < c && moved_count_ <= budget_) return spent;
         break;
       }
     }
     rewind(mark);
-    return 0;
+    return std::nullopt;
   }
+
 
   const snapshot& before_;
   snapshot& work_;
