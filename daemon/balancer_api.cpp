@@ -60,6 +60,20 @@ std::string autobalancer_document(const cluster::balance_status& s, const std::s
         put(w, "swap_topic", a.swap_topic);
         put(w, "swap_partition", a.swap_partition);
       }
+      put(w, "chosen_by", a.chosen_by);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("out_of_band");  // why brokers stay out of band once the plan is carried out
+    w.StartArray();
+    for (const auto& f : s.out_of_band) {
+      w.StartObject();
+      put(w, "broker", f.broker);
+      put(w, "goal", f.goal);
+      put(w, "value", f.value);
+      put(w, "lower", f.lower);
+      put(w, "upper", f.upper);
+      put(w, "why", f.why);
       w.EndObject();
     }
     w.EndArray();

@@ -22,6 +22,37 @@ status read_goal(const rapidjson::Value& v, const std::string& path, goal_config
   return r.finish();
 }
 
+status read_capacity(const rapidjson::Value& v, const std::string& path, broker_capacity& c) {
+  json::object_reader r(v, path);
+  r.get("NwIn", c.nw_in);
+  r.get("NwOut", c.nw_out);
+  r.get("Disk", c.disk);
+  for (auto [key, value] : {std::pair<const char*, double>{"NwIn", c.nw_in}, {"NwOut", c.nw_out}, {"Disk", c.disk}})
+    if (r.ok() && value < 0) r.fail(key, "must not be negative (0 = not stated)");
+  return r.finish();
+}
+
+status read_capacities(const rapidjson::Value& v, const std::string& path, autobalance_config& c) {
+  json::object_reader r(v, path);
+  if (const auto* d = r.member("Default")) {
+    if (auto s = read_capacity(*d, r.child_path("Default"), c.default_capacity); !s) return s;
+  }
+  if (const auto* brokers = r.member("Brokers")) {
+    if (!brokers->IsObject()) {
+      r.fail("Brokers", std::string("expected an object of broker ids, got ") + json::type_name(*brokers));
+    } else {
+      c.capacity.clear();
+      for (auto it = brokers->MemberBegin(); it != brokers->MemberEnd(); ++it) {
+        std::string id(it->name.GetString(), it->name.GetStringLength());
+        broker_capacity b;
+        if (auto s = read_capacity(it->value, r.child_path("Brokers") + "." + id, b); !s) return s;
+        c.capacity[id] = b;
+      }
+    }
+  }
+  return r.finish();
+}
+
 }  // namespace
 
 status read_autobalance_config(const rapidjson::Value& v, const std::string& path, autobalance_config& c) {
@@ -36,6 +67,10 @@ status read_autobalance_config(const rapidjson::Value& v, const std::string& pat
   r.get("MaxMovesPerBroker", c.max_moves_per_broker);
   r.get("ExcludedTopics", c.excluded_topics);
   r.get("ExcludedBrokers", c.excluded_brokers);
+  r.get("MaxUtilization", c.max_utilization);
+  if (const auto* cap = r.member("Capacity")) {
+    if (auto s = read_capacities(*cap, r.child_path("Capacity"), c); !s) return s;
+  }
   if (const auto* goals = r.member("Goals")) {
     if (!goals->IsArray()) {
       r.fail("Goals", std::string("expected an array of goals, got ") + json::type_name(*goals));
@@ -59,6 +94,7 @@ status read_autobalance_config(const rapidjson::Value& v, const std::string& pat
   if (c.min_valid > c.window) r.fail("MinValid", "must not exceed Window");
   if (!(c.percentile > 0 && c.percentile <= 1)) r.fail("Percentile", "must be in (0, 1]");
   if (c.max_moves_per_broker < 1) r.fail("MaxMovesPerBroker", "must be at least 1");
+  if (!(c.max_utilization > 0 && c.max_utilization <= 1)) r.fail("MaxUtilization", "must be in (0, 1]");
   return r.finish();
 }
 

@@ -16,7 +16,8 @@ namespace moonmq::autobalancer {
 
 namespace {
 
-constexpr const char* usage = "usage: moonmq-plan SNAPSHOT.json|- [--converge] [--max-passes N] [--text]";
+constexpr const char* usage =
+    "usage: moonmq-plan SNAPSHOT.json|- [--converge] [--max-passes N] [--text] [--explain]";
 
 int fail(const std::string& message) {
   std::cerr << "moonmq-plan: " << message << "\n";
@@ -27,7 +28,7 @@ int fail(const std::string& message) {
 
 int run_planner_cli(int argc, char** argv, const goal_registry& registry) {
   std::string path;
-  bool converge = false, text = false;
+  bool converge = false, text = false, explain = false;
   std::size_t max_passes = 1000;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -35,6 +36,8 @@ int run_planner_cli(int argc, char** argv, const goal_registry& registry) {
       converge = true;
     } else if (arg == "--text") {
       text = true;
+    } else if (arg == "--explain") {
+      explain = true;
     } else if (arg == "--max-passes") {
       if (i + 1 >= argc) return fail("--max-passes needs a number; " + std::string(usage));
       char* end = nullptr;
@@ -70,7 +73,7 @@ int run_planner_cli(int argc, char** argv, const goal_registry& registry) {
   auto detector = anomaly_detector::create(input->config, registry);
   if (!detector) return fail(path + ": autobalance." + detector.message());
 
-  planner_report report = run_planner(std::move(input->snap), *detector, converge, max_passes);
+  planner_report report = run_planner(std::move(input->snap), *detector, converge, max_passes, explain);
   std::cout << (text ? render_plan_text(report) : render_plan_json(report) + "\n");
   std::cout.flush();
   return std::cout ? 0 : 1;

@@ -35,6 +35,19 @@ std::string render_planner_input(const snapshot& snap, const autobalance_config*
       w.Key("held_disk");
       w.Double(snap.held_disk(b));
     }
+    bool stated = false;
+    for (std::size_t k = 0; k < resource_count; ++k) stated = stated || snap.capacity(b, static_cast<resource>(k)) > 0;
+    if (stated) {
+      w.Key("capacity");
+      w.StartObject();
+      for (std::size_t k = 0; k < resource_count; ++k) {
+        const double c = snap.capacity(b, static_cast<resource>(k));
+        if (c <= 0) continue;
+        w.Key(resource_name(static_cast<resource>(k)));
+        w.Double(c);
+      }
+      w.EndObject();
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -70,6 +83,29 @@ std::string render_planner_input(const snapshot& snap, const autobalance_config*
     w.StartArray();
     for (const auto& b : config->excluded_brokers) str(b);
     w.EndArray();
+    w.Key("MaxUtilization");
+    w.Double(config->max_utilization);
+    auto capacity = [&](const broker_capacity& c) {
+      w.StartObject();
+      for (auto [key, value] : {std::pair<const char*, double>{"NwIn", c.nw_in}, {"NwOut", c.nw_out}, {"Disk", c.disk}})
+        if (value > 0) {
+          w.Key(key);
+          w.Double(value);
+        }
+      w.EndObject();
+    };
+    w.Key("Capacity");
+    w.StartObject();
+    w.Key("Default");
+    capacity(config->default_capacity);
+    w.Key("Brokers");
+    w.StartObject();
+    for (const auto& [id, c] : config->capacity) {
+      str(id);
+      capacity(c);
+    }
+    w.EndObject();
+    w.EndObject();
     w.Key("Goals");
     w.StartArray();
     for (const auto& g : config->goals) {
@@ -124,14 +160,25 @@ result<planner_input> parse_planner_input(std::string_view text) {
     std::string id;
     bool active = true;
     double held = 0;
+    load_vector capacity;
     r.get("id", id, true);
     r.get("active", active);
     if (r.get("held_disk", held)) r.non_negative("held_disk", held);
+    if (const auto* cap = r.member("capacity"); cap && r.ok()) {
+      json::object_reader c(*cap, r.child_path("capacity"));
+      for (std::size_t k = 0; k < resource_count; ++k) {
+        const char* key = resource_name(static_cast<resource>(k));
+        if (c.get(key, capacity.v[k]) && capacity.v[k] <= 0) c.fail(key, "must be positive");
+      }
+      if (auto s = c.finish(); !s) return s.err();
+    }
     if (r.ok() && id.empty()) r.fail("id", "must not be empty");
     if (r.ok() && in.snap.find_broker(id) != no_index) r.fail("id", "broker '" + id + "' is listed twice");
     if (auto s = r.finish(); !s) return s.err();
     auto b = in.snap.add_broker(id, active);
     if (held > 0) in.snap.set_held_disk(b, held);
+    for (std::size_t k = 0; k < resource_count; ++k)
+      if (capacity.v[k] > 0) in.snap.set_capacity(b, static_cast<resource>(k), capacity.v[k]);
   }
 
   std::unordered_set<topic_partition> seen;
@@ -175,6 +222,28 @@ void write_totals(rapidjson::Writer<rapidjson::StringBuffer>& w, const broker_to
   w.EndObject();
 }
 
+void write_shortfalls(rapidjson::Writer<rapidjson::StringBuffer>& w, const std::vector<shortfall>& list) {
+  auto str = [&](const std::string& v) { w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size())); };
+  w.StartArray();
+  for (const auto& f : list) {
+    w.StartObject();
+    w.Key("broker");
+    str(f.broker);
+    w.Key("goal");
+    str(f.goal);
+    w.Key("value");
+    w.Double(f.value);
+    w.Key("lower");
+    w.Double(f.lower);
+    w.Key("upper");
+    w.Double(f.upper);
+    w.Key("why");
+    str(f.why);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 }  // namespace
 
 std::string render_plan_json(const planner_report& report) {
@@ -201,9 +270,26 @@ std::string render_plan_json(const planner_report& report) {
       w.Key("swap_partition");
       w.Int(a.swap_partition);
     }
+    if (report.explained) {
+      const std::size_t i = static_cast<std::size_t>(&a - report.actions.data());
+      w.Key("chosen_by");
+      w.String(a.chosen_by.c_str(), static_cast<rapidjson::SizeType>(a.chosen_by.size()));
+      const action_effect& e = report.effects[i];
+      for (auto [key, t] : {std::pair<const char*, const broker_totals*>{"src_before", &e.src_before},
+                            {"src_after", &e.src_after},
+                            {"dest_before", &e.dest_before},
+                            {"dest_after", &e.dest_after}}) {
+        w.Key(key);
+        write_totals(w, *t);
+      }
+    }
     w.EndObject();
   }
   w.EndArray();
+  if (report.explained) {
+    w.Key("out_of_band");
+    write_shortfalls(w, report.out_of_band);
+  }
   w.Key("passes");
   w.Uint64(report.passes);
   w.Key("converged");
@@ -264,6 +350,23 @@ std::string render_plan_text(const planner_report& report) {
                          a.swap_partition);
     else
       out += fmt::format("  MOVE {}-{} {} -> {}\n", a.topic, a.partition, a.src, a.dest);
+    if (!report.explained) continue;
+    const action_effect& e = report.effects[static_cast<std::size_t>(&a - report.actions.data())];
+    auto line = [&](const std::string& id, const broker_totals& x, const broker_totals& y) {
+      return fmt::format("      {:<10} nw_in {} > {}, nw_out {} > {}, disk {} > {}, partitions {} > {}\n", id,
+                         human(x.load[resource::nw_in]), human(y.load[resource::nw_in]),
+                         human(x.load[resource::nw_out]), human(y.load[resource::nw_out]),
+                         human(x.load[resource::disk]), human(y.load[resource::disk]), x.partitions, y.partitions);
+    };
+    out += "      chosen by " + a.chosen_by + "\n";
+    out += line(a.src, e.src_before, e.src_after);
+    out += line(a.dest, e.dest_before, e.dest_after);
+  }
+  if (report.explained) {
+    out += report.out_of_band.empty() ? "\nevery broker is inside every band\n" : "\nstill out of band:\n";
+    for (const auto& f : report.out_of_band)
+      out += fmt::format("  {} {}: {} outside {}..{}: {}\n", f.broker, f.goal, human(f.value), human(f.lower),
+                         human(f.upper), f.why);
   }
   return out;
 }

@@ -106,6 +106,10 @@ struct balance_loop::impl {
   std::map<topic_partition, int> open_streak;
   static constexpr int max_transaction_passes = 3;
   std::vector<tracked> inflight;
+  /// The last plan had moves left for later (MaxMovesPerBroker): the loop watches the moves in flight and runs the
+  /// next pass as soon as one ends, not at the end of the interval.
+  bool deferred = false;
+  static constexpr auto watch_period = std::chrono::seconds(1);
   std::optional<controller_claim> claim;
   bool superseded = false;
   bool standby = false;  // with Raft: not the leader, so nothing to do this pass
@@ -209,6 +213,8 @@ struct balance_loop::impl {
       if (!fresh && l.size_bytes > it->second.second.size_bytes) it->second = {broker, l};
     };
     model.set_broker(self(), true);
+    // What each broker's disk holds beyond its partitions (copies left by moves) takes room under its disk capacity.
+    model.set_held_disk(self(), unserved_bytes(st.store, st.ownership, opt.self));
     for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers))
       offer(self(), l);
     for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -218,6 +224,7 @@ struct balance_loop::impl {
         inactive.insert(opt.peers[i]);
         continue;
       }
+      model.set_held_disk(opt.peers[i], wire::read_held_bytes(answers[i].body));
       for (const auto& l : *loads) offer(opt.peers[i], l);
     }
 
@@ -355,6 +362,7 @@ struct balance_loop::impl {
 
   /// Step 5.
   asio::awaitable<void> execute(const std::vector<described_action>& plan) {
+    deferred = false;
     std::map<std::string, std::uint32_t> busy;
     for (const auto& t : inflight) {
       ++busy[t.move.src];
@@ -366,6 +374,7 @@ struct balance_loop::impl {
         if (superseded) co_return;
         if (busy[w.src] >= limit || busy[w.dest] >= limit) {
           st.metrics.add(metrics::ab_actions, {{"type", w.type}, {"result", "deferred"}}, 1);
+          deferred = true;
           continue;
         }
         auto id = co_await start(w);
@@ -435,6 +444,7 @@ struct balance_loop::impl {
     double detect_seconds = 0;
     bool satisfied = false;
     std::vector<described_action> described;
+    std::vector<autobalancer::shortfall> shortfalls;
     std::vector<broker_view> views;
 
     if (!superseded) {
@@ -472,7 +482,17 @@ struct balance_loop::impl {
         autobalancer::plan plan = detector.detect(snap);
         satisfied = detector.satisfied(snap);
         detect_seconds = steady_now() - d0;
-        for (const auto& a : plan.actions) described.push_back(autobalancer::describe(snap, a));
+        for (std::size_t i = 0; i < plan.actions.size(); ++i) {
+          described.push_back(autobalancer::describe(snap, plan.actions[i]));
+          described.back().chosen_by = plan.chosen_by[i];
+        }
+        if (!satisfied) {  // why, once this plan is carried out
+          autobalancer::snapshot after = snap;
+          autobalancer::apply_plan(after, plan);
+          std::size_t moves = 0;
+          for (const auto& a : plan.actions) moves += a.type == autobalancer::action_type::swap ? 2 : 1;
+          shortfalls = detector.shortfalls(after, moves >= opt.config.max_actions_per_detect);
+        }
         views = views_of(snap);
         return true;
       });
@@ -522,6 +542,7 @@ struct balance_loop::impl {
       last.last_detect_seconds = detect_seconds;
       last.satisfied = satisfied;
       last.last_plan = std::move(described);
+      last.out_of_band = std::move(shortfalls);
       last.brokers = std::move(views);
     }
     last.moves.clear();
@@ -562,12 +583,25 @@ asio::awaitable<void> balance_loop::run() {
   }
   while (!impl_->stopping) {
     if (!impl_->paused) (void)co_await impl_->pass();
-    if (impl_->stopping) break;
-    asio::steady_timer sleep(ex, std::chrono::seconds(impl_->opt.config.interval_seconds));
-    impl_->sleeping = &sleep;
-    asio::error_code ignored;
-    co_await sleep.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
-    impl_->sleeping = nullptr;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(impl_->opt.config.interval_seconds);
+    while (!impl_->stopping) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) break;
+      // With moves waiting for a slot, look at the moves in flight every watch_period and start the next pass as
+      // soon as one has ended.
+      const bool watch = impl_->deferred && !impl_->inflight.empty() && !impl_->paused && !impl_->superseded;
+      asio::steady_timer sleep(ex, watch ? std::min<std::chrono::steady_clock::duration>(left, impl::watch_period)
+                                         : left);
+      impl_->sleeping = &sleep;
+      asio::error_code ec;
+      co_await sleep.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      impl_->sleeping = nullptr;
+      if (ec) break;  // stopped, or resumed by an operator: the next pass now
+      if (!watch) continue;
+      const std::size_t before = impl_->inflight.size();
+      co_await impl_->follow();
+      if (impl_->inflight.size() < before) break;
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "support/daemon_process.hpp"
@@ -199,4 +200,52 @@ TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting",
   REQUIRE(m);
   CHECK(m->body.find("moonmq_autobalancer_is_controller 0") != std::string::npos);
   CHECK(m->body.find("moonmq_autobalancer_passes_total{result=\"superseded\"}") != std::string::npos);
+}
+
+TEST_CASE("e2e: with moves waiting for a slot, the next pass starts when a move ends, not at the next interval",
+          "[e2e][autobalance]") {
+  // One move at a time per broker (MaxMovesPerBroker 1) and a 60 s interval: the first pass plans several moves off
+  // b1 and starts one; the loop watches it and plans again as soon as it has ended.
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  b1.configure(all, "",
+               "\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":60,\"DryRun\":false,\"MinValid\":0,"
+               "\"MaxMovesPerBroker\":1,\"Goals\":[{\"Name\":\"DISK\"}]}");
+  b2.configure(all);
+  b3.configure(all);
+  // The topic first, on b1 alone, before the balancer's first pass sees it: start b1 last.
+  b2.start();
+  b3.start();
+  b1.start();
+  auto cl = b1.api();
+  REQUIRE(cl.Post("/v1/topics", R"({"name":"orders","partitions":6})", "application/json")->status == 200);
+  for (int p = 0; p < 6; ++p)
+    for (int i = 0; i < 20; ++i)
+      REQUIRE(cl.Post("/v1/topics/orders/records",
+                      "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"" + std::string(2000, 'x') +
+                          "\"}]}",
+                      "application/json")
+                  ->status == 200);
+  // Resuming runs a pass at once (the first one, at start, saw no topic).
+  REQUIRE(cl.Post("/v1/autobalancer/resume", "", "application/json")->status == 200);
+
+  auto succeeded = [&] {
+    auto m = cl.Get("/metrics");
+    if (!m || m->status != 200) return 0.0;
+    std::istringstream lines(m->body);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("moonmq_autobalancer_actions_total{", 0) == 0 && line.find("result=\"succeeded\"") != line.npos &&
+          line.find("type=\"MOVE\"") != line.npos)
+        return std::stod(line.substr(line.rfind(' ') + 1));
+    return 0.0;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const auto until = started + std::chrono::seconds(50);  // well before the second interval's pass
+  while (succeeded() < 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(succeeded() >= 2);
+  auto status = get_json(b1, "/v1/autobalancer");
+  REQUIRE(status.IsObject());
+  CHECK(status["passes"].GetUint64() >= 3);  // at start, on resume, and after the first move ended
 }

@@ -338,23 +338,31 @@ int main(int argc, char** argv) {
     };
   });
 
-  bool plan_last = false, plan_converge = false;
+  bool plan_last = false, plan_converge = false, plan_explain = false;
   auto* plan = app.add_subcommand(
       "plan", "the live cluster through the planner, here (a dry run: nothing moves), with each broker before/after");
   plan->add_flag("--converge", plan_converge, "apply each plan and plan again until nothing is left to do");
   plan->add_flag("--last", plan_last, "instead, the balance loop's own last plan");
+  plan->add_flag("--explain", plan_explain,
+                 "say for each action the goal that chose it and its brokers before and after, and why a broker stays "
+                 "out of band");
   plan->callback([&] {
     run = [&](broker_client& c) {
       if (plan_last)
-        return show(o, c.get("/v1/autobalancer"), [](const rapidjson::Document& d) {
-          table t({"TYPE", "PARTITION", "FROM", "TO", "SWAPPED WITH"});
+        return show(o, c.get("/v1/autobalancer"), [&](const rapidjson::Document& d) {
+          table t({"TYPE", "PARTITION", "FROM", "TO", "SWAPPED WITH", "CHOSEN BY"});
           for (const auto& a : array(d, "plan").GetArray())
             t.add({str(a, "type"), str(a, "topic") + "-" + str(a, "partition"), str(a, "src"), str(a, "dest"),
-                   a.HasMember("swap_topic") ? str(a, "swap_topic") + "-" + str(a, "swap_partition") : ""});
+                   a.HasMember("swap_topic") ? str(a, "swap_topic") + "-" + str(a, "swap_partition") : "",
+                   str(a, "chosen_by")});
           if (t.empty())
             std::cout << "the last plan is empty" << (flag(d, "satisfied") ? ": every goal is met" : "") << "\n";
           else
             std::cout << t.render();
+          if (plan_explain && d.HasMember("out_of_band") && d["out_of_band"].IsArray())
+            for (const auto& f : d["out_of_band"].GetArray())
+              std::cout << "out of band: " << str(f, "broker") << " " << str(f, "goal") << ": " << str(f, "why")
+                        << "\n";
         });
       auto snap = c.get("/v1/autobalancer/snapshot");
       if (!snap.ok()) return failed(snap);
@@ -368,7 +376,8 @@ int main(int argc, char** argv) {
         std::cerr << "moonmqctl: " << detector.message() << "\n";
         return exit_refused;
       }
-      auto report = moonmq::autobalancer::run_planner(std::move(input->snap), *detector, plan_converge, 1000);
+      auto report = moonmq::autobalancer::run_planner(std::move(input->snap), *detector, plan_converge, 1000,
+                                                         plan_explain);
       std::cout << (o.json ? moonmq::autobalancer::render_plan_json(report)
                            : moonmq::autobalancer::render_plan_text(report));
       if (o.json) std::cout << "\n";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ struct goal_config {
                                            ///< undone as not worth moving data for (default 0.05)
 };
 
+/// What a broker can carry (`Autobalance.Capacity`): inbound and outbound bytes per second and bytes on disk.
+/// 0 = not stated.
+struct broker_capacity {
+  double nw_in = 0;
+  double nw_out = 0;
+  double disk = 0;
+  bool operator==(const broker_capacity&) const = default;
+};
+
 /// `Server.Autobalance`.
 struct autobalance_config {
   bool enabled = false;
@@ -33,6 +43,24 @@ struct autobalance_config {
   std::vector<goal_config> goals = default_goals();
   std::vector<std::string> excluded_topics;   ///< never move
   std::vector<std::string> excluded_brokers;  ///< never receive
+  /// `Capacity.Default`: for every broker not listed in `Capacity.Brokers` (and for the resources a listed one leaves
+  /// unstated).
+  broker_capacity default_capacity;
+  /// `Capacity.Brokers`, by broker id.
+  std::map<std::string, broker_capacity> capacity;
+  /// With capacities known, no broker is planned above this share of a capacity (`MaxUtilization`).
+  double max_utilization = 0.8;
+
+  /// The capacity that applies to broker `id`: its own entry, its unstated resources from the default.
+  broker_capacity capacity_of(const std::string& id) const {
+    broker_capacity c = default_capacity;
+    if (auto it = capacity.find(id); it != capacity.end()) {
+      if (it->second.nw_in > 0) c.nw_in = it->second.nw_in;
+      if (it->second.nw_out > 0) c.nw_out = it->second.nw_out;
+      if (it->second.disk > 0) c.disk = it->second.disk;
+    }
+    return c;
+  }
 
   static std::vector<goal_config> default_goals() {
     return {{"NW_IN", {}, {}, {}}, {"NW_OUT", {}, {}, {}}, {"DISK", {}, {}, {}}, {"PARTITION_COUNT", {}, {}, {}}};

@@ -16,6 +16,7 @@
 // Thread safety: one detect() at a time per detector (goals keep per-run state).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
 #include "moonmq/autobalancer/model/snapshot.hpp"
+#include "moonmq/autobalancer/shortfalls.hpp"
 #include "moonmq/core/result.hpp"
 
 namespace moonmq::autobalancer {
@@ -34,6 +36,9 @@ namespace moonmq::autobalancer {
 /// What one detection decided: actions against the snapshot it was given, in execution order.
 struct plan {
   std::vector<action> actions;
+  /// Parallel to `actions`: the steps that chose each one, in order ("NW_IN", "DISK, economizer", "finisher for
+  /// PARTITION_COUNT").
+  std::vector<std::string> chosen_by;
   bool empty() const noexcept { return actions.empty(); }
 };
 
@@ -64,14 +69,15 @@ class anomaly_detector {
   /// Runs every goal on a copy of `snap` and returns the plan. `snap` is not changed.
   plan detect(const snapshot& snap) {
     snapshot work = snap;
-    for (const auto& t : config_.excluded_topics) work.exclude_topic(t);
-    for (const auto& b : config_.excluded_brokers) work.exclude_broker(b);
+    configure(work);
 
     std::vector<goal*> order;
     for (auto& g : goals_) order.push_back(g.get());
     for (goal* g : order) g->prepare(work);
 
     std::vector<action> raw;
+    std::vector<std::string> origin;  // parallel to raw: which step took each action
+    auto label = [&](const std::string& who) { origin.resize(raw.size(), who); };
     const std::size_t budget = config_.max_actions_per_detect;
     for (int round = 0; round < goal_rounds; ++round) {
       // Partition moves live so far (a SWAP is two, as it may be split when chained).
@@ -83,17 +89,40 @@ class anomaly_detector {
         optimization ctx(work, std::span<goal* const>(order.data(), i), raw, budget - spent);
         order[i]->optimize(ctx);
         spent += ctx.spent();
+        label(std::string(order[i]->name()));
       }
       // The economizer's own steps can complete what the goals left, which opens its repairs to a second run.
       auto economize = [&] {
-        for (int run = 0; run < 2; ++run)
-          if (economizer::run(snap, work, order, raw, budget) <= 0) break;
+        for (int run = 0; run < 2; ++run) {
+          const double saved = economizer::run(snap, work, order, raw, budget);
+          label("economizer");
+          if (saved <= 0) break;
+        }
       };
       economize();
-      if (!all_met(work) && finisher::run(snap, work, order, raw, budget) > 0) economize();
+      if (!all_met(work)) {
+        std::size_t unmet = 0;
+        while (unmet < order.size() && order[unmet]->satisfied(work)) ++unmet;
+        const int pairs = finisher::run(snap, work, order, raw, budget);
+        label("finisher for " + std::string(order[unmet]->name()));
+        if (pairs > 0) economize();
+      }
       if (raw.size() == mark || all_met(work)) break;
     }
-    return chain(snap, work, raw);
+    return chain(snap, work, raw, origin);
+  }
+
+  /// Why brokers are still out of band on `snap` (a placement a plan reached; see shortfalls.hpp). `budget_spent`:
+  /// the plan that reached it held MaxActionsPerDetect moves.
+  std::vector<shortfall> shortfalls(const snapshot& snap, bool budget_spent) {
+    snapshot work = snap;
+    configure(work);
+    std::vector<goal*> order;
+    for (auto& g : goals_) {
+      g->prepare(work);
+      order.push_back(g.get());
+    }
+    return find_shortfalls(work, order, budget_spent);
   }
 
   /// Goal runs per detection: when the goals (and the economizer after them) leave a goal unmet, they run again on
@@ -103,8 +132,7 @@ class anomaly_detector {
   /// Whether every goal is met on `snap` (as the goals judge it; excluded brokers and topics applied).
   bool satisfied(const snapshot& snap) {
     snapshot work = snap;
-    for (const auto& t : config_.excluded_topics) work.exclude_topic(t);
-    for (const auto& b : config_.excluded_brokers) work.exclude_broker(b);
+    configure(work);
     for (auto& g : goals_) g->prepare(work);
     for (auto& g : goals_)
       if (!g->satisfied(work)) return false;
@@ -114,6 +142,21 @@ class anomaly_detector {
  private:
   anomaly_detector() = default;
 
+  /// Applies the configuration to a working copy: excluded topics and brokers, MaxUtilization, and the configured
+  /// capacity of each broker for the resources the snapshot states none for.
+  void configure(snapshot& work) const {
+    for (const auto& t : config_.excluded_topics) work.exclude_topic(t);
+    for (const auto& b : config_.excluded_brokers) work.exclude_broker(b);
+    work.set_max_utilization(config_.max_utilization);
+    for (broker_index b = 0; b < work.broker_count(); ++b) {
+      const broker_capacity c = config_.capacity_of(work.broker_id(b));
+      const double values[resource_count] = {c.nw_in, c.nw_out, c.disk};
+      for (std::size_t r = 0; r < resource_count; ++r)
+        if (work.capacity(b, static_cast<resource>(r)) <= 0 && values[r] > 0)
+          work.set_capacity(b, static_cast<resource>(r), values[r]);
+    }
+  }
+
   /// Whether every goal is met on `work` (already prepared, exclusions applied).
   bool all_met(const snapshot& work) const {
     for (const auto& g : goals_)
@@ -122,23 +165,38 @@ class anomaly_detector {
   }
 
   /// Turns the goals' raw actions into the net plan against `before` (`after` is the placement they reached).
-  static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw) {
+  static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw,
+                    const std::vector<std::string>& origin) {
     std::vector<std::uint32_t> touches(before.partition_count(), 0);
-    for (const action& a : raw) {
+    std::map<partition_index, std::string> steps;  // each touched partition: the steps that moved it, in order
+    auto note = [&](partition_index p, const std::string& who) {
+      std::string& list = steps[p];
+      if (list == who || list.ends_with(", " + who)) return;
+      list += list.empty() ? who : ", " + who;
+    };
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      const action& a = raw[i];
       ++touches[a.partition];
-      if (a.type == action_type::swap) ++touches[a.swap_partition];
+      note(a.partition, origin[i]);
+      if (a.type == action_type::swap) {
+        ++touches[a.swap_partition];
+        note(a.swap_partition, origin[i]);
+      }
     }
     std::vector<char> emitted(before.partition_count(), 0);
     plan out;
     auto emit_move = [&](partition_index p) {
       if (emitted[p]) return;
       emitted[p] = 1;
-      if (before.owner(p) != after.owner(p)) out.actions.push_back(action::move(p, before.owner(p), after.owner(p)));
+      if (before.owner(p) == after.owner(p)) return;
+      out.actions.push_back(action::move(p, before.owner(p), after.owner(p)));
+      out.chosen_by.push_back(steps[p]);
     };
     for (const action& a : raw) {
       if (a.type == action_type::swap && touches[a.partition] == 1 && touches[a.swap_partition] == 1) {
         emitted[a.partition] = emitted[a.swap_partition] = 1;
         out.actions.push_back(a);
+        out.chosen_by.push_back(steps[a.partition]);
         continue;
       }
       emit_move(a.partition);

@@ -2,7 +2,7 @@
 // planner: `int main(int argc, char** argv) { auto r = goal_registry::with_builtins(); r.add("MY_GOAL", ...);
 // return run_planner_cli(argc, argv, r); }`.
 //
-//   moonmq-plan SNAPSHOT.json|- [--converge] [--max-passes N] [--text]
+//   moonmq-plan SNAPSHOT.json|- [--converge] [--max-passes N] [--text] [--explain]
 //
 // Exit status: 0 with the plan on stdout; 2 with one line on stderr naming what is wrong (usage, unreadable file,
 // bad snapshot, unknown goal).

@@ -26,10 +26,12 @@ result<planner_input> parse_planner_input(std::string_view json);
 /// looked like to the balance loop, for `moonmq-plan` and `moonmqctl plan`.
 std::string render_planner_input(const snapshot& snap, const autobalance_config* config = nullptr);
 
-/// The plan as the JSON object of DESIGN.md §9 (plus `converged` and `satisfied`).
+/// The plan as the JSON object of DESIGN.md §9 (plus `converged` and `satisfied`; with explain, each action's
+/// `chosen_by`, `src_before`, `src_after`, `dest_before` and `dest_after`, and `out_of_band`).
 std::string render_plan_json(const planner_report& report);
 
-/// A table for people: each broker's load per resource before and after, then the actions.
+/// A table for people: each broker's load per resource before and after, then the actions (with explain: the steps
+/// that chose each, its brokers before and after it, and why brokers are still out of band).
 std::string render_plan_text(const planner_report& report);
 
 }  // namespace moonmq::autobalancer

@@ -85,7 +85,9 @@ struct balance_status {
   double last_pass_duration_seconds = 0;
   double last_detect_seconds = 0;
   bool satisfied = false;  ///< every goal was met on the last pass's model
-  std::vector<autobalancer::described_action> last_plan;
+  std::vector<autobalancer::described_action> last_plan;  ///< each with the steps that chose it (chosen_by)
+  /// Why brokers stay out of band once the last plan is carried out (autobalancer/shortfalls.hpp).
+  std::vector<autobalancer::shortfall> out_of_band;
   std::vector<broker_view> brokers;
   std::vector<followed_move> moves;  ///< moves in progress
 };

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "moonmq/autobalancer/detector.hpp"
 #include "moonmq/autobalancer/model/cluster_model.hpp"
 
 using namespace moonmq;
@@ -87,4 +88,58 @@ TEST_CASE("internal topics are never movable", "[cluster_model]") {
   m.record_nw_in({"__consumer_offsets", 0}, 1);
   m.record_nw_out({"__consumer_offsets", 0}, 1);
   CHECK_FALSE(m.freeze().movable(0));
+}
+
+TEST_CASE("a partition that moved is not planned straight back while its window mixes both owners' samples",
+          "[cluster_model][settling]") {
+  // The balance loop moved orders-0 (3 MiB/s) from b1 to b2 when b1 was busy; b1's other partition has since gone
+  // quiet. The window of orders-0 still holds the samples taken on b1, and the plan without settling sends it
+  // straight back: a wasted copy.
+  constexpr double mib = 1024.0 * 1024.0;
+  const std::uint32_t window = 4;
+  cluster_model m(window, 1, 0.9);
+  const topic_partition moved{"orders", 0}, quiet{"orders", 1}, other{"orders", 2};
+  m.set_owner(moved, "b1");
+  m.set_owner(quiet, "b1");
+  m.set_owner(other, "b2");
+  for (std::uint32_t i = 0; i < window; ++i) {
+    m.record_nw_in(moved, 3 * mib);
+    m.record_nw_in(quiet, 2 * mib);
+    m.record_nw_in(other, 3 * mib);
+  }
+  CHECK_FALSE(m.settling(moved));
+  m.set_owner(moved, "b2");  // the move finished
+  CHECK(m.settling(moved));
+  m.record_nw_in(moved, 3 * mib);  // one sample taken on b2
+  autobalance_config c;
+  c.goals = {{"NW_IN", 0.1, 0.0, 0.0}};
+  auto d = anomaly_detector::create(c);
+  REQUIRE(d);
+
+  snapshot s = m.freeze();
+  const partition_index p = 0;
+  REQUIRE(s.topic(p) == "orders");
+  REQUIRE(s.partition_number(p) == 0);
+  CHECK_FALSE(s.movable(p));  // settling: pinned
+  for (const auto& a : d->detect(s).actions) CHECK(a.partition != p);
+
+  SECTION("without settling, the plan sends it straight back") {
+    snapshot unpinned;
+    for (broker_index b = 0; b < s.broker_count(); ++b) unpinned.add_broker(s.broker_id(b));
+    for (partition_index q = 0; q < s.partition_count(); ++q)
+      unpinned.add_partition(s.topic(q), s.partition_number(q), s.owner(q), s.loads(q));
+    plan back = d->detect(unpinned);
+    REQUIRE_FALSE(back.empty());
+    CHECK(back.actions[0].partition == p);
+    CHECK(unpinned.broker_id(back.actions[0].dest) == "b1");
+  }
+  SECTION("once its window holds only samples taken on the new owner, it may move again") {
+    for (std::uint32_t i = 1; i < window; ++i) m.record_nw_in(moved, 3 * mib);
+    CHECK_FALSE(m.settling(moved));
+    CHECK(m.freeze().movable(p));
+  }
+  SECTION("a partition seen for the first time does not settle") {
+    m.set_owner({"fresh", 0}, "b1");
+    CHECK_FALSE(m.settling({"fresh", 0}));
+  }
 }

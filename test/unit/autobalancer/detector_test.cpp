@@ -130,25 +130,96 @@ TEST_CASE("goals run in the configured priority order", "[detector][priority]") 
   CHECK_FALSE(b.empty());
 }
 
-TEST_CASE("bytes a broker holds beyond its partitions count in its disk load and never move", "[detector][held]") {
-  snapshot s = brokers(2);
-  for (int i = 0; i < 4; ++i) {
-    add(s, "t", i, 0, 0, 0, 1000);  // b1: four partitions of 1000 MiB
-    add(s, "u", i, 1, 0, 0, 1000);  // b2: four of the same
-  }
+TEST_CASE("bytes a broker holds beyond its partitions are not load: they take room under its disk capacity",
+          "[detector][held][capacity]") {
+  snapshot s = brokers(3);
+  for (int i = 0; i < 4; ++i) add(s, "t", i, 0, 0, 0, 1000);  // b1: four partitions of 1000 MiB
+  for (int i = 0; i < 2; ++i) add(s, "u", i, 1, 0, 0, 1000);  // b2: two
+  for (int i = 0; i < 2; ++i) add(s, "v", i, 2, 0, 0, 1000);  // b3: two
   autobalance_config c;
   c.goals = {{"DISK", {}, {}, {}}};
   auto d = anomaly_detector::create(c);
   REQUIRE(d);
-  CHECK(d->detect(s).empty());  // balanced as far as the partitions go
-  // b1 still holds 4000 MiB of copies it no longer serves: its disk is 8000 MiB against b2's 4000.
-  s.set_held_disk(0, 4000 * MiB);
-  CHECK(s.broker_load(0, resource::disk) == 8000 * MiB);
-  CHECK(s.held_disk(0) == 4000 * MiB);
-  plan p = d->detect(s);
-  REQUIRE_FALSE(p.empty());
-  for (const auto& a : p.actions) CHECK(a.src == 0);  // partitions leave the fuller disk
-  // Set again (the copies were reclaimed): the figure follows, it does not add up.
-  s.set_held_disk(0, 0);
-  CHECK(s.broker_load(0, resource::disk) == 4000 * MiB);
+  s.set_held_disk(1, 3000 * MiB);  // b2 keeps 3000 MiB of copies it no longer serves
+  CHECK(s.broker_load(1, resource::disk) == 2000 * MiB);
+
+  SECTION("without capacities they change nothing: the plan is the one without them") {
+    snapshot plain = s;
+    plain.set_held_disk(1, 0);
+    CHECK(d->detect(s).actions == d->detect(plain).actions);
+  }
+  SECTION("with capacities, a broker whose held bytes fill its room under the ceiling receives nothing") {
+    for (broker_index b = 0; b < 3; ++b) s.set_capacity(b, resource::disk, 6000 * MiB);
+    // Ceiling 0.8 x 6000 = 4800 MiB; b2 serves 2000 and holds 3000: no room. b3 has room for 2800.
+    plan p = d->detect(s);
+    REQUIRE_FALSE(p.empty());
+    for (const auto& a : p.actions) {
+      CHECK(a.src == 0);
+      CHECK(a.dest == 2);
+    }
+  }
+}
+
+TEST_CASE("capacity-aware goals balance utilisation: a broker twice as large takes twice the load",
+          "[detector][capacity]") {
+  snapshot s = brokers(3);
+  for (int i = 0; i < 40; ++i) add(s, "t", i, 0, 1, 2, 100);
+  for (broker_index b = 0; b < 3; ++b) {
+    const double scale = b == 2 ? 2.0 : 1.0;
+    s.set_capacity(b, resource::nw_in, 40 * MiB * scale);
+    s.set_capacity(b, resource::nw_out, 80 * MiB * scale);
+    s.set_capacity(b, resource::disk, 4000 * MiB * scale);
+  }
+  autobalance_config c = only_goals({"NW_IN", "NW_OUT", "DISK"});
+  auto d = make_detector(c);
+  snapshot after = s;
+  apply_plan(after, d.detect(s));
+  CHECK(d.satisfied(after));
+  // Utilisation 40 / (40 + 40 + 80) = 25% each, within 10%: b3 holds about twice what b1 and b2 do.
+  for (broker_index b = 0; b < 3; ++b) {
+    const double util = after.broker_load(b, resource::nw_in) / after.capacity(b, resource::nw_in);
+    CHECK(util == Approx(0.25).epsilon(0.1));
+  }
+  CHECK(after.broker_partition_count(2) >= 18);
+
+  SECTION("without capacities the same cluster is balanced on load") {
+    snapshot plain = brokers(3);
+    for (int i = 0; i < 40; ++i) add(plain, "t", i, 0, 1, 2, 100);
+    apply_plan(plain, d.detect(plain));
+    CHECK(plain.broker_partition_count(2) <= 15);
+  }
+  SECTION("a capacity stated for only some brokers is not used") {
+    snapshot partial = brokers(3);
+    for (int i = 0; i < 40; ++i) add(partial, "t", i, 0, 1, 2, 100);
+    partial.set_capacity(2, resource::nw_in, 80 * MiB);
+    CHECK_FALSE(partial.capacity_known(resource::nw_in));
+  }
+  SECTION("the configured capacities apply where the snapshot states none") {
+    snapshot bare = brokers(3);
+    for (int i = 0; i < 40; ++i) add(bare, "t", i, 0, 1, 2, 100);
+    autobalance_config cc = c;
+    cc.default_capacity = {40 * MiB, 80 * MiB, 4000 * MiB};
+    cc.capacity["b3"] = {80 * MiB, 160 * MiB, 8000 * MiB};
+    auto dc = make_detector(cc);
+    apply_plan(bare, dc.detect(bare));
+    CHECK(bare.broker_partition_count(2) >= 18);
+  }
+}
+
+TEST_CASE("no broker is planned above MaxUtilization of its capacity", "[detector][capacity]") {
+  // 26 MiB/s over capacities 20, 20 and 100: the mean utilisation is 18.6%, so the band reaches 20.4%; with
+  // MaxUtilization 0.2 no broker may be planned above 20% (4, 4 and 20 MiB/s).
+  snapshot s = brokers(3);
+  for (int i = 0; i < 26; ++i) add(s, "t", i, 2, 1);
+  s.set_capacity(0, resource::nw_in, 20 * MiB);
+  s.set_capacity(1, resource::nw_in, 20 * MiB);
+  s.set_capacity(2, resource::nw_in, 100 * MiB);
+  autobalance_config c = only_goals({"NW_IN"});
+  c.max_utilization = 0.2;
+  auto d = make_detector(c);
+  snapshot after = s;
+  apply_plan(after, d.detect(s));
+  CHECK(d.satisfied(after));
+  CHECK(after.broker_load(2, resource::nw_in) <= 20 * MiB + 1);
+  for (broker_index b = 0; b < 2; ++b) CHECK(after.broker_load(b, resource::nw_in) <= 4 * MiB + 1);
 }

@@ -143,3 +143,31 @@ TEST_CASE("a broker's held disk goes through the planner input", "[autobalancer]
   CHECK(back->snap.held_disk(1) == 0);
   CHECK_FALSE(parse_planner_input(R"({"brokers":[{"id":"b1","held_disk":-1}],"partitions":[]})"));
 }
+
+TEST_CASE("broker capacities and MaxUtilization go through the planner input", "[snapshot_json][capacity]") {
+  auto in = parse_planner_input(R"({"brokers":[{"id":"b1","capacity":{"nw_in":100,"disk":5000}},{"id":"b2"}],
+    "partitions":[],"autobalance":{"MaxUtilization":0.7,
+      "Capacity":{"Default":{"NwIn":10,"NwOut":20,"Disk":30},"Brokers":{"b2":{"Disk":60}}}}})");
+  REQUIRE(in);
+  CHECK(in->snap.capacity(0, resource::nw_in) == 100);
+  CHECK(in->snap.capacity(0, resource::nw_out) == 0);
+  CHECK(in->snap.capacity(0, resource::disk) == 5000);
+  CHECK(in->config.max_utilization == 0.7);
+  CHECK(in->config.capacity_of("b2") == broker_capacity{10, 20, 60});
+  CHECK(in->config.capacity_of("b9") == broker_capacity{10, 20, 30});
+  auto back = parse_planner_input(render_planner_input(in->snap, &in->config));
+  REQUIRE(back);
+  CHECK(back->snap.capacity(0, resource::disk) == 5000);
+  CHECK(back->config.capacity == in->config.capacity);
+  CHECK(back->config.default_capacity == in->config.default_capacity);
+  CHECK(back->config.max_utilization == 0.7);
+
+  CHECK_THAT(parse_planner_input(R"({"brokers":[{"id":"b1","capacity":{"nw_in":0}}],"partitions":[]})").message(),
+             Catch::Contains("brokers[0].capacity.nw_in: must be positive"));
+  CHECK_THAT(parse_planner_input(R"({"brokers":[],"partitions":[],"autobalance":{"MaxUtilization":1.5}})").message(),
+             Catch::Contains("MaxUtilization"));
+  CHECK_THAT(
+      parse_planner_input(R"({"brokers":[],"partitions":[],"autobalance":{"Capacity":{"Brokers":{"b1":{"Nw":1}}}}})")
+          .message(),
+      Catch::Contains("Capacity.Brokers.b1.Nw"));
+}

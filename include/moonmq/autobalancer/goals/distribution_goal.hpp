@@ -3,8 +3,12 @@
 // This is the shape of all four built-in goals (NW_IN, NW_OUT, DISK, PARTITION_COUNT) and the easiest base for a
 // custom one: override `partition_value()` (and `broker_value()` when the total is known in O(1)).
 //
-// The band is mean * (1 ± Deviation) over the active brokers. While the mean is below DetectThreshold the goal is
-// met and tolerates anything. A broker's violation is its distance outside the band; every action this goal takes
+// The band is mean * (1 ± Deviation) over the active brokers. A goal may give brokers weights (broker_weight(): the
+// resource goals weigh brokers by their capacity, when every active broker has one): a broker's band is then the
+// band around the load per unit of weight, times its weight, so that the goal balances utilisation; and a ceiling
+// (broker_ceiling()) caps a broker's band from above. While the mean is below DetectThreshold the goal is met and
+// tolerates anything. A broker's violation is its distance outside its band divided by its weight (so that brokers'
+// violations are comparable); every action this goal takes
 // strictly lowers the summed violation of the two brokers it touches (so optimizing always terminates), and as a
 // higher-priority goal it refuses any action that takes an in-band broker out of band or raises that sum.
 //
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -72,6 +77,14 @@ class distribution_goal : public goal {
     return {mean * (1.0 - params_.deviation), mean * (1.0 + params_.deviation)};
   }
 
+  /// A broker's share of the load relative to the others (called in prepare()). The default weighs all alike.
+  virtual double broker_weight(const snapshot& /*s*/, broker_index /*b*/) const { return 1.0; }
+
+  /// The most this goal lets a broker hold, whatever the band (called in prepare()). The default: no ceiling.
+  virtual double broker_ceiling(const snapshot& /*s*/, broker_index /*b*/) const {
+    return std::numeric_limits<double>::infinity();
+  }
+
   /// Among partitions of equal value, those with the higher key are tried first. Default: none preferred.
   virtual double preference(const snapshot& /*s*/, partition_index /*p*/) const { return 0.0; }
 
@@ -81,16 +94,27 @@ class distribution_goal : public goal {
   // ---- goal -------------------------------------------------------------------------------------------------------
 
   void prepare(const snapshot& s) override {
-    double total = 0;
+    double total = 0, weights = 0;
     std::size_t active = 0;
+    weight_.assign(s.broker_count(), 1.0);
     for (broker_index b = 0; b < s.broker_count(); ++b) {
       if (!s.active(b)) continue;
       total += broker_value(s, b);
+      weight_[b] = broker_weight(s, b);
+      weights += weight_[b];
       ++active;
     }
     mean_ = active ? total / static_cast<double>(active) : 0.0;
-    enabled_ = active > 0 && mean_ > 0 && mean_ >= params_.detect_threshold;
+    unit_ = weights > 0 ? total / weights : 0.0;
+    enabled_ = active > 0 && mean_ > 0 && unit_ > 0 && mean_ >= params_.detect_threshold;
     band_ = band_for(mean_);
+    const band unit_band = band_for(unit_);
+    bands_.assign(s.broker_count(), unit_band);
+    for (broker_index b = 0; b < s.broker_count(); ++b) {
+      band& bb = bands_[b];
+      bb = {unit_band.lower * weight_[b], std::min(unit_band.upper * weight_[b], broker_ceiling(s, b))};
+      if (bb.lower > bb.upper) bb.lower = bb.upper;
+    }
     eps_ = 1e-9 * std::max(1.0, mean_);
   }
 
@@ -107,13 +131,13 @@ class distribution_goal : public goal {
 
   double broker_violation(const snapshot& s, broker_index b) const override {
     if (!enabled_ || !s.active(b)) return 0.0;
-    return violation(broker_value(s, b)) / mean_;
+    return violation(b, broker_value(s, b)) / unit_;
   }
 
   bool satisfied(const snapshot& s) const override {
     if (!enabled_) return true;
     for (broker_index b = 0; b < s.broker_count(); ++b)
-      if (s.active(b) && violation(broker_value(s, b)) > eps_) return false;
+      if (s.active(b) && violation(b, broker_value(s, b)) > eps_) return false;
     return true;
   }
 
@@ -126,19 +150,19 @@ class distribution_goal : public goal {
     by_value_.clear();
     for (broker_index b = 0; b < s.broker_count(); ++b) {
       start_value_[b] = broker_value(s, b);
-      if (s.active(b)) by_value_.emplace(start_value_[b], b);
+      if (s.active(b)) by_value_.emplace(relative(b, start_value_[b]), b);
     }
 
-    std::vector<broker_index> over, under;
-    for (auto it = by_value_.rbegin(); it != by_value_.rend() && it->first > band_.upper + eps_; ++it)
-      over.push_back(it->second);
-    for (broker_index b : over) {
+    std::vector<broker_index> over_band, under_band;
+    for (auto it = by_value_.rbegin(); it != by_value_.rend(); ++it)
+      if (over(s, it->second)) over_band.push_back(it->second);
+    for (broker_index b : over_band) {
       if (ctx.exhausted()) break;
       shed(ctx, b);
     }
-    for (auto it = by_value_.begin(); it != by_value_.end() && it->first < band_.lower - eps_; ++it)
-      if (s.can_receive(it->second)) under.push_back(it->second);
-    for (broker_index b : under) {
+    for (auto it = by_value_.begin(); it != by_value_.end(); ++it)
+      if (under(s, it->second) && s.can_receive(it->second)) under_band.push_back(it->second);
+    for (broker_index b : under_band) {
       if (ctx.exhausted()) break;
       fill(ctx, b);
     }
@@ -147,13 +171,20 @@ class distribution_goal : public goal {
 
   // ---- observers (reports, tests) -----------------------------------------------------------------------------------
 
+  /// The mean over the active brokers of what they hold.
   double mean() const noexcept { return mean_; }
+  /// The band around the mean, for brokers all weighted alike.
   const band& current_band() const noexcept { return band_; }
+  /// Broker `b`'s own band (weighted and capped by its ceiling).
+  const band& band_of(broker_index b) const { return bands_[b]; }
+  /// Broker `b`'s weight (1 unless the goal weighs brokers).
+  double weight_of(broker_index b) const { return weight_[b]; }
   /// False while the mean is below DetectThreshold (the goal is then met whatever the placement).
   bool enabled() const noexcept { return enabled_; }
-  /// Distance of `value` outside the band (0 inside).
-  double violation(double value) const {
-    return std::max(0.0, value - band_.upper) + std::max(0.0, band_.lower - value);
+  /// Distance of `value` outside broker `b`'s band (0 inside), divided by its weight.
+  double violation(broker_index b, double value) const {
+    const band& bb = bands_[b];
+    return (std::max(0.0, value - bb.upper) + std::max(0.0, bb.lower - value)) / weight_[b];
   }
 
  protected:
@@ -179,7 +210,7 @@ class distribution_goal : public goal {
   violation_change violations(const snapshot& s, const action& a) const {
     double d = delta(s, a);
     double vs = broker_value(s, a.src), vd = broker_value(s, a.dest);
-    return {violation(vs), violation(vd), violation(vs - d), violation(vd + d)};
+    return {violation(a.src, vs), violation(a.dest, vd), violation(a.src, vs - d), violation(a.dest, vd + d)};
   }
 
   /// This goal's own rule for its actions: the two brokers' summed violation must strictly drop.
@@ -192,10 +223,10 @@ class distribution_goal : public goal {
     const snapshot& s = ctx.snap();
     double vs = broker_value(s, a.src), vd = broker_value(s, a.dest);
     if (!ctx.try_apply(a)) return false;
-    by_value_.erase({vs, a.src});
-    by_value_.erase({vd, a.dest});
-    by_value_.emplace(broker_value(s, a.src), a.src);
-    by_value_.emplace(broker_value(s, a.dest), a.dest);
+    by_value_.erase({relative(a.src, vs), a.src});
+    by_value_.erase({relative(a.dest, vd), a.dest});
+    by_value_.emplace(relative(a.src, broker_value(s, a.src)), a.src);
+    by_value_.emplace(relative(a.dest, broker_value(s, a.dest)), a.dest);
     note_arrival(s, a.dest, a.partition);
     if (a.type == action_type::swap) note_arrival(s, a.src, a.swap_partition);
     return true;
@@ -248,8 +279,12 @@ class distribution_goal : public goal {
     return static_cast<std::size_t>(it - list.begin());
   }
 
-  bool over(const snapshot& s, broker_index b) const { return broker_value(s, b) > band_.upper + eps_; }
-  bool under(const snapshot& s, broker_index b) const { return broker_value(s, b) < band_.lower - eps_; }
+  bool over(const snapshot& s, broker_index b) const { return broker_value(s, b) > bands_[b].upper + eps_; }
+  bool under(const snapshot& s, broker_index b) const { return broker_value(s, b) < bands_[b].lower - eps_; }
+  /// What broker `b` holds per unit of its weight: brokers are ordered by it, lightest first.
+  double relative(broker_index b, double value) const { return value / weight_[b]; }
+  /// What broker `b` would hold at the mean.
+  double target(broker_index b) const { return unit_ * weight_[b]; }
 
   void shed(optimization& ctx, broker_index b) {
     const snapshot& s = ctx.snap();
@@ -263,9 +298,9 @@ class distribution_goal : public goal {
         if (d == b || !s.can_receive(d)) continue;
         ++tries;
         action a = action::move(c.p, b, d);
-        // Receiving costs a heavier broker at least as much violation as a lighter one (violation is convex),
-        // so once the lightest candidate does not improve, none will.
-        if (!improves(s, a)) break;
+        // Brokers are tried lightest (per unit of weight) first; with weights and ceilings, a heavier one may still
+        // have room where a lighter one has none.
+        if (!improves(s, a)) continue;
         if (apply(ctx, a)) break;
       }
     }
@@ -314,8 +349,8 @@ class distribution_goal : public goal {
   std::vector<partition_index> swap_partners(const snapshot& s, const ranked_partition& c, broker_index heavy,
                                              broker_index light) {
     double vh = broker_value(s, heavy), vl = broker_value(s, light);
-    double wanted = std::min(vh - mean_, mean_ - vl);
-    if (wanted <= 0) wanted = vh - band_.upper;
+    double wanted = std::min(vh - target(heavy), target(light) - vl);
+    if (wanted <= 0) wanted = vh - bands_[heavy].upper;
     const auto& list = ranked(s, light);
     std::size_t ideal = first_at_most(list, c.value - wanted);
     std::size_t from = ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0;
@@ -342,14 +377,14 @@ class distribution_goal : public goal {
       for (auto it = by_value_.rbegin(); it != by_value_.rend() && tries < broker_tries && !moved; ++it) {
         broker_index src = it->second;
         if (src == u) continue;
-        if (it->first <= mean_) break;  // the rest are no heavier than the mean: nothing to give
+        if (it->first <= unit_) break;  // the rest are no heavier than the mean: nothing to give
         ++tries;
         double vu = broker_value(s, u);
         const auto& list = ranked(s, src);
         // First the partitions that would bring `u` no further than the mean, largest first; then the larger ones
         // that still keep it inside the band.
-        std::size_t centred = first_at_most(list, std::min(mean_ - vu, it->first - mean_));
-        std::size_t fitting = first_at_most(list, band_.upper - vu);
+        std::size_t centred = first_at_most(list, std::min(target(u) - vu, broker_value(s, src) - target(src)));
+        std::size_t fitting = first_at_most(list, bands_[u].upper - vu);
         moved =
             move_one_of(ctx, list, centred, list.size(), src, u) || move_one_of(ctx, list, fitting, centred, src, u);
         if (!moved && uses_swaps()) {
@@ -389,9 +424,9 @@ class distribution_goal : public goal {
   void take_back_trivial(optimization& ctx) {
     if (params_.min_change <= 0) return;
     const snapshot& s = ctx.snap();
-    const double threshold = params_.min_change * mean_;
     for (broker_index b = 0; b < s.broker_count(); ++b) {
-      if (violation(start_value_[b]) <= eps_) continue;
+      if (violation(b, start_value_[b]) <= eps_) continue;
+      const double threshold = params_.min_change * target(b);
       double net = broker_value(s, b) - start_value_[b];
       if (std::abs(net) <= eps_ || std::abs(net) >= threshold) continue;
       for (std::size_t i = ctx.own_actions().size(); i-- > 0;) {
@@ -404,7 +439,10 @@ class distribution_goal : public goal {
   std::string name_;
   distribution_params params_;
   double mean_ = 0;
+  double unit_ = 0;  ///< load per unit of weight over the active brokers (the mean when all weigh 1)
   band band_;
+  std::vector<double> weight_;  ///< per broker
+  std::vector<band> bands_;     ///< per broker
   double eps_ = 1e-9;
   bool enabled_ = false;
 

@@ -33,16 +33,34 @@ class cluster_model {
   void set_broker(const std::string& id, bool active) {
     auto [it, inserted] = broker_index_.try_emplace(id, brokers_.size());
     if (inserted)
-      brokers_.push_back({id, active});
+      brokers_.push_back({id, active, 0});
     else
       brokers_[it->second].active = active;
   }
 
-  /// Adds a partition on `owner` (adding the broker, active, if unknown) or changes its owner.
+  /// Bytes broker `id` holds beyond the partitions it serves (snapshot::set_held_disk: room taken under its disk
+  /// capacity, not load). Adds the broker if unknown.
+  void set_held_disk(const std::string& id, std::uint64_t bytes) {
+    set_broker_if_missing(id);
+    brokers_[broker_index_.at(id)].held_disk = bytes;
+  }
+
+  /// Adds a partition on `owner` (adding the broker, active, if unknown) or changes its owner. A partition whose
+  /// owner changes settles: until its window holds only samples taken on the new owner (Window more inbound samples),
+  /// freeze() pins it, so that a figure that still mixes both owners' samples never plans it straight back.
   void set_owner(const topic_partition& tp, const std::string& owner) {
     set_broker_if_missing(owner);
+    const bool known = partition_index_.count(tp) != 0;
     partition_state& s = state_of(tp);
-    s.owner = static_cast<std::uint32_t>(broker_index_.at(owner));
+    const auto b = static_cast<std::uint32_t>(broker_index_.at(owner));
+    if (known && s.owner != b) s.settling = static_cast<std::uint16_t>(nw_in_.capacity());
+    s.owner = b;
+  }
+
+  /// Whether `tp` moved and its window still holds samples taken on its previous owner.
+  bool settling(const topic_partition& tp) const {
+    auto i = index_of(tp);
+    return i != npos && partitions_[i].settling > 0;
   }
 
   /// Forgets a partition (deleted topic, or no longer reported by anyone).
@@ -65,7 +83,10 @@ class cluster_model {
 
   /// Records an inbound byte-rate sample (bytes/s) for a known partition. Unknown partitions are ignored.
   void record_nw_in(const topic_partition& tp, double bytes_per_second) {
-    if (auto i = index_of(tp); i != npos) nw_in_.record(i, bytes_per_second);
+    if (auto i = index_of(tp); i != npos) {
+      nw_in_.record(i, bytes_per_second);
+      if (partitions_[i].settling > 0) --partitions_[i].settling;
+    }
   }
   /// Records an outbound byte-rate sample (bytes/s).
   void record_nw_out(const topic_partition& tp, double bytes_per_second) {
@@ -92,12 +113,16 @@ class cluster_model {
   /// MinValid samples in either network window are marked not valid (they count, but never move).
   snapshot freeze() const {
     snapshot snap;
-    for (const auto& b : brokers_) snap.add_broker(b.id, b.active);
+    for (const auto& b : brokers_) {
+      auto i = snap.add_broker(b.id, b.active);
+      if (b.held_disk) snap.set_held_disk(i, static_cast<double>(b.held_disk));
+    }
     for (std::size_t i = 0; i < partitions_.size(); ++i) {
       bool valid = nw_in_.size(i) >= min_valid_ && nw_out_.size(i) >= min_valid_;
       load_vector l{{valid ? nw_in_.percentile(i, percentile_) : 0.0, valid ? nw_out_.percentile(i, percentile_) : 0.0,
                      static_cast<double>(partitions_[i].disk)}};
-      snap.add_partition(keys_[i].topic, keys_[i].partition, partitions_[i].owner, l, valid);
+      auto p = snap.add_partition(keys_[i].topic, keys_[i].partition, partitions_[i].owner, l, valid);
+      if (partitions_[i].settling > 0) snap.pin(p);
     }
     return snap;
   }
@@ -106,10 +131,12 @@ class cluster_model {
   struct broker_state {
     std::string id;
     bool active;
+    std::uint64_t held_disk = 0;
   };
   struct partition_state {
     std::uint64_t disk = 0;
     std::uint32_t owner = 0;
+    std::uint16_t settling = 0;  ///< inbound samples still to be taken on the new owner after a move
   };
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 

@@ -58,18 +58,36 @@ class snapshot {
     brokers_.push_back({std::move(id), active, active});
     broker_load_.emplace_back();
     held_disk_.push_back(0);
+    capacity_.emplace_back();
     broker_count_.push_back(0);
     members_.emplace_back();
     return b;
   }
 
-  /// Bytes broker `b` holds on disk beyond the partitions it serves (copies left by moves, until reclaimed): they
-  /// count in its disk load, so that the goals see what the broker really holds, and never move.
-  void set_held_disk(broker_index b, double bytes) {
-    broker_load_[b][resource::disk] += bytes - held_disk_[b];
-    held_disk_[b] = bytes;
-  }
+  /// Bytes broker `b` holds on disk beyond the partitions it serves (copies left by moves, until reclaimed). They
+  /// are not load a move could shift (counting them so made every move add to its source's disk and the DISK goal
+  /// chase its own tail): they take room under the broker's disk capacity, so a capacity-aware DISK goal plans
+  /// nothing onto a broker whose served and held bytes would pass its ceiling (see capacity()).
+  void set_held_disk(broker_index b, double bytes) { held_disk_[b] = bytes; }
   double held_disk(broker_index b) const { return held_disk_[b]; }
+
+  /// What broker `b` can carry of each resource (bytes/s, bytes); 0 = not known. A goal balances utilisation
+  /// (load / capacity) instead of load when every active broker has a capacity for its resource.
+  void set_capacity(broker_index b, resource r, double value) { capacity_[b][r] = value; }
+  double capacity(broker_index b, resource r) const { return capacity_[b][r]; }
+  /// Whether every active broker has a capacity for `r`.
+  bool capacity_known(resource r) const {
+    bool any = false;
+    for (broker_index b = 0; b < brokers_.size(); ++b) {
+      if (!brokers_[b].active) continue;
+      if (capacity_[b][r] <= 0) return false;
+      any = true;
+    }
+    return any;
+  }
+  /// The share of a capacity no broker is planned above (Autobalance.MaxUtilization).
+  void set_max_utilization(double share) { max_utilization_ = share; }
+  double max_utilization() const noexcept { return max_utilization_; }
 
   /// Adds a partition owned by broker `owner`. `valid` false = its network load is not known yet (fewer samples
   /// than MinValid): it counts for disk and partition count but never moves. Returns its index.
@@ -209,6 +227,8 @@ class snapshot {
   name_map<broker_index> broker_by_id_;
   std::vector<load_vector> broker_load_;
   std::vector<double> held_disk_;  ///< per broker: see set_held_disk
+  std::vector<load_vector> capacity_;  ///< per broker: see set_capacity
+  double max_utilization_ = 0.8;
   std::vector<std::uint32_t> broker_count_;
   std::vector<std::vector<partition_index>> members_;
 
