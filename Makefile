@@ -38,6 +38,7 @@ demo-plan: build
 
 bench: build
 	$(BUILD)/benchmarks/goal_eval
+	/usr/bin/python3 benchmarks/plan_quality/plan_quality.py $(BUILD)/moonmq-plan
 	$(BUILD)/benchmarks/partition_log
 	$(BUILD)/benchmarks/offset_commit
 	$(BUILD)/benchmarks/groups

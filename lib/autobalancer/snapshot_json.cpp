@@ -168,7 +168,7 @@ result<planner_input> parse_planner_input(std::string_view text) {
       json::object_reader c(*cap, r.child_path("capacity"));
       for (std::size_t k = 0; k < resource_count; ++k) {
         const char* key = resource_name(static_cast<resource>(k));
-        if (c.get(key, capacity.v[k]) && capacity.v[k] <= 0) c.fail(key, "must be positive");
+        if (c.has(key) && c.get(key, capacity.v[k]) && capacity.v[k] <= 0) c.fail(key, "must be positive");
       }
       if (auto s = c.finish(); !s) return s.err();
     }

@@ -106,6 +106,7 @@ TEST_CASE("a partition that moved is not planned straight back while its window 
     m.record_nw_in(moved, 3 * mib);
     m.record_nw_in(quiet, 2 * mib);
     m.record_nw_in(other, 3 * mib);
+    for (const auto& tp : {moved, quiet, other}) m.record_nw_out(tp, 0);
   }
   CHECK_FALSE(m.settling(moved));
   m.set_owner(moved, "b2");  // the move finished
@@ -121,6 +122,7 @@ TEST_CASE("a partition that moved is not planned straight back while its window 
   REQUIRE(s.topic(p) == "orders");
   REQUIRE(s.partition_number(p) == 0);
   CHECK_FALSE(s.movable(p));  // settling: pinned
+  CHECK(s.movable(1));        // the others are not
   for (const auto& a : d->detect(s).actions) CHECK(a.partition != p);
 
   SECTION("without settling, the plan sends it straight back") {
