@@ -83,8 +83,10 @@ std::string render_planner_input(const snapshot& snap, const autobalance_config*
     w.StartArray();
     for (const auto& b : config->excluded_brokers) str(b);
     w.EndArray();
-    w.Key("MaxUtilization");
-    w.Double(config->max_utilization);
+    if (config->max_utilization != autobalance_config{}.max_utilization) {
+      w.Key("MaxUtilization");
+      w.Double(config->max_utilization);
+    }
     auto capacity = [&](const broker_capacity& c) {
       w.StartObject();
       for (auto [key, value] : {std::pair<const char*, double>{"NwIn", c.nw_in}, {"NwOut", c.nw_out}, {"Disk", c.disk}})
@@ -94,18 +96,20 @@ std::string render_planner_input(const snapshot& snap, const autobalance_config*
         }
       w.EndObject();
     };
-    w.Key("Capacity");
-    w.StartObject();
-    w.Key("Default");
-    capacity(config->default_capacity);
-    w.Key("Brokers");
-    w.StartObject();
-    for (const auto& [id, c] : config->capacity) {
-      str(id);
-      capacity(c);
+    if (config->default_capacity != broker_capacity{} || !config->capacity.empty()) {
+      w.Key("Capacity");
+      w.StartObject();
+      w.Key("Default");
+      capacity(config->default_capacity);
+      w.Key("Brokers");
+      w.StartObject();
+      for (const auto& [id, c] : config->capacity) {
+        str(id);
+        capacity(c);
+      }
+      w.EndObject();
+      w.EndObject();
     }
-    w.EndObject();
-    w.EndObject();
     w.Key("Goals");
     w.StartArray();
     for (const auto& g : config->goals) {

@@ -278,8 +278,9 @@ struct balance_loop::impl {
                                             name_of(tp), why, intervals * interval()));
   }
 
-  /// Step 3: the moves of earlier passes, followed to their end.
-  asio::awaitable<void> follow() {
+  /// Step 3: the moves of earlier passes, followed to their end. `passing`: called by a pass, which counts a source
+  /// that does not answer (the watch between passes does not: its calls are not passes).
+  asio::awaitable<void> follow(bool passing = true) {
     if (inflight.empty()) co_return;
     std::vector<std::string> sources;
     for (const auto& t : inflight)
@@ -299,7 +300,7 @@ struct balance_loop::impl {
       const topic_partition tp = m.progress.partition;
       auto rep = reports.find(m.src);
       if (rep == reports.end()) {
-        if (++t.unanswered < max_unanswered_passes) {
+        if (!passing || ++t.unanswered < max_unanswered_passes) {
           still.push_back(std::move(t));
         } else {
           fail_later(tp, m.action_type.c_str(),
@@ -362,7 +363,6 @@ struct balance_loop::impl {
 
   /// Step 5.
   asio::awaitable<void> execute(const std::vector<described_action>& plan) {
-    deferred = false;
     std::map<std::string, std::uint32_t> busy;
     for (const auto& t : inflight) {
       ++busy[t.move.src];
@@ -440,6 +440,7 @@ struct balance_loop::impl {
   asio::awaitable<balance_status> pass() {
     const double started = steady_now();
     ++passes;
+    deferred = false;  // set again by execute() when this pass leaves moves for later
     std::string outcome = "ok", failure;
     double detect_seconds = 0;
     bool satisfied = false;
@@ -599,7 +600,7 @@ asio::awaitable<void> balance_loop::run() {
       if (ec) break;  // stopped, or resumed by an operator: the next pass now
       if (!watch) continue;
       const std::size_t before = impl_->inflight.size();
-      co_await impl_->follow();
+      co_await impl_->follow(false);
       if (impl_->inflight.size() < before) break;
     }
   }

@@ -65,7 +65,8 @@ class economizer {
     economizer e{before, work, goals, raw, budget};
     // A repair is judged against where the goals got to; when some goal has not got there yet, leave its path open
     // for the next detection (a repair may trade the violation it left for one no goal can then remove).
-    const bool met = std::all_of(goals.begin(), goals.end(), [&](goal* g) { return g->satisfied(work); });
+    const bool met = std::all_of(goals.begin(), goals.end(), [&](goal* g) { return g->satisfied(work); }) &&
+                     std::all_of(goals.begin(), goals.end(), [](goal* g) { return g->judges_sequences(); });
     double saved = 0;
     for (int round = 0; round < rounds; ++round) {
       double gained = 0;
@@ -269,16 +270,20 @@ class economizer {
       if (xs) return x.gain > y.gain;
       return x.gain / x.extra > y.gain / y.extra;
     };
-    for (broker_index from = 0; from < n; ++from) {
-      if (!in[from] && !everywhere) continue;
-      const auto& members = work_.partitions_on(from);
-      const std::size_t scan = std::min(members.size(), repair_scanned);
-      for (std::size_t i = 0; i < scan; ++i) {
-        const partition_index q = members[i];
+    std::vector<broker_index> sources, all_brokers;
+    for (broker_index b = 0; b < n; ++b) all_brokers.push_back(b);
+    sources = everywhere ? all_brokers : involved;
+    const std::vector<broker_index>& dests = everywhere ? all_brokers : involved;
+    for (broker_index from : sources) {
+      // A copy: trying a move reorders the broker's list (apply and undo swap with its last entry).
+      const auto& list = work_.partitions_on(from);
+      const std::vector<partition_index> members(list.begin(),
+                                                 list.begin() + static_cast<std::ptrdiff_t>(
+                                                                    std::min(list.size(), repair_scanned)));
+      for (const partition_index q : members) {
         if (q == p || !work_.movable(q)) continue;
-        for (broker_index to = 0; to < n; ++to) {
+        for (broker_index to : dests) {
           if (to == from || !work_.can_receive(to) || (!in[from] && !in[to])) continue;
-          if (!everywhere && !in[to]) continue;
           const double e = extra(q, to);
           if (e >= limit) continue;
           if (looked_at_ >= max_looked_at) return best;

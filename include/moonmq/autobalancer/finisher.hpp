@@ -7,7 +7,8 @@
 // a first action (a move to or from such a broker, or a trade with it) after which the goals above it and the goal
 // itself are no worse off (standings.hpp), then a move to or from the same broker after which the goals above are
 // still no worse off than before the pair and the goal's summed violation is strictly lower. A single action that
-// already does that is a pair without a second step. Of the pairs found it takes the one that removes the most
+// already does that is a pair without a second step. A broker out of band by less than the goal's MinChange is left
+// there, as the goal itself leaves it. Of the pairs found it takes the one that removes the most
 // violation per byte it adds to the plan (pairs that save bytes first), and repeats while the budget lasts and
 // something helps; each pair lowers a goal's violation without raising any above it, so this terminates.
 //
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "moonmq/autobalancer/action.hpp"
+#include "moonmq/autobalancer/goals/distribution_goal.hpp"
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/model/snapshot.hpp"
 #include "moonmq/autobalancer/standings.hpp"
@@ -45,7 +47,7 @@ class finisher {
   static int run(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
                  std::size_t budget) {
     for (goal* g : goals)
-      if (!g->guards_result()) return 0;
+      if (!g->guards_result() || !g->judges_sequences()) return 0;
     finisher f{before, work, goals, raw, budget};
     int taken = 0;
     while (taken < max_steps && f.evaluations_ < max_evaluations && f.step()) ++taken;
@@ -123,9 +125,14 @@ class finisher {
     while (k < goals_.size() && goals_[k]->satisfied(work_)) ++k;
     if (k == goals_.size()) return false;
     const std::size_t n = work_.broker_count();
+    // A broker out of a distribution goal's band by less than its MinChange stays there: the goal itself takes
+    // back a correction that small as churn (distribution_goal::take_back_trivial), and so does the finisher.
+    const auto* dist = dynamic_cast<const distribution_goal*>(goals_[k]);
+    const double worth = dist ? std::max(standings::eps, dist->params().min_change) : standings::eps;
     std::vector<broker_index> violating;
     for (broker_index b = 0; b < n; ++b)
-      if (goals_[k]->broker_violation(work_, b) > standings::eps) violating.push_back(b);
+      if (goals_[k]->broker_violation(work_, b) >= worth) violating.push_back(b);
+    if (violating.empty()) return false;
     std::stable_sort(violating.begin(), violating.end(), [&](broker_index x, broker_index y) {
       return goals_[k]->broker_violation(work_, x) > goals_[k]->broker_violation(work_, y);
     });
@@ -133,7 +140,20 @@ class finisher {
     if (n <= max_partners) {
       for (broker_index b = 0; b < n; ++b) partners.push_back(b);
     } else {
-      partners.assign(violating.begin(), violating.begin() + std::min(violating.size(), max_partners));
+      // The violating brokers, then those with the most room either way: the lightest and heaviest per unit of
+      // weight (for a distribution goal; by index otherwise), ties by index.
+      partners.assign(violating.begin(), violating.begin() + std::min(violating.size(), max_partners / 2));
+      std::vector<broker_index> others;
+      for (broker_index b = 0; b < n; ++b)
+        if (work_.active(b) && std::find(partners.begin(), partners.end(), b) == partners.end()) others.push_back(b);
+      if (dist)
+        std::stable_sort(others.begin(), others.end(), [&](broker_index x, broker_index y) {
+          return dist->broker_value(work_, x) / dist->weight_of(x) < dist->broker_value(work_, y) / dist->weight_of(y);
+        });
+      for (std::size_t i = 0, j = others.size(); partners.size() < max_partners && i < j; ++i) {
+        partners.push_back(others[i]);
+        if (partners.size() < max_partners && j - 1 > i) partners.push_back(others[--j]);
+      }
     }
     const long room = static_cast<long>(budget_) - static_cast<long>(moved());
     if (room <= 0) return false;

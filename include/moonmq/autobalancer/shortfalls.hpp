@@ -82,18 +82,20 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
       std::vector<action> helpful;
       std::size_t peers = 0;
       bool any_partition = false, any_peer = false;
+      const std::vector<partition_index> own = over ? detail::movable_on(s, b) : std::vector<partition_index>{};
       for (broker_index x = 0; x < s.broker_count() && peers < detail::shortfall_max_peers; ++x) {
         if (x == b || !s.active(x)) continue;
-        ++peers;
         if (over) {
-          if (!s.can_receive(x)) continue;
+          if (!s.can_receive(x)) continue;  // not counted: the peers looked at are those that could take part
+          ++peers;
           any_peer = true;
-          for (partition_index p : detail::movable_on(s, b)) {
+          for (partition_index p : own) {
             any_partition = true;
             if (g->partition_value(s, p) > 0) helpful.push_back(action::move(p, b, x));
           }
         } else {
           if (!s.can_receive(b)) break;
+          ++peers;
           any_peer = true;
           for (partition_index p : detail::movable_on(s, x)) {
             any_partition = true;
@@ -107,9 +109,10 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
         f.why = over ? "no other broker may receive (excluded, draining or unreachable)"
                      : "no other broker can give (unreachable)";
       } else if (!any_partition || helpful.empty()) {
-        f.why = over ? "none of its partitions may move (internal or excluded topics, not yet measured, or moving)"
-                     : "no partition that would help may move (internal or excluded topics, not yet measured, or "
-                       "moving)";
+        f.why = over ? "none of its partitions may move (internal or excluded topics, not yet measured, moving, or settling "
+                       "after a move)"
+                     : "no partition that would help may move (internal or excluded topics, not yet measured, moving, "
+                       "or settling after a move)";
       } else {
         std::map<std::string, std::size_t> refused;  // by the earlier goal that refused first
         std::size_t open = 0;

@@ -139,7 +139,7 @@ TEST_CASE("a broker's held disk goes through the planner input", "[autobalancer]
   auto back = parse_planner_input(render_planner_input(snap));
   REQUIRE(back);
   CHECK(back->snap.held_disk(0) == 5000);
-  CHECK(back->snap.broker_load(0, resource::disk) == 5100);
+  CHECK(back->snap.broker_load(0, resource::disk) == 100);  // room taken under the capacity, not load
   CHECK(back->snap.held_disk(1) == 0);
   CHECK_FALSE(parse_planner_input(R"({"brokers":[{"id":"b1","held_disk":-1}],"partitions":[]})"));
 }

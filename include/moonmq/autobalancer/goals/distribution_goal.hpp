@@ -110,9 +110,11 @@ class distribution_goal : public goal {
     band_ = band_for(mean_);
     const band unit_band = band_for(unit_);
     bands_.assign(s.broker_count(), unit_band);
+    ceiling_.assign(s.broker_count(), std::numeric_limits<double>::infinity());
     for (broker_index b = 0; b < s.broker_count(); ++b) {
       band& bb = bands_[b];
-      bb = {unit_band.lower * weight_[b], std::min(unit_band.upper * weight_[b], broker_ceiling(s, b))};
+      ceiling_[b] = broker_ceiling(s, b);
+      bb = {unit_band.lower * weight_[b], std::min(unit_band.upper * weight_[b], ceiling_[b])};
       if (bb.lower > bb.upper) bb.lower = bb.upper;
     }
     eps_ = 1e-9 * std::max(1.0, mean_);
@@ -120,6 +122,7 @@ class distribution_goal : public goal {
 
   bool accepts(const snapshot& s, const action& a) const override {
     if (!enabled_) return true;
+    if (raises_over_ceiling(s, a)) return false;
     auto [before_src, before_dest, after_src, after_dest] = violations(s, a);
     if (before_src <= eps_ && after_src > eps_) return false;
     if (before_dest <= eps_ && after_dest > eps_) return false;
@@ -128,6 +131,8 @@ class distribution_goal : public goal {
 
   /// accepts() keeps every in-band broker in band and never lets the summed violation grow.
   bool guards_result() const override { return true; }
+
+  bool judges_sequences() const override { return true; }
 
   double broker_violation(const snapshot& s, broker_index b) const override {
     if (!enabled_ || !s.active(b)) return 0.0;
@@ -213,8 +218,18 @@ class distribution_goal : public goal {
     return {violation(a.src, vs), violation(a.dest, vd), violation(a.src, vs - d), violation(a.dest, vd + d)};
   }
 
+  /// Whether `a` adds to a broker that is, or would then be, above its ceiling (a band's weights may make that look
+  /// cheap in summed violation; the ceiling is a limit, not a preference).
+  bool raises_over_ceiling(const snapshot& s, const action& a) const {
+    const double d = delta(s, a);
+    if (d > 0) return broker_value(s, a.dest) + d > ceiling_[a.dest] + eps_;
+    if (d < 0) return broker_value(s, a.src) - d > ceiling_[a.src] + eps_;
+    return false;
+  }
+
   /// This goal's own rule for its actions: the two brokers' summed violation must strictly drop.
   bool improves(const snapshot& s, const action& a) const {
+    if (raises_over_ceiling(s, a)) return false;
     auto [bs, bd, as, ad] = violations(s, a);
     return as + ad < bs + bd - eps_;
   }
@@ -443,6 +458,7 @@ class distribution_goal : public goal {
   band band_;
   std::vector<double> weight_;  ///< per broker
   std::vector<band> bands_;     ///< per broker
+  std::vector<double> ceiling_;  ///< per broker: broker_ceiling()
   double eps_ = 1e-9;
   bool enabled_ = false;
 

@@ -63,6 +63,12 @@ class goal {
   /// one: no broker that was met stops being met, and the sum over brokers does not grow. It must depend only on
   /// the partitions `b` holds (and on what prepare() computed). The default says 0.
   virtual double broker_violation(const snapshot& /*snap*/, broker_index /*b*/) const { return 0.0; }
+
+  /// Whether broker_violation() says all that accepts() judges, so that a sequence of actions no single step of which
+  /// this goal would accept may be judged as a whole by it (the economizer's repairs, the finisher's pairs). The
+  /// default says no, and those steps then do not run. A distribution goal says yes; a subclass that adds rules of
+  /// its own to accepts() must say no.
+  virtual bool judges_sequences() const { return false; }
 };
 
 /// The context a goal optimizes in: the shared snapshot, the goals above it, and the action budget.
