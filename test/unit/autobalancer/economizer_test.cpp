@@ -30,6 +30,14 @@ std::vector<goal*> pointers(const std::vector<std::unique_ptr<goal>>& goals) {
   return out;
 }
 
+/// b1 holds one large partition (6 MiB/s, 1000 MiB) and six small ones (1 MiB/s, 10 MiB each); b2 is empty.
+snapshot one_large_six_small() {
+  snapshot s = brokers(2);
+  add(s, "big", 0, 0, 6, 0, 1000);
+  for (int i = 0; i < 6; ++i) add(s, "small", i, 0, 1, 0, 10);
+  return s;
+}
+
 double bytes_moved(const snapshot& before, const snapshot& after) {
   double sum = 0;
   for (partition_index p = 0; p < before.partition_count(); ++p)
@@ -85,9 +93,7 @@ TEST_CASE("economizer: six small partitions make the trip instead of one large o
           "[economizer]") {
   // b1 holds one large partition (6 MiB/s, 1000 MiB) and six small ones (1 MiB/s, 10 MiB each); b2 holds nothing
   // inbound. Moving the large one balances NW_IN exactly, and so do the six small ones for 60 MiB instead of 1000.
-  snapshot s = brokers(2);
-  add(s, "big", 0, 0, 6, 0, 1000);
-  for (int i = 0; i < 6; ++i) add(s, "small", i, 0, 1, 0, 10);
+  snapshot s = one_large_six_small();
   add(s, "idle", 0, 1, 0, 0, 10);
   autobalance_config c = only_goals({"NW_IN"});
   auto d = make_detector(c);
@@ -126,9 +132,7 @@ TEST_CASE("economizer: nothing is traded when a goal does not guard what it reac
     std::string_view name() const override { return "UNGUARDED"; }
     void optimize(optimization&) override {}
   };
-  snapshot s = brokers(2);
-  add(s, "big", 0, 0, 6, 0, 1000);
-  for (int i = 0; i < 6; ++i) add(s, "small", i, 0, 1, 0, 10);
+  snapshot s = one_large_six_small();
   snapshot work = s;
   auto goals = prepared_goals(only_goals({"NW_IN"}), work);
   unguarded u;
@@ -196,9 +200,7 @@ TEST_CASE("economizer and finisher: a goal that cannot judge a sequence keeps th
     void optimize(optimization&) override {}
     bool guards_result() const override { return true; }
   };
-  snapshot s = brokers(2);
-  add(s, "big", 0, 0, 6, 0, 1000);
-  for (int i = 0; i < 6; ++i) add(s, "small", i, 0, 1, 0, 10);
+  snapshot s = one_large_six_small();
   snapshot work = s;
   auto goals = prepared_goals(only_goals({"NW_IN"}), work);
   guarded_only custom;

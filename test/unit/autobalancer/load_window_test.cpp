@@ -1,8 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <vector>
+
 #include "moonmq/autobalancer/model/load_window.hpp"
 
 using moonmq::autobalancer::load_window;
+using moonmq::autobalancer::load_window_set;
+using moonmq::autobalancer::sample_percentile;
 
 TEST_CASE("an empty load window reports zero", "[load_window]") {
   load_window w(10);
@@ -68,4 +73,31 @@ TEST_CASE("windows larger than the stack buffer still compute percentiles", "[lo
   load_window w(1000);
   for (int i = 1; i <= 1000; ++i) w.record(i);
   CHECK(w.percentile(0.9) == 900.0);
+}
+
+TEST_CASE("the figure kept current as samples arrive is always the one computed from the window", "[load_window]") {
+  // Random streams, with ties and bursts, through windows of several sizes and percentiles: after every sample the
+  // figure equals the nearest-rank percentile of the samples in the window, computed afresh.
+  std::mt19937 rng(11);
+  for (std::uint32_t capacity : {1u, 5u, 20u, 60u}) {
+    for (double p : {0.5, 0.9, 0.99, 1.0}) {
+      load_window_set set(capacity);
+      set.add();
+      set.add();
+      std::vector<float> mirror;
+      std::uniform_int_distribution<int> pick(0, 9);
+      for (int i = 0; i < 2000; ++i) {
+        const int r = pick(rng);
+        const float v = r < 3 ? 5.0f : r < 9 ? static_cast<float>(pick(rng)) : 100.0f + static_cast<float>(i % 7);
+        set.record(1, v);
+        mirror.push_back(v);
+        if (mirror.size() > capacity) mirror.erase(mirror.begin());
+        const float expected = sample_percentile(mirror.data(), static_cast<std::uint32_t>(mirror.size()), p);
+        if (i % 3 != 0) continue;  // the figure is not always asked for between samples
+        INFO("capacity " << capacity << " p " << p << " sample " << i);
+        REQUIRE(set.percentile(1, p) == Approx(expected));
+      }
+      CHECK(set.percentile(0, p) == 0.0);  // the other window is untouched
+    }
+  }
 }

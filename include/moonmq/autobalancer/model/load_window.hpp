@@ -7,7 +7,9 @@
 // `load_window` is one buffer that owns its samples. `load_window_set` holds many windows of the same capacity in
 // one contiguous slab, which is what the cluster model uses for a million partitions: no allocation per window, and
 // computing every partition's figure is a sequential scan rather than a pointer chase. Both cache the figure until
-// the next sample arrives.
+// the next sample arrives, and a full window whose figure is among its 16 largest samples keeps those samples
+// current as samples arrive (O(k) per sample), so that after a new sample the figure is usually known at once: it
+// must be searched for again only when the sample leaving the window was one of them (about k/n of the time).
 // Thread safety: none; each is owned by one cluster_model (or user).
 #pragma once
 
@@ -20,28 +22,35 @@
 
 namespace moonmq::autobalancer {
 
+/// The most samples keep_largest() keeps.
+inline constexpr std::uint32_t largest_kept = 16;
+
+/// Writes the `k` largest of `n` samples to `top`, largest first. REQUIRES: 1 <= k <= min(n, largest_kept).
+inline void keep_largest(const float* samples, std::uint32_t n, std::uint32_t k, float* top) {
+  std::uint32_t held = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const float v = samples[i];
+    if (held == k && v <= top[k - 1]) continue;
+    std::uint32_t j = held < k ? held++ : k - 1;
+    while (j > 0 && top[j - 1] < v) {
+      top[j] = top[j - 1];
+      --j;
+    }
+    top[j] = v;
+  }
+}
+
 /// The nearest-rank `p`-percentile (0 < p <= 1) of `n` samples (in any order); 0 when n is 0.
 inline float sample_percentile(const float* samples, std::uint32_t n, double p) {
   if (n == 0) return 0.0f;
   auto rank = static_cast<std::uint32_t>(std::ceil(p * n));
   rank = std::clamp<std::uint32_t>(rank, 1, n);
   const std::uint32_t k = n - rank + 1;  // the figure is the k-th largest sample
-  constexpr std::uint32_t small_k = 16;
-  if (k <= small_k) {
+  if (k <= largest_kept) {
     // One pass keeping the k largest seen, sorted, in a small array: for the usual p90 of 60 samples (k = 7) this
     // is several times faster than a selection over a copy.
-    float top[small_k];
-    std::uint32_t held = 0;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      float v = samples[i];
-      if (held == k && v <= top[k - 1]) continue;
-      std::uint32_t j = held < k ? held++ : k - 1;
-      while (j > 0 && top[j - 1] < v) {
-        top[j] = top[j - 1];
-        --j;
-      }
-      top[j] = v;
-    }
+    float top[largest_kept];
+    keep_largest(samples, n, k, top);
     return top[k - 1];
   }
   std::vector<float> buf(samples, samples + n);
@@ -82,7 +91,24 @@ class load_window_set {
   /// Adds a sample to window `i`, evicting its oldest when full. Negative samples are clamped to zero.
   void record(std::size_t i, double value) {
     auto& st = state_[i];
-    samples_[i * capacity_ + st.next] = static_cast<float>(value > 0 ? value : 0.0);
+    const float v = static_cast<float>(value > 0 ? value : 0.0);
+    float& slot = samples_[i * capacity_ + st.next];
+    if (st.top_k && st.size == capacity_) {
+      // The k largest stay known unless the sample leaving may be one of them.
+      if (slot >= st.top[st.top_k - 1]) {
+        st.top_k = 0;
+      } else if (v > st.top[st.top_k - 1]) {
+        std::uint32_t j = st.top_k - 1;
+        while (j > 0 && st.top[j - 1] < v) {
+          st.top[j] = st.top[j - 1];
+          --j;
+        }
+        st.top[j] = v;
+      }
+    } else {
+      st.top_k = 0;  // still filling: the rank of the figure moves with the size
+    }
+    slot = v;
     st.next = static_cast<std::uint16_t>((st.next + 1) % capacity_);
     if (st.size < capacity_) ++st.size;
     st.cached = -1.0f;
@@ -90,11 +116,23 @@ class load_window_set {
 
   std::uint32_t size(std::size_t i) const { return state_[i].size; }
 
-  /// The nearest-rank `p`-percentile of window `i`; 0 when empty. Cached until the window's next sample.
+  /// The nearest-rank `p`-percentile of window `i`; 0 when empty. Cached until the window's next sample; for a full
+  /// window whose figure is among its 16 largest samples (p90 of 60 is the 7th), those samples are kept current as
+  /// samples arrive, so that the figure is usually known without looking at the window again.
   double percentile(std::size_t i, double p) const {
     auto& st = state_[i];
     if (st.cached >= 0.0f && st.cached_p == static_cast<float>(p)) return st.cached;
-    st.cached = sample_percentile(samples_.data() + i * capacity_, st.size, p);
+    const std::uint32_t k = largest_rank(st.size, p);
+    if (st.size == capacity_ && k >= 1 && k <= largest_kept) {
+      if (st.top_k != k || st.top_p != static_cast<float>(p)) {
+        keep_largest(samples_.data() + i * capacity_, st.size, k, st.top);
+        st.top_k = static_cast<std::uint8_t>(k);
+        st.top_p = static_cast<float>(p);
+      }
+      st.cached = st.top[k - 1];
+    } else {
+      st.cached = sample_percentile(samples_.data() + i * capacity_, st.size, p);
+    }
     st.cached_p = static_cast<float>(p);
     return st.cached;
   }
@@ -112,7 +150,17 @@ class load_window_set {
     std::uint16_t next = 0;
     mutable float cached = -1.0f;  // < 0: not computed since the last sample
     mutable float cached_p = 0.0f;
+    mutable std::uint8_t top_k = 0;  // 0: `top` not current; else it holds the window's top_k largest, descending
+    mutable float top_p = 0.0f;      // the percentile `top` was kept for
+    mutable float top[largest_kept] = {};
   };
+
+  /// The figure of `n` samples is the k-th largest: k as in sample_percentile().
+  static std::uint32_t largest_rank(std::uint32_t n, double p) {
+    if (n == 0) return 0;
+    auto rank = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(std::ceil(p * n)), 1, n);
+    return n - rank + 1;
+  }
 
   std::uint32_t capacity_;
   std::vector<float> samples_;
