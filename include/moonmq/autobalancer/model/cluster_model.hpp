@@ -4,7 +4,7 @@
 // a windowed history of its inbound and outbound byte rates (see load_window) and its latest size on disk. `freeze()`
 // turns the model into a `snapshot` that goals may change freely; the model itself is not touched by planning.
 // Memory per partition: two windows of `Window` floats in one slab plus about 150 bytes of bookkeeping (key, index,
-// size, owner): about 630 bytes at the default window of 60.
+// size, owner) and each window's 16 largest samples kept current: about 810 bytes at the default window of 60.
 // Thread safety: none; the balance loop owns its model.
 #pragma once
 
