@@ -77,7 +77,8 @@ class distribution_goal : public goal {
     return {mean * (1.0 - params_.deviation), mean * (1.0 + params_.deviation)};
   }
 
-  /// A broker's share of the load relative to the others (called in prepare()). The default weighs all alike.
+  /// A broker's share of the load relative to the others, positive (called in prepare() for active brokers). The
+  /// default weighs all alike.
   virtual double broker_weight(const snapshot& /*s*/, broker_index /*b*/) const { return 1.0; }
 
   /// The most this goal lets a broker hold, whatever the band (called in prepare()). The default: no ceiling.
