@@ -490,9 +490,7 @@ struct balance_loop::impl {
         if (!satisfied) {  // why, once this plan is carried out
           autobalancer::snapshot after = snap;
           autobalancer::apply_plan(after, plan);
-          std::size_t moves = 0;
-          for (const auto& a : plan.actions) moves += a.type == autobalancer::action_type::swap ? 2 : 1;
-          shortfalls = detector.shortfalls(after, moves >= opt.config.max_actions_per_detect);
+          shortfalls = detector.shortfalls(after, plan.partition_moves() >= opt.config.max_actions_per_detect);
         }
         views = views_of(snap);
         return true;

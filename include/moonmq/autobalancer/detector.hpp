@@ -39,6 +39,12 @@ struct plan {
   /// Parallel to `actions`: the steps that chose each one, in order ("NW_IN", "DISK, economizer", "finisher for
   /// PARTITION_COUNT").
   std::vector<std::string> chosen_by;
+  /// Partition moves the plan holds (a SWAP is two): what MaxActionsPerDetect caps.
+  std::size_t partition_moves() const {
+    std::size_t n = 0;
+    for (const action& a : actions) n += a.type == action_type::swap ? 2 : 1;
+    return n;
+  }
   bool empty() const noexcept { return actions.empty(); }
 };
 
@@ -81,8 +87,7 @@ class anomaly_detector {
     const std::size_t budget = config_.max_actions_per_detect;
     for (int round = 0; round < goal_rounds; ++round) {
       // Partition moves live so far (a SWAP is two, as it may be split when chained).
-      std::size_t spent = 0;
-      for (partition_index p = 0; p < snap.partition_count(); ++p) spent += work.owner(p) != snap.owner(p);
+      std::size_t spent = moved_partitions(snap, work);
       const std::size_t mark = raw.size();
       for (std::size_t i = 0; i < order.size(); ++i) {
         if (spent >= budget) break;

@@ -96,9 +96,8 @@ class economizer {
 
   economizer(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
              std::size_t budget)
-      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {
-    for (partition_index p = 0; p < work_.partition_count(); ++p) moved_count_ += work_.owner(p) != before_.owner(p);
-  }
+      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget),
+        moved_count_(moved_partitions(before, work)) {}
 
   double cost(partition_index p) const { return move_cost(work_, p); }
 
@@ -128,16 +127,9 @@ class economizer {
   }
 
   /// Bytes the plan copies in addition if `q` ends on `b` instead of where it is now.
-  double extra(partition_index q, broker_index b) const {
-    bool moved_now = work_.owner(q) != before_.owner(q);
-    bool moved_then = b != before_.owner(q);
-    return (static_cast<double>(moved_then) - static_cast<double>(moved_now)) * cost(q);
-  }
+  double extra(partition_index q, broker_index b) const { return moved_delta(q, b) * cost(q); }
 
-  /// How a partition's being moved changes when it goes to `b`: +1, 0 or -1.
-  int moved_delta(partition_index q, broker_index b) const {
-    return static_cast<int>(b != before_.owner(q)) - static_cast<int>(work_.owner(q) != before_.owner(q));
-  }
+  int moved_delta(partition_index q, broker_index b) const { return moved_change(before_, work_, q, b); }
 
   void take(const action& a) {
     moved_count_ += moved_delta(a.partition, a.dest);
@@ -254,8 +246,9 @@ class economizer {
   };
 
   /// The move, other than of `p`, that removes the most weighted violation per extra byte (moves that save bytes
-  /// first; with `per_byte` false, the most weighted violation), adding less than `limit` bytes; partitions of the brokers in `involved` leave for any broker, and any
-  /// broker's partitions may come to them (in a cluster over small_cluster brokers, only among `involved`).
+  /// first; with `per_byte` false, the most weighted violation), adding less than `limit` bytes; partitions of the
+  /// brokers in `involved` leave for any broker, and any broker's partitions may come to them (in a cluster over
+  /// small_cluster brokers, only among `involved`).
   std::optional<repair_move> best_repair(partition_index p, const std::vector<broker_index>& involved, double limit,
                                          bool per_byte) {
     const std::size_t n = work_.broker_count();
@@ -345,7 +338,6 @@ class economizer {
     rewind(mark);
     return std::nullopt;
   }
-
 
   const snapshot& before_;
   snapshot& work_;

@@ -69,8 +69,8 @@ class finisher {
   /// Bytes the plan copies in addition when `a` is carried out now, and the change in partitions moved.
   std::pair<double, long> cost_of(const action& a) const {
     auto one = [&](partition_index q, broker_index to, double& bytes, long& count) {
-      const int d = static_cast<int>(to != before_.owner(q)) - static_cast<int>(work_.owner(q) != before_.owner(q));
-      bytes += d * work_.load(q, resource::disk);
+      const int d = moved_change(before_, work_, q, to);
+      bytes += d * move_cost(work_, q);
       count += d;
     };
     double bytes = 0;
@@ -78,12 +78,6 @@ class finisher {
     one(a.partition, a.dest, bytes, count);
     if (a.type == action_type::swap) one(a.swap_partition, a.src, bytes, count);
     return {bytes, count};
-  }
-
-  std::size_t moved() const {
-    std::size_t n = 0;
-    for (partition_index p = 0; p < work_.partition_count(); ++p) n += work_.owner(p) != before_.owner(p);
-    return n;
   }
 
   /// Up to max_scanned movable partitions of `b`.
@@ -155,7 +149,7 @@ class finisher {
         if (partners.size() < max_partners && j - 1 > i) partners.push_back(others[--j]);
       }
     }
-    const long room = static_cast<long>(budget_) - static_cast<long>(moved());
+    const long room = static_cast<long>(budget_) - static_cast<long>(moved_partitions(before_, work_));
     if (room <= 0) return false;
     const standings base(work_, goals_);
     std::vector<double> sums(k + 1);

@@ -89,19 +89,17 @@ inline planner_report run_planner(snapshot snap, anomaly_detector& detector, boo
       full = false;
       break;
     }
-    std::size_t moves = 0;
     for (std::size_t i = 0; i < p.actions.size(); ++i) {
       const action& a = p.actions[i];
-      moves += a.type == action_type::swap ? 2 : 1;
       report.actions.push_back(describe(snap, a));
-      report.actions.back().chosen_by = i < p.chosen_by.size() ? p.chosen_by[i] : std::string();
+      report.actions.back().chosen_by = p.chosen_by[i];
       action_effect e{totals_of(snap, a.src), {}, totals_of(snap, a.dest), {}};
       snap.apply(a);
       e.src_after = totals_of(snap, a.src);
       e.dest_after = totals_of(snap, a.dest);
       if (explain) report.effects.push_back(e);
     }
-    full = moves >= detector.config().max_actions_per_detect;
+    full = p.partition_moves() >= detector.config().max_actions_per_detect;
   }
   report.satisfied = detector.satisfied(snap);
   if (explain) {

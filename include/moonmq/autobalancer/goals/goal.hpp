@@ -30,6 +30,18 @@ class optimization;
 /// What moving partition `p` costs: the bytes the copy transfers, its size on disk.
 inline double move_cost(const snapshot& s, partition_index p) { return s.load(p, resource::disk); }
 
+/// How a plan from `before` changes in partitions moved when `q`, where `now` has it, ends on `to`: +1, 0 or -1.
+inline int moved_change(const snapshot& before, const snapshot& now, partition_index q, broker_index to) {
+  return static_cast<int>(to != before.owner(q)) - static_cast<int>(now.owner(q) != before.owner(q));
+}
+
+/// Partitions that `now` places elsewhere than `before`.
+inline std::size_t moved_partitions(const snapshot& before, const snapshot& now) {
+  std::size_t n = 0;
+  for (partition_index p = 0; p < before.partition_count(); ++p) n += now.owner(p) != before.owner(p);
+  return n;
+}
+
 class goal {
  public:
   virtual ~goal() = default;
