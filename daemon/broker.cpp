@@ -479,8 +479,18 @@ class running_broker final : public broker {
         *txn_log_, state(), *peers_);
     if (!svc) return svc.err();
     txns_ = std::move(*svc);
-    txn_api_ = std::make_unique<txn_api>(
-        *txns_, [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); });
+    txn_api_ = std::make_unique<txn_api>(*txns_, [this](const topic_partition& tp) -> result<broker_id> {
+      // As a produce finds it: a partition here, one the ownership table places on a peer, or (without Raft) one
+      // the peers say they serve.
+      if (auto count = store_->partition_count(tp.topic); count && tp.partition < *count)
+        return cluster::owner_as_seen_by(*ownership_, tp, self_);
+      if (auto owner = ownership_->owner(tp)) return *owner;
+      if (view_) {
+        auto owners = view_->topic_owners(tp.topic);
+        if (auto it = owners.find(tp.partition); it != owners.end()) return broker_id(it->second);
+      }
+      return error{errc::not_found, "no broker is known to have " + tp.topic + "-" + std::to_string(tp.partition)};
+    });
     txn_ticker_ = std::thread([this] {
       std::unique_lock lock(ticker_mu_);
       while (!ticker_stop_) {

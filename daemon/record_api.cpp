@@ -184,6 +184,7 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
     elsewhere = broker_id(it->second);
   }
   const broker_id seen_owner = elsewhere ? *elsewhere : cluster::owner_as_seen_by(*ownership_, tp, self_);
+  broker_id recorded_owner = seen_owner;  // the owner the coordinator holds for the partition
   if (!tid.empty()) {
     // The coordinator records the partition first (so its markers will reach it); the owner opens the transaction
     // with the first batch it takes.
@@ -192,6 +193,7 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
       if (joined.code() == errc::producer_fenced) metrics_.add(txn::metrics::producer_fenced, 1);
       return reply_error(res, joined.err());
     }
+    recorded_owner = *joined;
   }
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
   auto local = elsewhere ? decltype(router_->try_local(tp, records))(*elsewhere) : router_->try_local(tp, records);
@@ -210,9 +212,10 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
       txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
     return reply_error(res, done.err());
   }
-  if (!tid.empty() && done->broker != seen_owner) {
-    // This broker's view was stale (the forward followed the owner's hints): the coordinator sends its markers
-    // straight to the broker that took the records, which a broker on the way may not be alive to point to.
+  if (!tid.empty() && done->broker != recorded_owner) {
+    // The coordinator was told of another owner (this broker's view was stale, and the forward followed the owner's
+    // hints, or the partition moved since it was declared): the coordinator sends its markers straight to the broker
+    // that took the records, which a broker on the way may not be alive to point to.
     if (auto s = txns_->join_again(tid, stamp->id, stamp->epoch, tp, done->broker); !s) {
       txns_->forget_join(tid, stamp->id, stamp->epoch, tp);
       return reply_error(res, s.err());  // a retry is deduplicated and asks again

@@ -9,6 +9,43 @@
 
 namespace moonmq::daemon {
 
+namespace {
+
+/// One element of a client's list of partitions, with its offset when the list carries them.
+struct listed_partition {
+  topic_partition tp;
+  std::uint64_t offset = 0;
+};
+
+/// Reads the non-empty array `key` of {"topic","partition"(,"offset")}; false after answering the error.
+bool read_partitions(json::object_reader& r, const char* key, bool with_offset, std::vector<listed_partition>& out,
+                     httplib::Response& res) {
+  const auto* list = r.member(key);
+  if (r.ok() && (!list || !list->IsArray() || list->Empty() || list->Size() > 10000))
+    r.fail(key, "expected a non-empty array of at most 10000");
+  if (!r.ok()) return true;  // r.finish() answers it
+  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
+    json::object_reader o((*list)[i], std::string(key) + "[" + std::to_string(i) + "]");
+    std::string topic;
+    std::int64_t partition = -1;
+    std::uint64_t offset = 0;
+    o.get("topic", topic, true);
+    o.get("partition", partition, true);
+    if (with_offset) o.get("offset", offset, true);
+    if (o.ok() && (partition < 0 || partition > INT32_MAX)) o.fail("partition", "out of range");
+    if (o.ok())
+      if (auto v = validate_topic_name(topic); !v) o.fail("topic", v.message());
+    if (auto s = o.finish(); !s) {
+      reply_error(res, s.err());
+      return false;
+    }
+    out.push_back({{topic, static_cast<std::int32_t>(partition)}, offset});
+  }
+  return true;
+}
+
+}  // namespace
+
 std::uint64_t fresh_producer_id() {
   std::random_device rd;
   std::uint64_t id = 0;
@@ -51,31 +88,10 @@ void txn_api::routes(httplib::Server& api) {
              r.get("producer_id", producer_id, true);
              r.get("producer_epoch", epoch, true);
              if (action != "offsets") r.get("wait", wait);
-             struct entry {
-               topic_partition tp;
-               std::uint64_t offset;
-             };
-             std::vector<entry> offsets;
+             std::vector<listed_partition> offsets;
              if (action == "offsets") {
                r.get("group", group, true);
-               const auto* list = r.member("offsets");
-               if (r.ok() && (!list || !list->IsArray() || list->Empty() || list->Size() > 10000))
-                 r.fail("offsets", "expected a non-empty array of at most 10000");
-               if (r.ok())
-                 for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-                   json::object_reader o((*list)[i], "offsets[" + std::to_string(i) + "]");
-                   std::string topic;
-                   std::int64_t partition = -1;
-                   std::uint64_t offset = 0;
-                   o.get("topic", topic, true);
-                   o.get("partition", partition, true);
-                   o.get("offset", offset, true);
-                   if (o.ok() && (partition < 0 || partition > INT32_MAX)) o.fail("partition", "out of range");
-                   if (o.ok())
-                     if (auto v = validate_topic_name(topic); !v) o.fail("topic", v.message());
-                   if (auto s = o.finish(); !s) return reply_error(res, s.err());
-                   offsets.push_back({{topic, static_cast<std::int32_t>(partition)}, offset});
-                 }
+               if (!read_partitions(r, "offsets", true, offsets, res)) return;
              }
              if (auto s = r.finish(); !s) return reply_error(res, s.err());
              const std::string body = json_object([&](json::writer& w) {
@@ -91,7 +107,8 @@ void txn_api::routes(httplib::Server& api) {
                    json::put(w, "topic", o.tp.topic);
                    json::put(w, "partition", o.tp.partition);
                    json::put(w, "offset", o.offset);
-                   json::put(w, "owner", owner_of_(o.tp).value());
+                   auto owner = owner_of_(o.tp);  // a partition no broker has: its offset is not written
+                   json::put(w, "owner", owner ? owner->value() : service_.self().value());
                    w.EndObject();
                  }
                  w.EndArray();
@@ -102,6 +119,33 @@ void txn_api::routes(httplib::Server& api) {
              });
              relay(res, service_.on_coordinator(tid, action == "offsets" ? "offsets" : "end", body));
            });
+
+  // The partitions the open transaction will write, declared before its produces (Kafka's AddPartitionsToTxn):
+  // the coordinator records them in one round trip, and produces through this broker then go straight to the owners.
+  api.Post(R"(/v1/transactions/([^/]+)/partitions)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string tid = req.matches[1];
+    if (!valid_client_id(tid, "transactional id", res)) return;
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::uint64_t producer_id = 0, epoch = 0;
+    r.get("producer_id", producer_id, true);
+    r.get("producer_epoch", epoch, true);
+    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+    std::vector<listed_partition> listed;
+    if (!read_partitions(r, "partitions", false, listed, res)) return;
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    std::vector<std::pair<topic_partition, broker_id>> partitions;
+    for (const auto& l : listed) {
+      // Only a partition some broker has: a marker for one that nobody serves could never be delivered.
+      auto owner = owner_of_(l.tp);
+      if (!owner) return reply_error(res, owner.err());
+      partitions.emplace_back(l.tp, *owner);
+    }
+    if (auto s = service_.join_all(tid, producer_id, static_cast<std::uint32_t>(epoch), partitions); !s)
+      return reply_error(res, s.err());
+    reply(res, 200, "{}");
+  });
 
   api.Get(R"(/v1/transactions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string tid = req.matches[1];

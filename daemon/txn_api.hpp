@@ -1,6 +1,8 @@
 // moonmqd's producer and transaction client routes:
 //   POST /v1/producers {"transactional_id"?}            an idempotent producer's id and epoch 0, or (with a
 //                                                        transactional id) its coordinator's init: same id, next epoch
+//   POST /v1/transactions/{tid}/partitions               the partitions the open transaction will write, declared
+//                                                        before its produces (one coordinator round trip for all)
 //   POST /v1/transactions/{tid}/offsets                  group offsets committed if and only if the transaction is
 //   POST /v1/transactions/{tid}/commit · /abort          end; answers the state and the producer's next epoch
 //   GET  /v1/transactions · /v1/transactions/{tid}       this broker's transactions / one, from its coordinator
@@ -17,6 +19,7 @@
 #include <functional>
 
 #include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
 #include "moonmq/txn/txn_service.hpp"
 
 namespace moonmq::daemon {
@@ -26,15 +29,16 @@ std::uint64_t fresh_producer_id();
 
 class txn_api {
  public:
-  /// `owner_of`: the broker this one believes serves a partition (for the coordinator's marker hints).
-  txn_api(txn::txn_service& service, std::function<broker_id(const topic_partition&)> owner_of)
+  /// `owner_of`: the broker this one believes serves a partition (for the coordinator's marker hints); not_found
+  /// for a partition no broker is known to have.
+  txn_api(txn::txn_service& service, std::function<result<broker_id>(const topic_partition&)> owner_of)
       : service_(service), owner_of_(std::move(owner_of)) {}
 
   void routes(httplib::Server& api);
 
  private:
   txn::txn_service& service_;
-  std::function<broker_id(const topic_partition&)> owner_of_;
+  std::function<result<broker_id>(const topic_partition&)> owner_of_;
 };
 
 }  // namespace moonmq::daemon

@@ -491,35 +491,51 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
   return {std::move(answer), owner};
 }
 
-status txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                         const topic_partition& tp, const broker_id& owner) {
+result<broker_id> txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                                    const topic_partition& tp, const broker_id& owner) {
   // Once per transaction (an epoch is one transaction) and partition: the owner opens the transaction with the
   // first batch it takes, and fences the epoch when the marker closes it, so a later batch needs no round trip.
-  joined_key key{id, producer_id, epoch, tp};
   {
     std::lock_guard lock(joined_mu_);
-    if (joined_.count(key)) return {};
+    if (auto it = joined_.find(joined_key{id, producer_id, epoch, tp}); it != joined_.end()) return it->second;
   }
-  if (auto s = add(id, producer_id, epoch, tp, owner); !s) return s;
-  std::lock_guard lock(joined_mu_);
-  if (joined_.size() >= max_joined) joined_.clear();
-  joined_.insert(std::move(key));
+  if (auto s = add(id, producer_id, epoch, {{tp, owner}}); !s) return s.err();
+  remember_joins(id, producer_id, epoch, {{tp, owner}});
+  return owner;
+}
+
+status txn_service::join_all(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                             const std::vector<std::pair<topic_partition, broker_id>>& partitions) {
+  if (partitions.empty()) return {};
+  if (partitions.size() > max_partitions)
+    return {errc::invalid_argument, "partitions: at most " + std::to_string(max_partitions) + " at once"};
+  if (auto s = add(id, producer_id, epoch, partitions); !s) return s;
+  remember_joins(id, producer_id, epoch, partitions);
   return {};
 }
 
+void txn_service::remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                                 const std::vector<std::pair<topic_partition, broker_id>>& partitions) {
+  std::lock_guard lock(joined_mu_);
+  if (joined_.size() + partitions.size() > max_joined) joined_.clear();
+  for (const auto& [tp, owner] : partitions) joined_[joined_key{id, producer_id, epoch, tp}] = owner;
+}
+
 status txn_service::add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                        const topic_partition& tp, const broker_id& owner) {
+                        const std::vector<std::pair<topic_partition, broker_id>>& partitions) {
   auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
                                 json::put(w, "transactional_id", id);
                                 json::put(w, "producer_id", producer_id);
                                 json::put(w, "producer_epoch", epoch);
                                 w.Key("partitions");
                                 w.StartArray();
-                                w.StartObject();
-                                json::put(w, "topic", tp.topic);
-                                json::put(w, "partition", tp.partition);
-                                json::put(w, "owner", owner.value());
-                                w.EndObject();
+                                for (const auto& [tp, owner] : partitions) {
+                                  w.StartObject();
+                                  json::put(w, "topic", tp.topic);
+                                  json::put(w, "partition", tp.partition);
+                                  json::put(w, "owner", owner.value());
+                                  w.EndObject();
+                                }
                                 w.EndArray();
                               }));
   if (added.status != 200) return error_of(added);

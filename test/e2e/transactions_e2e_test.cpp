@@ -157,6 +157,74 @@ TEST_CASE("e2e transactions: retries never duplicate, transactions over three br
   CHECK(committed(b2, 1) == expected[1]);  // its open transaction was aborted
 }
 
+TEST_CASE("e2e transactions: partitions declared before their produces are recorded at the coordinator at once, "
+          "a declared partition that moves still gets its marker, and bad declarations are refused",
+          "[e2e][txn]") {
+  three_owners c;
+  auto& b1 = c.b1;
+  const std::string tid = "tx-declared";
+  auto s = init(b1, tid);
+  auto declare = [&](const session& with, const std::string& partitions) {
+    auto r = b1.api().Post(("/v1/transactions/" + tid + "/partitions").c_str(),
+                           "{\"producer_id\":" + std::to_string(with.id) + ",\"producer_epoch\":" +
+                               std::to_string(with.epoch) + ",\"partitions\":[" + partitions + "]}",
+                           "application/json");
+    REQUIRE(r);
+    return *r;
+  };
+  const std::string three =
+      R"({"topic":"t","partition":0},{"topic":"t","partition":1},{"topic":"t","partition":2})";
+
+  // Declared, then committed: the coordinator holds all three before any record, each with its owner.
+  auto ok = declare(s, three);
+  INFO(ok.body);
+  REQUIRE(ok.status == 200);
+  auto held = parse(b1.api().Get(("/v1/transactions/" + tid).c_str())->body);
+  REQUIRE(held["partitions"].Size() == 3);
+  std::map<int, std::string> owners;
+  for (const auto& p : held["partitions"].GetArray()) owners[p["partition"].GetInt()] = p["owner"].GetString();
+  CHECK(owners == std::map<int, std::string>{{0, "b1"}, {1, "b2"}, {2, "b3"}});
+  // t-2 moves after it was declared and before its records: they land on b1, where the marker must go too.
+  move(b1, 2, "b1");
+  for (int p = 0; p < 3; ++p) {
+    auto r = b1.api().Post("/v1/topics/t/records", produce_body(p, {"c" + std::to_string(p)}, s.id, s.epoch, 0, tid),
+                           "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+  }
+  CHECK(committed(b1, 2).empty());
+  auto d = end(b1, tid, s, true);
+  CHECK(std::string(d["state"].GetString()) == "complete_commit");
+  CHECK(committed(b1, 0) == std::vector<std::string>{"c0"});
+  CHECK(committed(c.b2, 1) == std::vector<std::string>{"c1"});
+  CHECK(committed(b1, 2) == std::vector<std::string>{"c2"});
+
+  // Declared, then aborted: nothing of it is read.
+  REQUIRE(declare(s, three).status == 200);
+  for (int p = 0; p < 3; ++p)
+    REQUIRE(b1.api().Post("/v1/topics/t/records", produce_body(p, {"a" + std::to_string(p)}, s.id, s.epoch, 0, tid),
+                          "application/json")->status == 200);
+  end(b1, tid, s, false);
+  CHECK(committed(b1, 0) == std::vector<std::string>{"c0"});
+  CHECK(committed(b1, 2) == std::vector<std::string>{"c2"});
+
+  // Refused: a partition no broker has (its marker could never be delivered), a malformed list, an old epoch.
+  auto missing = declare(s, R"({"topic":"t","partition":7})");
+  CHECK(missing.status == 404);
+  auto nowhere = declare(s, R"({"topic":"nosuch","partition":0})");
+  CHECK(nowhere.status == 404);
+  CHECK(declare(s, R"({"topic":"t","partition":-1})").status == 400);
+  CHECK(declare(s, "").status == 400);
+  session old = s;
+  old.epoch -= 1;
+  auto fenced = declare(old, three);
+  CHECK(fenced.status == 409);
+  CHECK_THAT(fenced.body, Catch::Contains("producer_fenced"));
+  auto after = parse(b1.api().Get(("/v1/transactions/" + tid).c_str())->body);
+  CHECK(std::string(after["state"].GetString()) == "complete_abort");  // no refused declaration opened one
+}
+
 TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of the coordinator does not lose the "
           "commit, and readers wait at the LSO until the markers arrive",
           "[e2e][txn]") {

@@ -106,7 +106,7 @@ struct producer {
   status send(const topic_partition& tp, const std::vector<std::string>& values) {
     auto& b = g.c[via];
     if (auto j = g.at(via).join(tid, id, epoch, tp, cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id))); !j)
-      return j;
+      return j.err();
     std::vector<storage::record> records;
     for (std::size_t i = 0; i < values.size(); ++i)
       records.push_back({std::nullopt, values[i], 1, storage::attr_transactional,

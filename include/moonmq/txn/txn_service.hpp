@@ -26,6 +26,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -70,15 +71,24 @@ class txn_service {
 
   /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
   /// `tp` (owned by `owner`, as far as this broker knows) in the transaction, so its markers will reach it. Once per
-  /// transaction and partition; the owner opens the transaction with the first batch it takes. Errors as the
-  /// coordinator gave them (producer_fenced, conflict for a transaction that is ending, unavailable, ...).
-  status join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
-              const topic_partition& tp, const broker_id& owner);
+  /// transaction and partition; the owner opens the transaction with the first batch it takes. Answers the owner the
+  /// coordinator holds for `tp` (the one named when this broker recorded it earlier). Errors as the coordinator gave
+  /// them (producer_fenced, conflict for a transaction that is ending, unavailable, ...).
+  result<broker_id> join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
+                         const topic_partition& tp, const broker_id& owner);
+
+  /// A client's declaration of the partitions its transaction will write, before it writes them (Kafka's
+  /// AddPartitionsToTxn): the coordinator records them all in one round trip, and a later produce to any of them
+  /// through this broker needs none. Errors as join().
+  status join_all(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
+                  const std::vector<std::pair<topic_partition, broker_id>>& partitions);
 
   /// Tells the coordinator that `tp`'s records were taken by `owner`, not the broker join() named.
   status join_again(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                     const topic_partition& tp, const broker_id& owner) {
-    return add(transactional_id, producer_id, epoch, tp, owner);
+    if (auto s = add(transactional_id, producer_id, epoch, {{tp, owner}}); !s) return s;
+    remember_joins(transactional_id, producer_id, epoch, {{tp, owner}});
+    return {};
   }
 
   /// Forgets that `tp` joined this transaction (its produce was refused: the next one asks the coordinator again).
@@ -94,9 +104,11 @@ class txn_service {
  private:
   txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, cluster::peer_client& peers);
   status load();
-  /// The coordinator's add of one partition, believed to be on `owner`.
-  status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch, const topic_partition& tp,
-             const broker_id& owner);
+  /// The coordinator's add of partitions, each believed to be on the broker beside it.
+  status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+             const std::vector<std::pair<topic_partition, broker_id>>& partitions);
+  void remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                      const std::vector<std::pair<topic_partition, broker_id>>& partitions);
   /// Writes transaction `id` as it now is; `commit_point` forces a sync.
   status persist_locked(const std::string& id, bool commit_point = false);
   /// After a change of `id` (it was `before`, or absent): written when it differs; if the write fails, the change
@@ -131,12 +143,12 @@ class txn_service {
   std::condition_variable completing_cv_;
   std::set<std::string> completing_ids_;
   /// Partitions this broker had the coordinator record in a transaction (id, producer, epoch, partition): a later
-  /// produce to the same one in the same transaction goes straight to the owner. Forgotten wholesale past
-  /// max_joined entries.
+  /// produce to the same one in the same transaction goes straight to the owner; beside each, the owner the
+  /// coordinator was told. Forgotten wholesale past max_joined entries.
   using joined_key = std::tuple<std::string, std::uint64_t, std::uint32_t, topic_partition>;
   static constexpr std::size_t max_joined = 100000;
   std::mutex joined_mu_;
-  std::set<joined_key> joined_;
+  std::map<joined_key, broker_id> joined_;
   /// Sends the markers of one transaction to different owners at once (persistent: a thread per marker costs as
   /// much as the marker's round trip).
   std::unique_ptr<asio::thread_pool> marker_threads_;
