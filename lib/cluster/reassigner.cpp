@@ -107,15 +107,16 @@ std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) 
 }  // namespace
 
 struct reassigner::impl {
-  impl(reassigner_options o, cluster_state s, peer_client& p, move_journal& j, asio::thread_pool& b)
+  impl(reassigner_options o, cluster_state s, peer_client& p, move_journal& j, asio::any_io_executor b)
       : opt(std::move(o)), st(s), peers(p), journal(j), pool(b) {}
 
   reassigner_options opt;
   cluster_state st;
   peer_client& peers;
   move_journal& journal;
-  asio::thread_pool& pool;
+  asio::any_io_executor pool;
   copy_throttle throttle{opt.throttle_bytes_per_sec};
+  std::shared_ptr<void> alive = std::make_shared<char>();  ///< expires with the reassigner (see run_started)
 
   mutable std::mutex mu;
   std::map<topic_partition, std::shared_ptr<move_progress>> running;
@@ -653,7 +654,7 @@ struct reassigner::impl {
 };
 
 reassigner::reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
-                       asio::thread_pool& blocking)
+                       asio::any_io_executor blocking)
     : impl_(std::make_unique<impl>(options, state, peers, journal, blocking)) {}
 
 reassigner::~reassigner() = default;
@@ -671,8 +672,9 @@ asio::awaitable<status> reassigner::move(topic_partition tp, broker_id dest, std
 namespace {
 
 /// A started move, then, if it failed with its journal entry left behind, the journal resolved in the background
-/// (every 5 s until the destination answers).
-asio::awaitable<void> run_started(reassigner& r, move_journal& journal,
+/// (every 5 s until the destination answers). `alive` expires with the reassigner: a retry that wakes after it (an
+/// embedding that rebuilt it, as a simulated restart does) touches nothing.
+asio::awaitable<void> run_started(reassigner& r, move_journal& journal, std::weak_ptr<void> alive,
                                   asio::awaitable<status> move, topic_partition tp) {
   status s = co_await std::move(move);
   if (s) co_return;
@@ -685,6 +687,7 @@ asio::awaitable<void> run_started(reassigner& r, move_journal& journal,
     if (co_await r.recover() == 0) co_return;
     asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::seconds(5));
     co_await t.async_wait(asio::use_awaitable);
+    if (alive.expired()) co_return;
   }
 }
 
@@ -702,7 +705,9 @@ result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_p
   auto p = impl_->begin(tp, dest);
   if (!p) return p.err();
   const std::uint64_t id = (*p)->id;
-  asio::co_spawn(ex, run_started(*this, impl_->journal, impl_->finish_after(std::move(*p), claim), std::move(tp)),
+  asio::co_spawn(ex,
+                 run_started(*this, impl_->journal, impl_->alive, impl_->finish_after(std::move(*p), claim),
+                             std::move(tp)),
                  asio::detached);
   return id;
 }

@@ -264,7 +264,8 @@ result<member_answer> group_service::join(const std::string& group_id, const std
   all.insert(topics.begin(), topics.end());
   if (placements_)
     if (auto p = placements_(all)) g.set_placement(std::move(*p));
-  auto a = g.join(member_id.empty() ? new_member_id() : member_id, broker, std::move(topics), now);
+  auto a = g.join(member_id.empty() ? (opt_.member_ids ? opt_.member_ids() : new_member_id()) : member_id, broker,
+                  std::move(topics), now);
   metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);
   (void)persist_locked();

@@ -63,9 +63,17 @@ class in_process_cluster {
  public:
   /// With `replicated`, every broker's ownership table is the Raft-backed one over `log` (a test_log: the log's
   /// rules without elections).
+  /// With `single_threaded`, the brokers' blocking work (file reads, journal and table writes, planning) runs on the
+  /// reactor too, so that the order in which the test runs its handlers is the whole schedule (the simulation).
+  /// `peer_timeout`: the brokers' PeerTimeout (also how long a produce waits out a handover).
   explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1,
-                              bool replicated = false)
-      : net(seed), batch_bytes_(batch_bytes), replicated_(replicated) {
+                              bool replicated = false, bool single_threaded = false,
+                              std::chrono::milliseconds peer_timeout = std::chrono::milliseconds(2000))
+      : net(seed),
+        batch_bytes_(batch_bytes),
+        replicated_(replicated),
+        single_threaded_(single_threaded),
+        peer_timeout_(peer_timeout) {
     for (int i = 1; i <= brokers; ++i) add("b" + std::to_string(i));
     for (auto& b : brokers_) wire(*b);
   }
@@ -99,7 +107,12 @@ class in_process_cluster {
   void rebuild_reassigner(int i, cluster::reassigner_options o) {
     auto& b = (*this)[i];
     o.batch_bytes = batch_bytes_;
-    b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, pool);
+    b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, blocking());
+  }
+
+  /// Where the brokers' blocking work runs: the pool, or the reactor when single-threaded.
+  asio::any_io_executor blocking() {
+    return single_threaded_ ? asio::any_io_executor(io.get_executor()) : asio::any_io_executor(pool.get_executor());
   }
 
   status move(int from, const topic_partition& tp, int to, std::optional<cluster::controller_claim> claim = {}) {
@@ -120,7 +133,7 @@ class in_process_cluster {
       if (other->id != b.id) o.peers.push_back(other->id);
     o.config = std::move(config);
     o.clock = std::move(clock);
-    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, pool));
+    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, blocking()));
   }
 
   /// One balance pass on broker `i`.
@@ -214,14 +227,16 @@ class in_process_cluster {
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(
-        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
+        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, peer_timeout_});
     b.router = std::make_unique<cluster::router>(b.state(), *b.peers);
     b.reassigner = std::make_unique<cluster::reassigner>(cluster::reassigner_options{batch_bytes_}, b.state(), *b.peers,
-                                                         *b.journal, pool);
+                                                         *b.journal, blocking());
   }
 
   std::uint32_t batch_bytes_;
   bool replicated_ = false;
+  bool single_threaded_ = false;
+  std::chrono::milliseconds peer_timeout_;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;
 };

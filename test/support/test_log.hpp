@@ -47,6 +47,12 @@ class test_log {
       if (!m.lagging) apply_all(m);
   }
 
+  /// How many entries are held back (see release()).
+  std::size_t held() const {
+    std::lock_guard lock(mu_);
+    return held_.size();
+  }
+
   std::size_t size() const {
     std::lock_guard lock(mu_);
     return entries_.size();

@@ -98,7 +98,12 @@ class balance_loop {
   /// durable claim run on `blocking`, never on the reactor.
   static result<std::unique_ptr<balance_loop>> create(balance_loop_options options, cluster_state state,
                                                       peer_client& peers, reassigner& moves,
-                                                      asio::thread_pool& blocking);
+                                                      asio::any_io_executor blocking);
+  static result<std::unique_ptr<balance_loop>> create(balance_loop_options options, cluster_state state,
+                                                      peer_client& peers, reassigner& moves,
+                                                      asio::thread_pool& blocking) {
+    return create(std::move(options), state, peers, moves, asio::any_io_executor(blocking.get_executor()));
+  }
   ~balance_loop();
 
   /// One pass (see above). Returns what it saw.

@@ -54,8 +54,12 @@ struct reassigner_options {
 
 class reassigner {
  public:
+  /// File work (reads for the copy, the journal and ownership writes) runs on `blocking`.
   reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
-             asio::thread_pool& blocking);
+             asio::any_io_executor blocking);
+  reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+             asio::thread_pool& blocking)
+      : reassigner(std::move(options), state, peers, journal, asio::any_io_executor(blocking.get_executor())) {}
   ~reassigner();
 
   /// Moves `tp` to `dest`; with `claim`, control-plane requests are fenced by it.

@@ -3,6 +3,7 @@
 // Thread safety: as asio's thread_pool.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
@@ -27,12 +28,19 @@ asio::awaitable<std::optional<T>> as_optional(asio::awaitable<T> w) {
   co_return co_await std::move(w);
 }
 
+/// Runs `f()` on `blocking` and returns its result. REQUIRES: f returns a non-void, movable value. `blocking` is a
+/// pool's executor in a broker; a deterministic simulation passes its reactor's own, so that nothing runs beside it.
+template <typename F>
+auto offload(asio::any_io_executor blocking, F f) -> asio::awaitable<std::invoke_result_t<F&>> {
+  // Carried in an optional: asio needs a default-constructible result type, and result<T> has no empty state.
+  auto out = co_await asio::co_spawn(blocking, detail::invoke_here(std::move(f)), asio::use_awaitable);
+  co_return std::move(*out);
+}
+
 /// Runs `f()` on `pool` and returns its result. REQUIRES: f returns a non-void, movable value.
 template <typename F>
 auto offload(asio::thread_pool& pool, F f) -> asio::awaitable<std::invoke_result_t<F&>> {
-  // Carried in an optional: asio needs a default-constructible result type, and result<T> has no empty state.
-  auto out = co_await asio::co_spawn(pool, detail::invoke_here(std::move(f)), asio::use_awaitable);
-  co_return std::move(*out);
+  return offload(asio::any_io_executor(pool.get_executor()), std::move(f));
 }
 
 }  // namespace moonmq

@@ -36,6 +36,9 @@ using placement_source =
 struct group_service_options {
   broker_id self;
   group_timing timing;
+  /// A fresh member id per call (empty: 128 bits of the operating system's random source, in hex, not guessable).
+  /// A deterministic simulation passes its own.
+  std::function<std::string()> member_ids = {};
 };
 
 /// What GET /v1/groups/{g} shows.

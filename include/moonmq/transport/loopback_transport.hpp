@@ -4,16 +4,19 @@
 // Faults, per direction or for every link: drop the request (the handler never runs), lose the response (the
 // handler ran, the sender hears nothing: the case that makes retries dangerous), duplicate (the handler runs
 // twice), delay and jitter (which reorders concurrent requests), and partitions between brokers (no answer either
-// way). A `hook` can inspect each request and decide its fate, to fail exactly one step of a protocol. Random choices
-// come from one seeded generator: a test run is reproducible from its seed. Synchronous sends (send_now, for
-// callers that block) see every fault but the delay.
+// way). A `hook` can inspect each request and decide its fate, to fail exactly one step of a protocol, or hold it
+// until the test releases it (a delay measured in what happens meanwhile rather than in time, for a simulation that
+// runs its reactor by hand). Random choices come from one seeded generator: a test run is reproducible from its
+// seed. Synchronous sends (send_now, for callers that block) see every fault but the delay and the hold.
 // Thread safety: configure faults and handlers from the thread that runs the executor; sends run on it too, except
 // synchronous sends, which may come from other threads while that one waits for them (handlers must then be
 // thread-safe, as the brokers' are).
 #pragma once
 
+#include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -27,8 +30,9 @@
 
 namespace moonmq::transport {
 
-/// What happens to one request.
-enum class fate { deliver, drop, lose_response, duplicate };
+/// What happens to one request. `hold`: delivered when release_held() lets it go (by a hook; a synchronous send is
+/// delivered at once).
+enum class fate { deliver, drop, lose_response, duplicate, hold };
 
 class loopback_network {
  public:
@@ -57,6 +61,21 @@ class loopback_network {
     jitter_ = jitter;
   }
   void set_hook(hook h) { hook_ = std::move(h); }
+
+  /// How many requests are held (see fate::hold).
+  std::size_t held() const {
+    std::lock_guard lock(deliveries_);
+    return held_.size();
+  }
+  /// Lets the `n` longest-held requests go, in the order they were held; each is delivered when the reactor next
+  /// runs its sender.
+  void release_held(std::size_t n = SIZE_MAX) {
+    std::lock_guard lock(deliveries_);
+    for (; n > 0 && !held_.empty(); --n) {
+      held_.front()->cancel();
+      held_.pop_front();
+    }
+  }
 
   /// How many requests each route received (delivered to a handler), for tests.
   std::size_t delivered(const std::string& path) const {
@@ -129,6 +148,16 @@ class loopback_network {
       asio::steady_timer t(exec, p.wait);
       co_await t.async_wait(asio::use_awaitable);
     }
+    if (p.f == fate::hold) {
+      asio::steady_timer gate(exec, asio::steady_timer::time_point::max());
+      {
+        std::lock_guard lock(deliveries_);
+        held_.push_back(&gate);
+      }
+      std::error_code ignored;
+      co_await gate.async_wait(asio::redirect_error(asio::use_awaitable, ignored));  // cancelled: released
+      p.f = fate::deliver;
+    }
     co_return deliver(from, to, std::move(req), p.f);
   }
 
@@ -137,13 +166,14 @@ class loopback_network {
                      std::chrono::milliseconds timeout) {
     plan p = decide(from, to, req, timeout);
     if (p.refused) return std::move(*p.refused);
-    return deliver(from, to, req, p.f);
+    return deliver(from, to, req, p.f == fate::hold ? fate::deliver : p.f);
   }
 
   /// Held while a request's fate is drawn and its handler looked up (not while the handler runs), so that
   /// synchronous sends may come from several threads (a coordinator's markers go out in parallel).
-  std::mutex deliveries_;
+  mutable std::mutex deliveries_;
   std::map<std::string, handler> handlers_;
+  std::deque<asio::steady_timer*> held_;  ///< the gates of held requests, oldest first
   std::set<std::pair<std::string, std::string>> cut_;
   std::map<std::string, std::size_t> delivered_;
   std::mt19937_64 rng_;

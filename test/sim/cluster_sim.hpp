@@ -1,0 +1,720 @@
+// The whole-cluster simulation: three brokers in one process, each with its ownership table (local files and the
+// controller fence, or the Raft-backed table over a replicated log), router, Reassigner, transaction coordinator and
+// owner side, and group coordinator; b1 runs the balance loop. One thread runs everything: the brokers' blocking work
+// runs on the reactor too (in_process_cluster's single_threaded), and the simulation runs the reactor one handler at
+// a time, a seeded number of handlers between client operations, so the seed is the whole schedule.
+//
+// Each step does one of: an idempotent produce (retried with its sequence until answered), a transactional produce,
+// commit or abort, a group member's join, heartbeat, consume-and-commit, leave or silence, a hand-driven move, a
+// balance pass, a broker restart (kill -9 of its memory: tables, journal and coordinators come back from their
+// files; partition logs are kept), a coordinator restart, time passing. Faults are chosen per step: requests or
+// answers lost, requests held and delivered steps later (a delay counted in what happens meanwhile), a link cut,
+// and with Raft the log's own faults (answer lost, entry held, proposal refused) and brokers lagging behind it.
+// Which request a fault hits is decided by a hash of the request and the step, so that the parallel marker threads
+// of a transaction coordinator cannot change what happens.
+//
+// Then the network heals, every move finishes, every transaction is resolved, and the history (what the clients saw,
+// with each partition's final read_committed read and each group offset) goes to the history checker. The
+// simulation checks two things of its own: after every step no partition is served by two brokers, and after the heal
+// exactly one serves each partition, with nothing left open.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "json/writer.hpp"
+#include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/core/fnv1a.hpp"
+#include "moonmq/groups/group_routes.hpp"
+#include "moonmq/groups/group_service.hpp"
+#include "moonmq/txn/txn_service.hpp"
+#include "support/in_process_cluster.hpp"
+#include "support/kept_file.hpp"
+
+namespace moonmq::test {
+
+struct cluster_sim_options {
+  std::uint64_t seed = 1;
+  bool replicated = false;  ///< the Raft-backed ownership table (over test_log) instead of local tables and the fence
+  int steps = 60;
+};
+
+struct cluster_sim_run {
+  std::string history;                 ///< JSON lines for check::check_history
+  std::string log;                     ///< what happened, step by step (the same for every run of a seed)
+  std::vector<std::string> violations;  ///< the simulation's own findings: two servers, no server, not converged
+  std::map<std::string, int> faults;    ///< injected, by kind
+};
+
+namespace sim_detail {
+
+inline rapidjson::Document parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.c_str(), s.size());
+  return d;
+}
+
+constexpr int brokers = 3;
+constexpr int partitions = 4;
+const std::string topic = "t";
+const std::string group = "g";
+
+/// The simulated cluster: in_process_cluster plus each broker's transaction and group services.
+class world {
+ public:
+  explicit world(const cluster_sim_options& o)
+      : opt(o),
+        c(brokers, 2048, o.seed, o.replicated, /*single_threaded=*/true, std::chrono::milliseconds(25)),
+        rng(o.seed * 7919 + 17) {
+    for (int i = 1; i <= brokers; ++i) {
+      ids.emplace_back(c[i].id);
+      txn_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
+      group_disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/group-state.json"));
+    }
+    txns.resize(brokers);
+    group_services.resize(brokers);
+    group_routes.resize(brokers);
+    for (int i = 1; i <= brokers; ++i) start_coordinators(i);
+  }
+
+  /// Starts (or restarts, from their files) broker i's transaction and group coordinators.
+  void start_coordinators(int i) {
+    auto& b = c[i];
+    b.transactions = nullptr;
+    b.groups = nullptr;
+    txns[idx(i)].reset();
+    auto t = txn::txn_service::open({ids, 10'000, [this] { return now; }, [this] { return next_producer_id++; }},
+                                    *txn_disks[idx(i)], b.state(), *b.peers);
+    if (!t) throw std::runtime_error("txn_service: " + t.message());
+    txns[idx(i)] = std::move(*t);
+    b.transactions = [s = txns[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
+    group_routes[idx(i)].reset();
+    group_services[idx(i)].reset();
+    auto g = groups::group_service::open(
+        {ids[idx(i)], {3000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
+        std::make_unique<kept_file>(group_disks[idx(i)].get()), placements(), now, b.log);
+    if (!g) throw std::runtime_error("group_service: " + g.message());
+    group_services[idx(i)] = std::move(*g);
+    group_routes[idx(i)] =
+        std::make_unique<groups::group_routes>(*group_services[idx(i)], *b.peers, ids, [this] { return now; });
+    b.groups = [r = group_routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
+  }
+
+  void start_balancer() {
+    autobalancer::autobalance_config config;
+    config.enabled = true;
+    config.dry_run = false;
+    config.interval_seconds = 1;
+    config.goals = {{"PARTITION_COUNT", {}, {}, {}}};
+    c.enable_balancer(1, config, [this] { return static_cast<double>(now) / 1000.0; });
+  }
+
+  groups::placement_source placements() {
+    return [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
+      std::map<topic_partition, broker_id> seen;
+      for (int i = 1; i <= brokers; ++i)
+        for (const auto& l : cluster::collect_local_loads(c[i].store, c[i].counters, *c[i].ownership, ids[idx(i)]))
+          if (topics.count(l.partition.topic)) seen.try_emplace(l.partition, ids[idx(i)]);
+      std::vector<groups::placement> out;
+      for (const auto& [tp, owner] : seen) out.push_back({tp, owner});
+      return out;
+    };
+  }
+
+  /// Runs `work` to completion, one handler at a time (nothing else decides how far the reactor gets).
+  template <typename T>
+  T run(asio::awaitable<T> work) {
+    auto done = std::make_shared<std::optional<T>>();
+    asio::co_spawn(c.io, run_into(std::move(work), done), asio::detached);
+    for (std::size_t idle = 0; !*done;) {
+      if (c.io.poll_one() > 0) continue;
+      c.io.restart();
+      // Nothing else can run: the oldest held request goes now, or the log's held entries commit (what the
+      // operation waits for may be held). Failing both, it waits on a timer of its own (a handover pause).
+      if (c.net.held() > 0) {
+        c.net.release_held(1);
+      } else if (c.log.held() > 0) {
+        c.log.release();
+      } else {
+        c.io.run_one_for(std::chrono::milliseconds(1));
+        c.io.restart();
+        if (++idle > 20'000) throw std::runtime_error("an awaited operation never finished");
+      }
+    }
+    return std::move(**done);
+  }
+
+  /// Runs up to `n` ready handlers (the background: moves, a balance pass, held requests let go).
+  void advance(std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k)
+      if (c.io.poll_one() == 0) {
+        c.io.restart();
+        break;
+      }
+  }
+
+  /// Broker i's reassigner resolves its journal in the background (the broker is not restarted meanwhile).
+  void spawn_recover(int i) {
+    ++recovering[idx(i)];
+    asio::co_spawn(
+        c.io,
+        [](cluster::reassigner& r, int& count) -> asio::awaitable<void> {
+          (void)co_await r.recover();
+          --count;
+        }(*c[i].reassigner, recovering[idx(i)]),
+        asio::detached);
+  }
+
+  bool moving() {
+    for (int i = 1; i <= brokers; ++i)
+      for (const auto& p : c[i].reassigner->progress())
+        if (!p.finished) return true;
+    return false;
+  }
+  bool moving_from(int i) {
+    for (const auto& p : c[i].reassigner->progress())
+      if (!p.finished) return true;
+    return false;
+  }
+
+  /// The brokers that serve `tp` now.
+  std::vector<int> servers(const topic_partition& tp) {
+    std::vector<int> out;
+    for (int i = 1; i <= brokers; ++i)
+      if (c[i].serves(tp)) out.push_back(i);
+    return out;
+  }
+
+  std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); }
+
+  void tick_coordinators() {
+    for (auto& t : txns) t->tick();
+    for (auto& g : group_services) g->tick(now);
+    for (auto& r : group_routes) r->clear_pending();
+  }
+
+  static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
+
+  cluster_sim_options opt;
+  in_process_cluster c;
+  std::mt19937_64 rng;
+  std::int64_t now = 1'000'000;
+  std::uint64_t next_producer_id = 1000;
+  std::uint64_t next_member_id = 1;
+  std::vector<broker_id> ids;
+  std::vector<std::unique_ptr<storage::memory_keyed_log>> txn_disks;
+  std::vector<std::unique_ptr<storage::memory_state_file>> group_disks;
+  std::vector<std::unique_ptr<txn::txn_service>> txns;
+  std::vector<std::unique_ptr<groups::group_service>> group_services;
+  std::vector<std::unique_ptr<groups::group_routes>> group_routes;
+  bool balancing = false;  ///< a balance pass is running in the background
+  std::vector<int> recovering = std::vector<int>(brokers, 0);  ///< background recover() runs, per broker
+
+ private:
+  template <typename T>
+  static asio::awaitable<void> run_into(asio::awaitable<T> work, std::shared_ptr<std::optional<T>> done) {
+    done->emplace(co_await std::move(work));
+  }
+};
+
+/// What a read_committed reader of `tp` gets from broker `at`, from `from` on: records and where the read ended.
+struct committed_read {
+  std::vector<std::pair<std::uint64_t, std::string>> records;
+  std::uint64_t next = 0;
+  bool open = false;  ///< a transaction is still open on the partition
+};
+
+inline std::optional<committed_read> read_committed(in_process_broker& b, const topic_partition& tp, std::uint64_t from) {
+  auto view = b.producers.committed(tp, 0);
+  if (!view) return std::nullopt;
+  auto bytes = b.store.read(tp, 0, 64u << 20);
+  if (!bytes) return std::nullopt;
+  committed_read out;
+  out.next = std::max(from, view->last_stable_offset);
+  out.open = !view->open.empty();
+  for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
+    if (v.offset >= from && view->visible(v)) out.records.emplace_back(v.offset, std::string(v.value));
+  return out;
+}
+
+inline std::string read_line(const topic_partition& tp, const committed_read& r, bool final) {
+  std::string records = "[";
+  for (const auto& [offset, value] : r.records)
+    records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") + std::to_string(offset) +
+               ",\"value\":\"" + value + "\"}";
+  return "{\"op\":\"read\",\"topic\":\"" + tp.topic + "\",\"partition\":" + std::to_string(tp.partition) +
+         ",\"isolation\":\"committed\"" + (final ? ",\"final\":true" : "") + ",\"records\":" + records + "]}";
+}
+
+/// An idempotent producer: each record is retried with its sequence, through any broker, until it is answered.
+struct idempotent_producer {
+  std::uint64_t id = 0;
+  std::map<int, std::uint32_t> next_sequence;
+  struct pending_record {
+    int partition;
+    std::string value;
+    std::uint32_t sequence;
+  };
+  std::optional<pending_record> pending;
+  int written = 0;
+};
+
+/// A transactional producer (as the daemon's produce route and client API drive the services).
+struct transactional_producer {
+  std::string tid;
+  int via = 1;
+  std::uint64_t id = 0;
+  std::uint32_t epoch = 0;
+  std::map<int, std::uint32_t> sequence;
+  bool broken = false;
+  bool ready = false;  ///< has a session
+  int written = 0;
+  int transactions = 0;  ///< the client's own count, for the history's transaction labels
+};
+
+/// A group member with its connection on broker `via`.
+struct member {
+  int via = 1;
+  std::string id;
+  std::uint64_t epoch = 0;
+  std::set<int> owned;
+  bool joined = false;
+  int silent_until_step = -1;  ///< it sends nothing until then (a stalled consumer, expired by its coordinator)
+};
+
+}  // namespace sim_detail
+
+/// One seeded run, into `out`.
+inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& out) {
+  using namespace sim_detail;
+  world w(o);
+  auto& c = w.c;
+  auto add = [&](const std::string& line) { out.history += line + "\n"; };
+  auto note = [&](int step, const std::string& what) { out.log += "step " + std::to_string(step) + ": " + what + "\n"; };
+  auto fault = [&](const std::string& kind) { ++out.faults[kind]; };
+
+  // Topic t: created on b1, its partitions spread over the brokers before the run starts.
+  if (!c[1].store.ensure_topic(topic, partitions)) throw std::runtime_error("ensure_topic");
+  for (int p = 0; p < partitions; ++p)
+    if (const int dest = 1 + p % brokers; dest != 1)
+      if (auto s = w.run(c[1].reassigner->move({topic, p}, broker_id(c[dest].id))); !s)
+        throw std::runtime_error("placing t-" + std::to_string(p) + ": " + s.message());
+  w.start_balancer();
+
+  // Faults decided by the request and the step.
+  int step = 0;
+  int loss_percent = 0, hold_percent = 0;
+  c.net.set_hook([&](const std::string& from, const std::string& to, const transport::request& r) {
+    if (loss_percent == 0 && hold_percent == 0) return transport::fate::deliver;
+    const auto h = fnv1a(std::to_string(o.seed) + "|" + std::to_string(step) + "|" + from + ">" + to + "|" + r.path +
+                         "|" + r.body);
+    if (static_cast<int>(h % 100) < loss_percent) return h & 0x100 ? transport::fate::drop : transport::fate::lose_response;
+    if (static_cast<int>((h >> 8) % 100) < hold_percent) return transport::fate::hold;
+    return transport::fate::deliver;
+  });
+  int raft_fault_percent = 0;
+  if (o.replicated)
+    c.log.hook = [&](const std::string& proposer, const raft::entry& e) {
+      if (raft_fault_percent == 0) return test_log::fate::append;
+      const auto h = fnv1a(std::to_string(o.seed) + "|" + std::to_string(step) + "|" + proposer + "|" + e.data);
+      if (static_cast<int>(h % 100) >= raft_fault_percent) return test_log::fate::append;
+      switch ((h >> 8) % 3) {
+        case 0: return test_log::fate::lose_answer;
+        case 1: return test_log::fate::hold;
+        default: return test_log::fate::refuse;
+      }
+    };
+  std::set<std::string> lagging;  // restarted brokers that have not caught up with the log yet (Raft)
+
+  std::vector<idempotent_producer> idem(2);
+  for (std::size_t k = 0; k < idem.size(); ++k) idem[k].id = 500 + k;
+  std::vector<transactional_producer> txp(2);
+  for (std::size_t k = 0; k < txp.size(); ++k) {
+    txp[k].tid = "sim-tx" + std::to_string(k);
+    txp[k].via = 1 + static_cast<int>(w.pick(brokers));
+  }
+  std::vector<member> members(3);
+  for (std::size_t k = 0; k < members.size(); ++k) members[k].via = 1 + static_cast<int>(k % brokers);
+
+  auto init_session = [&](transactional_producer& p) {
+    auto r = w.txns[world::idx(p.via)]->on_coordinator(p.tid, "init", R"({"transactional_id":")" + p.tid + "\"}");
+    p.ready = r.status == 200;
+    if (p.ready) {
+      auto d = parse(r.body);
+      p.id = d["producer_id"].GetUint64();
+      p.epoch = d["producer_epoch"].GetUint();
+      p.sequence.clear();
+      p.broken = false;
+    }
+    return p.ready;
+  };
+
+  auto idempotent_produce = [&](idempotent_producer& p) {
+    if (!p.pending) {
+      const int part = static_cast<int>(w.pick(partitions));
+      p.pending = idempotent_producer::pending_record{
+          part, "i" + std::to_string(o.seed) + "-" + std::to_string(p.id) + "-" + std::to_string(p.written++),
+          p.next_sequence[part]};
+      p.next_sequence[part] += 1;
+    }
+    const auto& rec = *p.pending;
+    const int via = 1 + static_cast<int>(w.pick(brokers));
+    const topic_partition tp{topic, rec.partition};
+    std::vector<storage::record> records{
+        {std::nullopt, rec.value, 1, 0, storage::producer_stamp{p.id, 0, rec.sequence}}};
+    auto r = w.run(c[via].router->produce(tp, std::move(records)));
+    const std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(rec.partition) +
+                             ",\"value\":\"" + rec.value + "\"";
+    if (r) {
+      add(line + ",\"outcome\":\"ok\",\"offset\":" + std::to_string(r->offsets[0]) + "}");
+      note(step, "produce " + rec.value + " via b" + std::to_string(via) + " at " + std::to_string(r->offsets[0]));
+      p.pending.reset();
+    } else {
+      add(line + ",\"outcome\":\"info\"}");
+      note(step, "produce " + rec.value + " via b" + std::to_string(via) + " failed: " + r.message());
+      if (r.code() == errc::out_of_order_sequence || r.code() == errc::producer_fenced)
+        out.violations.push_back("step " + std::to_string(step) + ": an idempotent retry of " + rec.value +
+                                 " was refused: " + r.message());
+    }
+  };
+
+  auto transactional_step = [&](transactional_producer& p) {
+    if (!p.ready) {
+      init_session(p);
+      note(step, p.tid + " init: " + (p.ready ? "epoch " + std::to_string(p.epoch) : std::string("failed")));
+      return;
+    }
+    const std::string label = p.tid + ":" + std::to_string(p.transactions);
+    if (w.pick(3) != 0) {  // produce
+      const topic_partition tp{topic, static_cast<std::int32_t>(w.pick(partitions))};
+      const std::string value = "x" + std::to_string(o.seed) + "-" + p.tid + "-" + std::to_string(p.written++);
+      std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
+                         ",\"value\":\"" + value + "\",\"txn\":\"" + label + "\"";
+      auto& b = c[p.via];
+      auto joined = w.txns[world::idx(p.via)]->join(p.tid, p.id, p.epoch, tp,
+                                                     cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id)));
+      if (!joined) {
+        add(line + ",\"outcome\":\"fail\"}");
+        p.broken = true;
+        note(step, "txn produce " + value + ": join failed: " + joined.message());
+        return;
+      }
+      std::vector<storage::record> records{{std::nullopt, value, 1, storage::attr_transactional,
+                                            storage::producer_stamp{p.id, p.epoch, p.sequence[tp.partition]}}};
+      auto r = w.run(b.router->produce(tp, std::move(records)));
+      if (r && r->broker != *joined) {
+        if (auto again = w.txns[world::idx(p.via)]->join_again(p.tid, p.id, p.epoch, tp, r->broker); !again) {
+          add(line + ",\"outcome\":\"info\"}");  // written, but the coordinator may not know where
+          p.broken = true;
+          note(step, "txn produce " + value + ": the coordinator was not told the owner");
+          return;
+        }
+      }
+      if (r) {
+        ++p.sequence[tp.partition];
+        add(line + ",\"outcome\":\"ok\",\"offset\":" + std::to_string(r->offsets[0]) + "}");
+      } else {
+        add(line + ",\"outcome\":\"info\"}");
+        p.broken = true;
+      }
+      note(step, "txn produce " + value + (r ? " ok" : " failed: " + r.message()));
+      return;
+    }
+    const bool commit = !p.broken && w.pick(3) != 0;
+    auto r = w.txns[world::idx(p.via)]->on_coordinator(p.tid, "end", json::object([&](json::writer& jw) {
+      json::put(jw, "transactional_id", p.tid);
+      json::put(jw, "producer_id", p.id);
+      json::put(jw, "producer_epoch", p.epoch);
+      json::put(jw, "commit", commit);
+    }));
+    note(step, "end " + label + (commit ? " commit: " : " abort: ") + std::to_string(r.status));
+    if (r.status == 200) {
+      add("{\"op\":\"txn\",\"txn\":\"" + label + "\",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
+      p.epoch = parse(r.body)["producer_epoch"].GetUint();
+    } else {
+      // Unknown for a commit; a transaction never asked to commit can only end aborted. A new session aborts what
+      // was left open.
+      add("{\"op\":\"txn\",\"txn\":\"" + label + "\",\"outcome\":\"" + (commit ? "info" : "abort") + "\"}");
+      p.ready = false;
+    }
+    p.broken = false;
+    p.sequence.clear();
+    ++p.transactions;
+  };
+
+  auto member_call = [&](member& m, const std::string& route, const std::string& body) {
+    return w.group_routes[world::idx(m.via)]->on_coordinator(group, route, body);
+  };
+  auto take = [&](member& m, const std::string& body) {
+    auto d = parse(body);
+    if (d.HasMember("member_id")) m.id = d["member_id"].GetString();
+    m.epoch = d["member_epoch"].GetUint64();
+    m.owned.clear();
+    for (const auto& a : d["assignment"].GetArray()) m.owned.insert(a["partition"].GetInt());
+  };
+  auto member_step = [&](member& m) {
+    if (step < m.silent_until_step) return;
+    if (!m.joined || w.pick(8) == 0) {  // join (or rejoin with its id)
+      auto r = member_call(m, "join", json::object([&](json::writer& jw) {
+        json::put(jw, "group", group);
+        json::put(jw, "member_id", m.id);
+        json::put(jw, "broker", w.ids[world::idx(m.via)].value());
+        jw.Key("topics");
+        jw.StartArray();
+        jw.String(topic.c_str());
+        jw.EndArray();
+      }));
+      m.joined = r.status == 200;
+      if (m.joined) take(m, r.body);
+      if (r.status == 404) m.id.clear();  // its coordinator forgot it (expired): join as a new member
+      note(step, "member " + m.id + " via b" + std::to_string(m.via) + " join: " + std::to_string(r.status));
+      return;
+    }
+    switch (w.pick(10)) {
+      case 0: {  // leave
+        auto r = member_call(m, "leave", json::object([&](json::writer& jw) {
+          json::put(jw, "group", group);
+          json::put(jw, "member_id", m.id);
+        }));
+        note(step, "member " + m.id + " leaves: " + std::to_string(r.status));
+        m.joined = false;
+        m.id.clear();
+        m.owned.clear();
+        return;
+      }
+      case 1: {  // goes silent for a while (its coordinator expires it when time passes)
+        m.silent_until_step = step + 3 + static_cast<int>(w.pick(8));
+        note(step, "member " + m.id + " goes silent until step " + std::to_string(m.silent_until_step));
+        return;
+      }
+      case 2:
+      case 3:
+      case 4: {  // heartbeat
+        auto r = member_call(m, "heartbeat", json::object([&](json::writer& jw) {
+          json::put(jw, "group", group);
+          json::put(jw, "member_id", m.id);
+          json::put(jw, "member_epoch", m.epoch);
+          jw.Key("owned");
+          jw.StartArray();
+          for (int p : m.owned) {
+            jw.StartObject();
+            json::put(jw, "topic", topic);
+            json::put(jw, "partition", p);
+            jw.EndObject();
+          }
+          jw.EndArray();
+        }));
+        if (r.status == 200)
+          take(m, r.body);
+        else if (r.status == 404 || r.status == 409)
+          m.joined = false;  // unknown or fenced: join again
+        note(step, "member " + m.id + " heartbeat: " + std::to_string(r.status));
+        return;
+      }
+      default: {  // consume one owned partition from its committed offset, and commit where it got to
+        if (m.owned.empty()) return;
+        auto it = m.owned.begin();
+        std::advance(it, static_cast<long>(w.pick(m.owned.size())));
+        const topic_partition tp{topic, *it};
+        auto at = w.servers(tp);
+        if (at.size() != 1) return;
+        auto& b = c[at[0]];
+        const auto committed = b.offsets.committed(group, tp);
+        const std::uint64_t from = committed.value_or(0);
+        if (committed)
+          add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
+              ",\"offset\":" + std::to_string(*committed) + "}");
+        auto read = read_committed(b, tp, from);
+        if (!read) return;
+        if (read->records.size() > 5) read->records.resize(5);
+        const std::uint64_t upto = read->records.empty() ? from : read->records.back().first + 1;
+        if (!read->records.empty()) add(read_line(tp, *read, false));
+        auto s = w.group_routes[world::idx(at[0])]->fenced_commit(group, m.id, m.epoch, tp, [&] {
+          return b.offsets.commit(group, tp, upto);
+        });
+        add("{\"op\":\"offset_commit\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
+            ",\"offset\":" + std::to_string(upto) + ",\"outcome\":\"" + (s ? "ok" : "fail") + "\"}");
+        note(step, "member " + m.id + " read t-" + std::to_string(tp.partition) + " from " + std::to_string(from) +
+                       " to " + std::to_string(upto) + ", commit: " + (s ? "ok" : s.message()));
+        return;
+      }
+    }
+  };
+
+  auto check_one_server = [&](bool final) {
+    for (int p = 0; p < partitions; ++p) {
+      auto at = w.servers({topic, p});
+      if (at.size() > 1 || (final && at.empty()))
+        out.violations.push_back("step " + std::to_string(step) + ": t-" + std::to_string(p) + " served by " +
+                                 std::to_string(at.size()) + " brokers");
+    }
+  };
+
+  for (step = 0; step < o.steps; ++step) {
+    // This step's network: lossy in one step of four, holding in one of four, a link cut in one of eight.
+    loss_percent = w.pick(4) == 0 ? 25 : 0;
+    hold_percent = w.pick(4) == 0 ? 30 : 0;
+    raft_fault_percent = o.replicated && w.pick(4) == 0 ? 30 : 0;
+    if (loss_percent) fault("loss");
+    if (hold_percent) fault("hold");
+    if (raft_fault_percent) fault("raft_log");
+    if (w.pick(8) == 0) {
+      const int a = 1 + static_cast<int>(w.pick(brokers)), b = 1 + (a % brokers);
+      c.net.partition(c[a].id, c[b].id);
+      note(step, "cut b" + std::to_string(a) + " - b" + std::to_string(b));
+      fault("link_cut");
+    } else if (w.pick(3) == 0) {
+      c.net.heal();
+    }
+    const std::size_t held = c.net.held();
+    if (held > 0) c.net.release_held(w.pick(held + 1));
+
+    switch (w.pick(16)) {
+      case 0:
+      case 1:
+      case 2:
+        idempotent_produce(idem[w.pick(idem.size())]);
+        break;
+      case 3:
+      case 4:
+      case 5:
+        transactional_step(txp[w.pick(txp.size())]);
+        break;
+      case 6:
+      case 7:
+      case 8:
+        member_step(members[w.pick(members.size())]);
+        break;
+      case 9: {  // a hand-driven move, started in the background
+        const topic_partition tp{topic, static_cast<std::int32_t>(w.pick(partitions))};
+        auto at = w.servers(tp);
+        if (at.size() != 1) break;
+        const int dest = 1 + static_cast<int>((static_cast<std::size_t>(at[0]) + w.pick(brokers - 1)) % brokers);
+        auto started = c[at[0]].reassigner->start(c.io.get_executor(), tp, broker_id(c[dest].id));
+        note(step, "move t-" + std::to_string(tp.partition) + " b" + std::to_string(at[0]) + " -> b" +
+                       std::to_string(dest) + (started ? " started" : ": " + started.message()));
+        break;
+      }
+      case 10: {  // a balance pass, in the background
+        if (w.balancing || !c[1].balancer) break;
+        w.balancing = true;
+        asio::co_spawn(
+            c.io,
+            [](world& wd) -> asio::awaitable<void> {
+              (void)co_await wd.c[1].balancer->run_pass();
+              wd.balancing = false;
+            }(w),
+            asio::detached);
+        note(step, "balance pass");
+        break;
+      }
+      case 11: {  // kill -9 of a broker with no move or pass of its own in flight; it comes back from its files
+        const int i = 1 + static_cast<int>(w.pick(brokers));
+        if (w.moving_from(i) || w.recovering[world::idx(i)] > 0 || (i == 1 && w.balancing)) break;
+        c.restart(i);
+        w.start_coordinators(i);
+        if (i == 1) w.start_balancer();
+        w.spawn_recover(i);  // as moonmqd starts: the journal's moves resolved in the background
+        if (o.replicated) lagging.insert(c[i].id);
+        fault("broker_restart");
+        note(step, "restart b" + std::to_string(i));
+        break;
+      }
+      case 12: {  // the coordinators of one broker restart from their logs
+        const int i = 1 + static_cast<int>(w.pick(brokers));
+        w.start_coordinators(i);
+        fault("coordinator_restart");
+        note(step, "coordinators of b" + std::to_string(i) + " restart");
+        break;
+      }
+      case 13: {  // a lagging broker catches up with the log
+        if (lagging.empty()) break;
+        auto it = lagging.begin();
+        std::advance(it, static_cast<long>(w.pick(lagging.size())));
+        c.log.catch_up(*it);
+        note(step, *it + " catches up");
+        lagging.erase(it);
+        break;
+      }
+      default: {  // time passes: transactions time out, silent members expire, clearances are asked, and each
+                  // broker resolves its journaled moves (what moonmqd retries every 5 s)
+        w.now += static_cast<std::int64_t>(w.pick(6'000));
+        w.tick_coordinators();
+        if (o.replicated && w.pick(2) == 0) c.log.release();
+        for (int i = 1; i <= brokers; ++i) w.spawn_recover(i);
+      }
+    }
+    w.advance(w.pick(40));
+    check_one_server(false);
+  }
+
+  // Heal: no fault from here on; every held request and entry delivered, every broker caught up.
+  loss_percent = hold_percent = raft_fault_percent = 0;
+  c.net.heal();
+  if (o.replicated) {
+    c.log.release();
+    for (const auto& id : lagging) c.log.catch_up(id);
+  }
+  auto drain = [&] {
+    auto busy = [&] {
+      bool any = w.moving() || w.balancing || c.net.held() > 0;
+      for (int n : w.recovering) any = any || n > 0;
+      return any;
+    };
+    for (int round = 0; round < 200000 && busy(); ++round) {
+      c.net.release_held();
+      if (c.io.poll_one() == 0) c.io.restart();
+    }
+  };
+  drain();
+  // What moonmqd's recovery loop does every 5 s: journaled moves resolved, until none is left.
+  for (int round = 0; round < 10; ++round) {
+    std::size_t left = 0;
+    for (int i = 1; i <= brokers; ++i) left += w.run(c[i].reassigner->recover());
+    drain();
+    if (left == 0) break;
+  }
+  if (w.moving() || w.balancing) out.violations.push_back("after the heal, a move or a balance pass never finished");
+  for (int round = 0; round < 5; ++round) {  // every transaction times out or completes
+    w.now += 11'000;
+    w.tick_coordinators();
+  }
+  check_one_server(true);
+
+  // The final reads: each partition's read_committed view from the broker that serves it, and each group offset.
+  for (int p = 0; p < partitions; ++p) {
+    const topic_partition tp{topic, p};
+    auto at = w.servers(tp);
+    if (at.size() != 1) continue;
+    auto read = read_committed(c[at[0]], tp, 0);
+    if (!read) {
+      out.violations.push_back("t-" + std::to_string(p) + " cannot be read on its owner");
+      continue;
+    }
+    if (read->open) out.violations.push_back("t-" + std::to_string(p) + " still has an open transaction after the heal");
+    add(read_line(tp, *read, true));
+    if (auto committed = c[at[0]].offsets.committed(group, tp))
+      add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(p) +
+          ",\"offset\":" + std::to_string(*committed) + "}");
+  }
+}
+
+/// One seeded run. An operation that never finishes ends the run with a violation saying so.
+inline cluster_sim_run run_cluster_sim(const cluster_sim_options& o) {
+  cluster_sim_run out;
+  try {
+    run_cluster_sim_into(o, out);
+  } catch (const std::exception& e) {
+    out.violations.push_back(std::string("the run stopped: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace moonmq::test
