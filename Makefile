@@ -9,7 +9,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo demo-plan bench sanitize fuzz torture clean
+.PHONY: all deps configure build test demo demo-plan bench sanitize fuzz torture soak clean
 
 all: build
 
@@ -51,14 +51,14 @@ bench: build
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
 # end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs
-# 50 seeds here and the transaction simulation 100 (an unoptimized, instrumented build runs them ~60x slower);
-# `make test` runs 2,000 of each.
+# 50 seeds here, the transaction simulation 100 and the whole-cluster simulation 50 per mode (an unoptimized,
+# instrumented build runs them ~60x slower); `make test` runs 2,000 of each.
 sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOONMQ_SANITIZE=ON -DMOONMQ_FAULT_POINTS=ON \
 	  -DMOONMQ_BUILD_BENCHMARKS=OFF -DMOONMQ_BUILD_EXAMPLES=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target moonmq_tests moonmq-plan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  RAFT_SIM_SEEDS=50 TXN_SIM_SEEDS=100 $(ASAN_BUILD)/test/moonmq_tests
+	  RAFT_SIM_SEEDS=50 TXN_SIM_SEEDS=100 CLUSTER_SIM_SEEDS=50 $(ASAN_BUILD)/test/moonmq_tests
 
 # libFuzzer targets (clang) for the parsers that meet untrusted input, FUZZ_SECONDS (default 60) each; one line per
 # target, "fuzz TARGET: N execs, M crashes", and a non-zero exit on any crash (scripts/fuzz.sh).
@@ -70,6 +70,11 @@ fuzz: deps
 torture: build
 	$(BUILD)/test/moonmq-torture --duration $(or $(DURATION),60) $(if $(SEED),--seed $(SEED))
 	$(BUILD)/test/moonmq-torture --duration $(or $(DURATION),60) --raft $(if $(SEED),--seed $(SEED))
+
+# The whole-cluster simulation soaked: SEEDS seeds per mode (default 50000) from FIRST, in parallel slices
+# (scripts/sim-soak.sh).
+soak: build
+	BIN=$(BUILD)/test/moonmq_tests $(if $(SEEDS),SEEDS=$(SEEDS)) $(if $(FIRST),FIRST=$(FIRST)) scripts/sim-soak.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

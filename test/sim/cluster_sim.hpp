@@ -40,10 +40,18 @@
 
 namespace moonmq::test {
 
+/// A deliberate fault in what the simulation reports, to show that the checker sees what it must.
+enum class sim_sabotage {
+  none,
+  drop_acknowledged,  ///< the final reads leave out the first acknowledged record
+  read_aborted,       ///< read_committed reads ignore the abort index
+};
+
 struct cluster_sim_options {
   std::uint64_t seed = 1;
   bool replicated = false;  ///< the Raft-backed ownership table (over test_log) instead of local tables and the fence
   int steps = 60;
+  sim_sabotage sabotage = sim_sabotage::none;
 };
 
 struct cluster_sim_run {
@@ -231,9 +239,11 @@ struct committed_read {
   bool open = false;  ///< a transaction is still open on the partition
 };
 
-inline std::optional<committed_read> read_committed(in_process_broker& b, const topic_partition& tp, std::uint64_t from) {
+inline std::optional<committed_read> read_committed(in_process_broker& b, const topic_partition& tp, std::uint64_t from,
+                                                    sim_sabotage sabotage) {
   auto view = b.producers.committed(tp, 0);
   if (!view) return std::nullopt;
+  if (sabotage == sim_sabotage::read_aborted) view->aborted.clear();
   auto bytes = b.store.read(tp, 0, 64u << 20);
   if (!bytes) return std::nullopt;
   committed_read out;
@@ -531,7 +541,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         if (committed)
           add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
               ",\"offset\":" + std::to_string(*committed) + "}");
-        auto read = read_committed(b, tp, from);
+        auto read = read_committed(b, tp, from, o.sabotage);
         if (!read) return;
         if (read->records.size() > 5) read->records.resize(5);
         const std::uint64_t upto = read->records.empty() ? from : read->records.back().first + 1;
@@ -689,14 +699,20 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   check_one_server(true);
 
   // The final reads: each partition's read_committed view from the broker that serves it, and each group offset.
+  bool dropped = false;
   for (int p = 0; p < partitions; ++p) {
     const topic_partition tp{topic, p};
     auto at = w.servers(tp);
     if (at.size() != 1) continue;
-    auto read = read_committed(c[at[0]], tp, 0);
+    auto read = read_committed(c[at[0]], tp, 0, o.sabotage);
     if (!read) {
       out.violations.push_back("t-" + std::to_string(p) + " cannot be read on its owner");
       continue;
+    }
+    if (o.sabotage == sim_sabotage::drop_acknowledged && !dropped && !read->records.empty()) {
+      out.log += "sabotage: left out of the final read: " + read->records.front().second + "\n";
+      read->records.erase(read->records.begin());
+      dropped = true;
     }
     if (read->open) out.violations.push_back("t-" + std::to_string(p) + " still has an open transaction after the heal");
     add(read_line(tp, *read, true));

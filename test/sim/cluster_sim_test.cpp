@@ -78,3 +78,21 @@ TEST_CASE("cluster simulation: a seed replays exactly, the same history and the 
     CHECK(first.log != test::run_cluster_sim({seed + 1, replicated}).log);
   }
 }
+
+TEST_CASE("cluster simulation: the checker sees a record left out of the final reads and an aborted record read as "
+          "committed",
+          "[sim][integration]") {
+  std::map<std::string, int> found;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed)
+    for (auto sabotage : {test::sim_sabotage::drop_acknowledged, test::sim_sabotage::read_aborted}) {
+      auto run = test::run_cluster_sim({seed, seed % 2 == 0, 60, sabotage});
+      auto report = check::check_history(run.history);
+      REQUIRE(report);
+      for (const auto& [type, n] : report->counts()) found[type] += static_cast<int>(n);
+    }
+  std::string seen;
+  for (const auto& [type, n] : found) seen += type + "=" + std::to_string(n) + " ";
+  INFO(seen);
+  CHECK(found["aborted_read"] > 0);
+  CHECK(found["unseen_after_drain"] + found["lost_write"] > 0);
+}
