@@ -128,7 +128,8 @@ class torture {
                   : "";
     // Beyond loopback (in namespaces) the client API takes anonymous clients only when told to.
     const std::string server =
-        "\"Transactions\":{\"TimeoutMs\":5000},\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":3,"
+        "\"Transactions\":{\"TimeoutMs\":5000},\"Groups\":{\"SessionTimeoutMs\":3000,\"HeartbeatIntervalMs\":500},"
+        "\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":3,"
         "\"Goals\":[{\"Name\":\"PARTITION_COUNT\"}]}" +
         std::string(lab_ ? ",\"Auth\":{\"AllowAnonymous\":true}" : "");
     for (auto* b : all) b->configure(all, raft, server);
@@ -172,6 +173,8 @@ class torture {
     {
       std::lock_guard lock(refusals_mu_);
       for (const auto& [why, n] : refusals_) std::printf("torture: refused %zu times: %s\n", n, why.c_str());
+      std::printf("torture: group churn: %d members left and joined again, %d stalled past the session timeout\n",
+                  members_left_.load(), members_stalled_.load());
     }
     std::printf("torture: checker: %s\n", report->to_json().c_str());
     if (!converged) std::printf("torture: the cluster did not converge after healing\n");
@@ -383,7 +386,9 @@ class torture {
 
   /// A member of group "g", connected through broker `n` (so it is handed the partitions that broker owns): reads
   /// each assigned partition from its committed offset and commits where it got to, fenced by its member epoch;
-  /// now and then it reads the committed offset back.
+  /// now and then it reads the committed offset back. It churns: now and then it leaves and joins again as a new
+  /// member, or stalls past the session timeout (3 s), is expired, tries one commit as the zombie it now is, and
+  /// joins again.
   void group_member(int n) {
     const std::size_t via = static_cast<std::size_t>(n) % c_.brokers.size();
     std::string member;
@@ -397,6 +402,31 @@ class torture {
     };
     while (!stop_) {
       auto c = c_.client(via);
+      if (!member.empty() && pick(60) == 0) {  // leaves; joins again next time as a new member
+        auto left = c.Post("/v1/groups/g/leave", "{\"member_id\":" + json_string(member) + "}", "application/json");
+        ++members_left_;
+        if (left && left->status == 200) {
+          member.clear();
+          owned.clear();
+          position.clear();
+          continue;
+        }
+      } else if (!member.empty() && !owned.empty() && pick(80) == 0) {  // stalls past the session timeout
+        ++members_stalled_;
+        for (int i = 0; i < 40 && !stop_; ++i) std::this_thread::sleep_for(100ms);
+        // Back as a zombie: its commit at its old epoch must be fenced (recorded as what it got, for the checker).
+        const int p = *owned.begin();
+        if (position.count(p)) {
+          auto zombie = c.Post("/v1/groups/g/offsets",
+                               "{\"topic\":" + json_string(topic) + ",\"partition\":" + std::to_string(p) +
+                                   ",\"offset\":" + std::to_string(position[p]) + ",\"member_id\":" +
+                                   json_string(member) + ",\"member_epoch\":" + std::to_string(epoch) + "}",
+                               "application/json");
+          const char* outcome =
+              !zombie ? "info" : zombie->status == 200 ? "ok" : zombie->status / 100 == 4 ? "fail" : "info";
+          offset_line("offset_commit", p, position[p], outcome);
+        }
+      }
       std::string owned_json = "[";
       for (int p : owned)
         owned_json += (owned_json.size() > 1 ? "," : "") + std::string("{\"topic\":") + json_string(topic) +
@@ -674,8 +704,8 @@ class torture {
     std::printf("torture: healed; waiting for the cluster to converge\n");
   }
 
-  /// The liveness phase: no move unfinished, no transaction in prepare, every partition readable to its end, within
-  /// 60 s.
+  /// The liveness phase: no move unfinished, no transaction in prepare, the group stable (no partition handed to two
+  /// members), within 60 s.
   bool wait_converged() {
     for (auto until = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < until;) {
       bool quiet = true;
@@ -694,6 +724,17 @@ class torture {
         for (const auto& t : txn_list["transactions"].GetArray()) {
           const std::string state = t["state"].GetString();
           quiet = quiet && state.rfind("prepare", 0) != 0 && state != "ongoing";
+        }
+      }
+      if (quiet) {
+        // The group is stable: its coordinator answers, and no partition is handed to two members.
+        auto g = c_.client(0).Get("/v1/groups/g");
+        quiet = g && (g->status == 200 || g->status == 404);
+        if (quiet && g->status == 200) {
+          const auto group = parse(g->body);
+          std::set<int> handed;
+          for (const auto& m : group["members"].GetArray())
+            for (const auto& a : m["assignment"].GetArray()) quiet = handed.insert(a["partition"].GetInt()).second && quiet;
         }
       }
       if (quiet) {
@@ -756,6 +797,7 @@ class torture {
   std::vector<std::string> harness_anomalies_;
   std::mutex refusals_mu_;
   std::map<std::string, std::size_t> refusals_;
+  std::atomic<int> members_left_{0}, members_stalled_{0};  ///< group churn, printed with the summary
   std::map<std::string, std::size_t> fault_counts_;
   std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
 };
