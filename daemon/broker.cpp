@@ -479,18 +479,11 @@ class running_broker final : public broker {
         *txn_log_, state(), *peers_);
     if (!svc) return svc.err();
     txns_ = std::move(*svc);
-    txn_api_ = std::make_unique<txn_api>(*txns_, [this](const topic_partition& tp) -> result<broker_id> {
-      // As a produce finds it: a partition here, one the ownership table places on a peer, or (without Raft) one
-      // the peers say they serve.
-      if (auto count = store_->partition_count(tp.topic); count && tp.partition < *count)
-        return cluster::owner_as_seen_by(*ownership_, tp, self_);
-      if (auto owner = ownership_->owner(tp)) return *owner;
-      if (view_) {
-        auto owners = view_->topic_owners(tp.topic);
-        if (auto it = owners.find(tp.partition); it != owners.end()) return broker_id(it->second);
-      }
-      return error{errc::not_found, "no broker is known to have " + tp.topic + "-" + std::to_string(tp.partition)};
-    });
+    txn_api_ = std::make_unique<txn_api>(
+        *txns_, [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); },
+        [this](const std::string& topic, const std::set<std::int32_t>& partitions) {
+          return declared_owners(topic, partitions);
+        });
     txn_ticker_ = std::thread([this] {
       std::unique_lock lock(ticker_mu_);
       while (!ticker_stop_) {
@@ -638,6 +631,46 @@ class running_broker final : public broker {
       asio::steady_timer t(io_, std::chrono::seconds(5));
       co_await t.async_wait(asio::use_awaitable);
     }
+  }
+
+  /// The owners of declared transaction partitions, found as a produce finds them: partitions here, ones the
+  /// ownership table places on a peer, or (without Raft) the ones the peers say they serve, asked once per topic.
+  result<std::map<std::int32_t, broker_id>> declared_owners(const std::string& topic,
+                                                           const std::set<std::int32_t>& partitions) {
+    std::map<std::int32_t, broker_id> out;
+    std::set<std::int32_t> unknown;
+    auto count = store_->partition_count(topic);
+    for (std::int32_t p : partitions) {
+      const topic_partition tp{topic, p};
+      if (count && p < *count)
+        out.emplace(p, cluster::owner_as_seen_by(*ownership_, tp, self_));
+      else if (auto owner = ownership_->owner(tp))
+        out.emplace(p, *owner);
+      else
+        unknown.insert(p);
+    }
+    if (unknown.empty()) return out;
+    std::map<std::int32_t, std::string> served;
+    std::string unreachable;
+    if (view_)
+      for (const auto& b : view_->brokers()) {
+        if (!b.reachable) unreachable += (unreachable.empty() ? "" : ", ") + b.id;
+        for (const auto& l : b.partitions)
+          if (l.partition.topic == topic) served.emplace(l.partition.partition, b.id);
+      }
+    for (std::int32_t p : unknown) {
+      auto it = served.find(p);
+      if (it != served.end()) {
+        out.emplace(p, broker_id(it->second));
+        continue;
+      }
+      const std::string name = topic + "-" + std::to_string(p);
+      if (!unreachable.empty())
+        return error{errc::unavailable, "no reachable broker serves " + name + " (no answer from " + unreachable +
+                                            "); retry"};
+      return error{errc::not_found, "no broker has " + name};
+    }
+    return out;
   }
 
   cluster::cluster_state state() {

@@ -107,8 +107,7 @@ void txn_api::routes(httplib::Server& api) {
                    json::put(w, "topic", o.tp.topic);
                    json::put(w, "partition", o.tp.partition);
                    json::put(w, "offset", o.offset);
-                   auto owner = owner_of_(o.tp);  // a partition no broker has: its offset is not written
-                   json::put(w, "owner", owner ? owner->value() : service_.self().value());
+                   json::put(w, "owner", owner_of_(o.tp).value());
                    w.EndObject();
                  }
                  w.EndArray();
@@ -135,12 +134,18 @@ void txn_api::routes(httplib::Server& api) {
     std::vector<listed_partition> listed;
     if (!read_partitions(r, "partitions", false, listed, res)) return;
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    // Only partitions some broker has (a marker for one that nobody serves could never be delivered), each topic's
+    // owners found once.
+    std::map<std::string, std::set<std::int32_t>> by_topic;
+    for (const auto& l : listed) by_topic[l.tp.topic].insert(l.tp.partition);
+    if (by_topic.size() > max_declared_topics)
+      return reply_error(res, 400, "invalid_argument",
+                         "partitions: at most " + std::to_string(max_declared_topics) + " topics in one declaration");
     std::vector<std::pair<topic_partition, broker_id>> partitions;
-    for (const auto& l : listed) {
-      // Only a partition some broker has: a marker for one that nobody serves could never be delivered.
-      auto owner = owner_of_(l.tp);
-      if (!owner) return reply_error(res, owner.err());
-      partitions.emplace_back(l.tp, *owner);
+    for (const auto& [topic, numbers] : by_topic) {
+      auto owners = owners_of_(topic, numbers);
+      if (!owners) return reply_error(res, owners.err());
+      for (const auto& [p, owner] : *owners) partitions.emplace_back(topic_partition{topic, p}, owner);
     }
     if (auto s = service_.join_all(tid, producer_id, static_cast<std::uint32_t>(epoch), partitions); !s)
       return reply_error(res, s.err());

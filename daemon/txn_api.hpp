@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
@@ -29,16 +31,26 @@ std::uint64_t fresh_producer_id();
 
 class txn_api {
  public:
-  /// `owner_of`: the broker this one believes serves a partition (for the coordinator's marker hints); not_found
-  /// for a partition no broker is known to have.
-  txn_api(txn::txn_service& service, std::function<result<broker_id>(const topic_partition&)> owner_of)
-      : service_(service), owner_of_(std::move(owner_of)) {}
+  /// The brokers serving `partitions` of `topic`, each found as a produce would find it: not_found for one no broker
+  /// is known to have, unavailable when the peers that would know did not answer.
+  using owners_source = std::function<result<std::map<std::int32_t, broker_id>>(
+      const std::string& topic, const std::set<std::int32_t>& partitions)>;
+
+  /// `owner_of`: the broker this one believes serves a partition (a hint for the coordinator's offsets); `owners_of`:
+  /// for declared partitions, which must exist.
+  txn_api(txn::txn_service& service, std::function<broker_id(const topic_partition&)> owner_of,
+          owners_source owners_of)
+      : service_(service), owner_of_(std::move(owner_of)), owners_of_(std::move(owners_of)) {}
+
+  /// Topics one declaration may name (a topic this broker does not hold costs a question to every peer).
+  static constexpr std::size_t max_declared_topics = 16;
 
   void routes(httplib::Server& api);
 
  private:
   txn::txn_service& service_;
-  std::function<result<broker_id>(const topic_partition&)> owner_of_;
+  std::function<broker_id(const topic_partition&)> owner_of_;
+  owners_source owners_of_;
 };
 
 }  // namespace moonmq::daemon

@@ -29,5 +29,7 @@ done
 failed=0
 for p in $pids; do wait "$p" || failed=1; done
 grep -h "^cluster simulation (" "$OUT"/slice-*.log || true
-echo "sim-soak: $SEEDS seeds per mode from $FIRST in $SLICES slices, $(( $(date +%s) - start )) s, $( [ $failed -eq 0 ] && echo passed || echo FAILED: see $OUT)"
+verdict=passed
+[ $failed -eq 0 ] || verdict="FAILED: see $OUT"
+echo "sim-soak: $SEEDS seeds per mode from $FIRST in $SLICES slices, $(( $(date +%s) - start )) s, $verdict"
 exit $failed

@@ -781,6 +781,11 @@ bool reassigner::busy(const topic_partition& tp) const {
   return false;
 }
 
+bool reassigner::idle() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->running.empty() && impl_->recovering.empty();
+}
+
 status reassigner::cancel(std::uint64_t id) {
   std::lock_guard lock(impl_->mu);
   for (auto& [tp, p] : impl_->running) {

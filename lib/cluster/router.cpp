@@ -15,7 +15,6 @@ namespace moonmq::cluster {
 
 namespace {
 constexpr int max_hints = 2;
-constexpr auto handover_pause = std::chrono::milliseconds(20);
 }  // namespace
 
 std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
@@ -41,6 +40,7 @@ struct router::forward_state {
   std::string frames;
   std::chrono::steady_clock::time_point deadline;
   int hints = 0;
+  int pauses = 0;  ///< handover pauses taken
 
   transport::request request() const {
     transport::request req;
@@ -54,7 +54,7 @@ struct router::forward_state {
 
 router::forward_state router::begin_forward(topic_partition tp, const std::vector<storage::record>& records,
                                             broker_id owner) const {
-  forward_state f{std::move(tp), &records, std::move(owner), {}, {}, 0};
+  forward_state f{std::move(tp), &records, std::move(owner), {}, {}, 0, 0};
   for (const auto& r : records) storage::encode_frame(r, f.frames);
   f.deadline = std::chrono::steady_clock::now() + peers_.directory().timeout;
   return f;
@@ -101,7 +101,10 @@ router::step router::interpret(forward_state& f, const transport::response& resp
 }
 
 router::step router::wait_for_handover(const forward_state& f) const {
-  if (std::chrono::steady_clock::now() + handover_pause > f.deadline)
+  const bool used_up = opt_.max_handover_pauses > 0
+                           ? f.pauses >= opt_.max_handover_pauses
+                           : std::chrono::steady_clock::now() + opt_.handover_pause > f.deadline;
+  if (used_up)
     return step::finish(error{errc::unavailable, f.tp.topic + "-" + std::to_string(f.tp.partition) +
                                                      " is being handed over to " + f.owner.value() + "; retry"});
   return step::wait();
@@ -126,7 +129,8 @@ asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std:
     }
     if (s.kind == step::done) co_return std::move(*s.out);
     if (s.kind == step::pause) {
-      asio::steady_timer t(co_await asio::this_coro::executor, handover_pause);
+      ++f.pauses;
+      asio::steady_timer t(co_await asio::this_coro::executor, opt_.handover_pause);
       co_await t.async_wait(asio::use_awaitable);
       if (auto here = recheck(f)) co_return std::move(*here);
     }
@@ -146,7 +150,8 @@ std::optional<result<produce_result>> router::forward_blocking(topic_partition t
     }
     if (s.kind == step::done) return std::move(*s.out);
     if (s.kind == step::pause) {
-      std::this_thread::sleep_for(handover_pause);
+      ++f.pauses;
+      std::this_thread::sleep_for(opt_.handover_pause);
       if (auto here = recheck(f)) return std::move(*here);
     }
   }

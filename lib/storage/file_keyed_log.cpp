@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 
-#include <algorithm>
 #include <cstdio>
 
 #include "moonmq/storage/record.hpp"
@@ -49,10 +48,7 @@ class file_keyed_log final : public keyed_log {
       if (!v.key) return {errc::corrupt, path_ + ": a record without a key at byte " + std::to_string(v.offset)};
       entries_[std::string(*v.key)] = std::string(v.value);
     }
-    allocated_ = good;
-    if (good < text->size() && all_zero_from(*text, good)) {
-      allocated_ = text->size();  // zeros this log wrote ahead for synced puts (or space a crash left unwritten)
-    } else if (good < text->size()) {
+    if (good < text->size()) {
       if (auto s = posix::truncate_file(file_.get(), good, path_); !s) return s;
       if (auto s = posix::sync_data(file_.get(), path_); !s) return s;
       log_->warn("state", path_ + ": truncated a torn last record (" + std::to_string(text->size() - good) +
@@ -71,25 +67,13 @@ class file_keyed_log final : public keyed_log {
   status put(const std::string& key, const std::string& value, bool sync) override {
     const std::string frame = frame_of(key, value);
     std::lock_guard lock(mu_);
-    status s;
-    // A synced put writes over zeros written ahead of it, inside the file's size: its fdatasync then flushes data
-    // only, with no journal commit for a new size (about 120 µs against 200 µs on this machine's disk, more while
-    // other files grow). The zeros are written with the first synced put past them, in the same sync.
-    std::uint64_t allocated = allocated_;
-    if (sync && end_ + frame.size() > allocated_) {
-      const std::string zeros(end_ + frame.size() + write_ahead - allocated_, '\0');
-      s = posix::pwrite_all(file_.get(), zeros.data(), zeros.size(), allocated_, path_);
-      allocated = allocated_ + zeros.size();
-    }
-    if (s) s = posix::pwrite_all(file_.get(), frame.data(), frame.size(), end_, path_);
+    auto s = posix::pwrite_all(file_.get(), frame.data(), frame.size(), end_, path_);
     if (s && sync) s = posix::sync_data(file_.get(), path_);
     if (!s) {
       (void)posix::truncate_file(file_.get(), end_, path_);  // nothing half-applied
-      allocated_ = end_;
       return s;
     }
     end_ += frame.size();
-    allocated_ = std::max(allocated, end_);
     dirty_ = !sync;
     auto [it, fresh] = entries_.try_emplace(key, value);
     if (fresh) {
@@ -133,7 +117,6 @@ class file_keyed_log final : public keyed_log {
     if (std::rename(tmp.c_str(), path_.c_str()) != 0) return posix::os_error("cannot rename " + tmp + " to", path_);
     file_ = std::move(*f);
     end_ = all.size();
-    allocated_ = end_;
     live_bytes_ = all.size();
     dirty_ = false;
     return posix::sync_directory(directory_of(path_));
@@ -144,10 +127,7 @@ class file_keyed_log final : public keyed_log {
   std::size_t compact_at_;
   mutable std::mutex mu_;
   posix::fd file_;
-  /// Zeros written ahead of the end by a synced put that reaches past the file's size.
-  static constexpr std::uint64_t write_ahead = 64u << 10;
-  std::uint64_t end_ = 0;        ///< where the next record goes: the end of the last whole record
-  std::uint64_t allocated_ = 0;  ///< the file's size: end_, or more when zeros were written ahead
+  std::uint64_t end_ = 0;
   std::uint64_t live_bytes_ = 0;
   bool dirty_ = false;
   std::uint64_t retry_compaction_at_ = 0;  ///< after a failed compaction, the size to try again at

@@ -83,7 +83,8 @@ result<transaction*> coordinator::session(const std::string& id, std::uint64_t p
 }
 
 result<transaction> coordinator::add_partitions(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                                                const std::map<topic_partition, broker_id>& partitions, time_ms now) {
+                                                const std::map<topic_partition, broker_id>& partitions, time_ms now,
+                                                bool replace_owners) {
   auto s = session(id, producer_id, epoch);
   if (!s) return s.err();
   transaction& t = **s;
@@ -106,7 +107,8 @@ result<transaction> coordinator::add_partitions(const std::string& id, std::uint
   for (const auto& [tp, owner] : partitions) fresh += t.partitions.count(tp) ? 0 : 1;
   if (t.partitions.size() + fresh > max_entries)
     return error{errc::resource_exhausted, "a transaction spans at most " + std::to_string(max_entries) + " partitions"};
-  for (const auto& [tp, owner] : partitions) t.partitions[tp] = owner;
+  for (const auto& [tp, owner] : partitions)
+    if (replace_owners || !t.partitions.count(tp)) t.partitions[tp] = owner;
   return t;
 }
 

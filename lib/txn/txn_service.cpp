@@ -274,6 +274,8 @@ response txn_service::coordinator_route(const std::string& route, const request&
   }
   if (route == "add" || route == "offsets") {
     std::string group;
+    bool replace_owners = false;  // the owners named are where records landed (join_again)
+    if (route == "add") r.get("replace_owners", replace_owners);
     if (route == "offsets") {
       r.get("group", group, true);
       if (r.ok() && !valid_client_name(group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
@@ -291,7 +293,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
       std::unique_lock lock(mu_);
       const std::optional<transaction> before =
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-      auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now)
+      auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now, replace_owners)
                               : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
       if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
         lock.unlock();
@@ -300,7 +302,20 @@ response txn_service::coordinator_route(const std::string& route, const request&
       }
       if (!t) return fenced(t.err());
       if (auto p = keep_locked(id, before); !p) return from_error(p.err());
-      return json_ok("{}");
+      if (route != "add") return json_ok("{}");
+      // The owner now held for each partition named: the one named before, unless this add replaced it.
+      return json_ok(json::object([&](json::writer& w) {
+        w.Key("partitions");
+        w.StartArray();
+        for (const auto& [tp, owner] : owners) {
+          w.StartObject();
+          json::put(w, "topic", tp.topic);
+          json::put(w, "partition", tp.partition);
+          json::put(w, "owner", t->partitions.count(tp) ? t->partitions.at(tp).value() : owner.value());
+          w.EndObject();
+        }
+        w.EndArray();
+      }));
     }
   }
   if (route == "end") {
@@ -500,8 +515,9 @@ result<broker_id> txn_service::join(const std::string& id, std::uint64_t produce
     if (auto it = joined_.find(joined_key{id, producer_id, epoch, tp}); it != joined_.end()) return it->second;
   }
   if (auto s = add(id, producer_id, epoch, {{tp, owner}}); !s) return s.err();
-  remember_joins(id, producer_id, epoch, {{tp, owner}});
-  return owner;
+  std::lock_guard lock(joined_mu_);
+  auto it = joined_.find(joined_key{id, producer_id, epoch, tp});
+  return it != joined_.end() ? it->second : owner;
 }
 
 status txn_service::join_all(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
@@ -509,9 +525,7 @@ status txn_service::join_all(const std::string& id, std::uint64_t producer_id, s
   if (partitions.empty()) return {};
   if (partitions.size() > max_partitions)
     return {errc::invalid_argument, "partitions: at most " + std::to_string(max_partitions) + " at once"};
-  if (auto s = add(id, producer_id, epoch, partitions); !s) return s;
-  remember_joins(id, producer_id, epoch, partitions);
-  return {};
+  return add(id, producer_id, epoch, partitions);
 }
 
 void txn_service::remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
@@ -522,11 +536,12 @@ void txn_service::remember_joins(const std::string& id, std::uint64_t producer_i
 }
 
 status txn_service::add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                        const std::vector<std::pair<topic_partition, broker_id>>& partitions) {
+                        const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners) {
   auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
                                 json::put(w, "transactional_id", id);
                                 json::put(w, "producer_id", producer_id);
                                 json::put(w, "producer_epoch", epoch);
+                                if (replace_owners) json::put(w, "replace_owners", true);
                                 w.Key("partitions");
                                 w.StartArray();
                                 for (const auto& [tp, owner] : partitions) {
@@ -539,6 +554,19 @@ status txn_service::add(const std::string& id, std::uint64_t producer_id, std::u
                                 w.EndArray();
                               }));
   if (added.status != 200) return error_of(added);
+  // The owners the coordinator holds (a coordinator that predates this answer says nothing: what was named).
+  std::vector<std::pair<topic_partition, broker_id>> held = partitions;
+  rapidjson::Document d;
+  if (json::parse_object(added.body, d) && d.HasMember("partitions") && d["partitions"].IsArray())
+    for (const auto& p : d["partitions"].GetArray()) {
+      if (!p.IsObject() || !p.HasMember("topic") || !p["topic"].IsString() || !p.HasMember("partition") ||
+          !p["partition"].IsInt() || !p.HasMember("owner") || !p["owner"].IsString())
+        continue;
+      const topic_partition tp{p["topic"].GetString(), p["partition"].GetInt()};
+      for (auto& [named, owner] : held)
+        if (named == tp) owner = broker_id(p["owner"].GetString());
+    }
+  remember_joins(id, producer_id, epoch, held);
   return {};
 }
 

@@ -19,287 +19,15 @@
 // exactly one serves each partition, with nothing left open.
 #pragma once
 
-#include <rapidjson/document.h>
-
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
-#include <map>
-#include <random>
-#include <set>
 #include <string>
-#include <vector>
 
 #include "json/writer.hpp"
-#include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/fnv1a.hpp"
-#include "moonmq/groups/group_routes.hpp"
-#include "moonmq/groups/group_service.hpp"
-#include "moonmq/txn/txn_service.hpp"
-#include "support/in_process_cluster.hpp"
-#include "support/kept_file.hpp"
+#include "sim/cluster_sim_world.hpp"
 
 namespace moonmq::test {
-
-/// A deliberate fault in what the simulation reports, to show that the checker sees what it must.
-enum class sim_sabotage {
-  none,
-  drop_acknowledged,  ///< the final reads leave out the first acknowledged record
-  read_aborted,       ///< read_committed reads ignore the abort index
-};
-
-struct cluster_sim_options {
-  std::uint64_t seed = 1;
-  bool replicated = false;  ///< the Raft-backed ownership table (over test_log) instead of local tables and the fence
-  int steps = 60;
-  sim_sabotage sabotage = sim_sabotage::none;
-};
-
-struct cluster_sim_run {
-  std::string history;                 ///< JSON lines for check::check_history
-  std::string log;                     ///< what happened, step by step (the same for every run of a seed)
-  std::vector<std::string> violations;  ///< the simulation's own findings: two servers, no server, not converged
-  std::map<std::string, int> faults;    ///< injected, by kind
-};
-
-namespace sim_detail {
-
-inline rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str(), s.size());
-  return d;
-}
-
-constexpr int brokers = 3;
-constexpr int partitions = 4;
-const std::string topic = "t";
-const std::string group = "g";
-
-/// The simulated cluster: in_process_cluster plus each broker's transaction and group services.
-class world {
- public:
-  explicit world(const cluster_sim_options& o)
-      : opt(o),
-        c(brokers, 2048, o.seed, o.replicated, /*single_threaded=*/true, std::chrono::milliseconds(25)),
-        rng(o.seed * 7919 + 17) {
-    for (int i = 1; i <= brokers; ++i) {
-      ids.emplace_back(c[i].id);
-      txn_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
-      group_disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/group-state.json"));
-    }
-    txns.resize(brokers);
-    group_services.resize(brokers);
-    group_routes.resize(brokers);
-    for (int i = 1; i <= brokers; ++i) start_coordinators(i);
-  }
-
-  /// Starts (or restarts, from their files) broker i's transaction and group coordinators.
-  void start_coordinators(int i) {
-    auto& b = c[i];
-    b.transactions = nullptr;
-    b.groups = nullptr;
-    txns[idx(i)].reset();
-    auto t = txn::txn_service::open({ids, 10'000, [this] { return now; }, [this] { return next_producer_id++; }},
-                                    *txn_disks[idx(i)], b.state(), *b.peers);
-    if (!t) throw std::runtime_error("txn_service: " + t.message());
-    txns[idx(i)] = std::move(*t);
-    b.transactions = [s = txns[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
-    group_routes[idx(i)].reset();
-    group_services[idx(i)].reset();
-    auto g = groups::group_service::open(
-        {ids[idx(i)], {3000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
-        std::make_unique<kept_file>(group_disks[idx(i)].get()), placements(), now, b.log);
-    if (!g) throw std::runtime_error("group_service: " + g.message());
-    group_services[idx(i)] = std::move(*g);
-    group_routes[idx(i)] =
-        std::make_unique<groups::group_routes>(*group_services[idx(i)], *b.peers, ids, [this] { return now; });
-    b.groups = [r = group_routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
-  }
-
-  void start_balancer() {
-    autobalancer::autobalance_config config;
-    config.enabled = true;
-    config.dry_run = false;
-    config.interval_seconds = 1;
-    config.goals = {{"PARTITION_COUNT", {}, {}, {}}};
-    c.enable_balancer(1, config, [this] { return static_cast<double>(now) / 1000.0; });
-  }
-
-  groups::placement_source placements() {
-    return [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
-      std::map<topic_partition, broker_id> seen;
-      for (int i = 1; i <= brokers; ++i)
-        for (const auto& l : cluster::collect_local_loads(c[i].store, c[i].counters, *c[i].ownership, ids[idx(i)]))
-          if (topics.count(l.partition.topic)) seen.try_emplace(l.partition, ids[idx(i)]);
-      std::vector<groups::placement> out;
-      for (const auto& [tp, owner] : seen) out.push_back({tp, owner});
-      return out;
-    };
-  }
-
-  /// Runs `work` to completion, one handler at a time (nothing else decides how far the reactor gets).
-  template <typename T>
-  T run(asio::awaitable<T> work) {
-    auto done = std::make_shared<std::optional<T>>();
-    asio::co_spawn(c.io, run_into(std::move(work), done), asio::detached);
-    for (std::size_t idle = 0; !*done;) {
-      if (c.io.poll_one() > 0) continue;
-      c.io.restart();
-      // Nothing else can run: the oldest held request goes now, or the log's held entries commit (what the
-      // operation waits for may be held). Failing both, it waits on a timer of its own (a handover pause).
-      if (c.net.held() > 0) {
-        c.net.release_held(1);
-      } else if (c.log.held() > 0) {
-        c.log.release();
-      } else {
-        c.io.run_one_for(std::chrono::milliseconds(1));
-        c.io.restart();
-        if (++idle > 20'000) throw std::runtime_error("an awaited operation never finished");
-      }
-    }
-    return std::move(**done);
-  }
-
-  /// Runs up to `n` ready handlers (the background: moves, a balance pass, held requests let go).
-  void advance(std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k)
-      if (c.io.poll_one() == 0) {
-        c.io.restart();
-        break;
-      }
-  }
-
-  /// Broker i's reassigner resolves its journal in the background (the broker is not restarted meanwhile).
-  void spawn_recover(int i) {
-    ++recovering[idx(i)];
-    asio::co_spawn(
-        c.io,
-        [](cluster::reassigner& r, int& count) -> asio::awaitable<void> {
-          (void)co_await r.recover();
-          --count;
-        }(*c[i].reassigner, recovering[idx(i)]),
-        asio::detached);
-  }
-
-  bool moving() {
-    for (int i = 1; i <= brokers; ++i)
-      for (const auto& p : c[i].reassigner->progress())
-        if (!p.finished) return true;
-    return false;
-  }
-  bool moving_from(int i) {
-    for (const auto& p : c[i].reassigner->progress())
-      if (!p.finished) return true;
-    return false;
-  }
-
-  /// The brokers that serve `tp` now.
-  std::vector<int> servers(const topic_partition& tp) {
-    std::vector<int> out;
-    for (int i = 1; i <= brokers; ++i)
-      if (c[i].serves(tp)) out.push_back(i);
-    return out;
-  }
-
-  std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); }
-
-  void tick_coordinators() {
-    for (auto& t : txns) t->tick();
-    for (auto& g : group_services) g->tick(now);
-    for (auto& r : group_routes) r->clear_pending();
-  }
-
-  static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
-
-  cluster_sim_options opt;
-  in_process_cluster c;
-  std::mt19937_64 rng;
-  std::int64_t now = 1'000'000;
-  std::uint64_t next_producer_id = 1000;
-  std::uint64_t next_member_id = 1;
-  std::vector<broker_id> ids;
-  std::vector<std::unique_ptr<storage::memory_keyed_log>> txn_disks;
-  std::vector<std::unique_ptr<storage::memory_state_file>> group_disks;
-  std::vector<std::unique_ptr<txn::txn_service>> txns;
-  std::vector<std::unique_ptr<groups::group_service>> group_services;
-  std::vector<std::unique_ptr<groups::group_routes>> group_routes;
-  bool balancing = false;  ///< a balance pass is running in the background
-  std::vector<int> recovering = std::vector<int>(brokers, 0);  ///< background recover() runs, per broker
-
- private:
-  template <typename T>
-  static asio::awaitable<void> run_into(asio::awaitable<T> work, std::shared_ptr<std::optional<T>> done) {
-    done->emplace(co_await std::move(work));
-  }
-};
-
-/// What a read_committed reader of `tp` gets from broker `at`, from `from` on: records and where the read ended.
-struct committed_read {
-  std::vector<std::pair<std::uint64_t, std::string>> records;
-  std::uint64_t next = 0;
-  bool open = false;  ///< a transaction is still open on the partition
-};
-
-inline std::optional<committed_read> read_committed(in_process_broker& b, const topic_partition& tp, std::uint64_t from,
-                                                    sim_sabotage sabotage) {
-  auto view = b.producers.committed(tp, 0);
-  if (!view) return std::nullopt;
-  if (sabotage == sim_sabotage::read_aborted) view->aborted.clear();
-  auto bytes = b.store.read(tp, 0, 64u << 20);
-  if (!bytes) return std::nullopt;
-  committed_read out;
-  out.next = std::max(from, view->last_stable_offset);
-  out.open = !view->open.empty();
-  for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
-    if (v.offset >= from && view->visible(v)) out.records.emplace_back(v.offset, std::string(v.value));
-  return out;
-}
-
-inline std::string read_line(const topic_partition& tp, const committed_read& r, bool final) {
-  std::string records = "[";
-  for (const auto& [offset, value] : r.records)
-    records += (records.size() > 1 ? "," : "") + std::string("{\"offset\":") + std::to_string(offset) +
-               ",\"value\":\"" + value + "\"}";
-  return "{\"op\":\"read\",\"topic\":\"" + tp.topic + "\",\"partition\":" + std::to_string(tp.partition) +
-         ",\"isolation\":\"committed\"" + (final ? ",\"final\":true" : "") + ",\"records\":" + records + "]}";
-}
-
-/// An idempotent producer: each record is retried with its sequence, through any broker, until it is answered.
-struct idempotent_producer {
-  std::uint64_t id = 0;
-  std::map<int, std::uint32_t> next_sequence;
-  struct pending_record {
-    int partition;
-    std::string value;
-    std::uint32_t sequence;
-  };
-  std::optional<pending_record> pending;
-  int written = 0;
-};
-
-/// A transactional producer (as the daemon's produce route and client API drive the services).
-struct transactional_producer {
-  std::string tid;
-  int via = 1;
-  std::uint64_t id = 0;
-  std::uint32_t epoch = 0;
-  std::map<int, std::uint32_t> sequence;
-  bool broken = false;
-  bool ready = false;  ///< has a session
-  int written = 0;
-  int transactions = 0;  ///< the client's own count, for the history's transaction labels
-};
-
-/// A group member with its connection on broker `via`.
-struct member {
-  int via = 1;
-  std::string id;
-  std::uint64_t epoch = 0;
-  std::set<int> owned;
-  bool joined = false;
-  int silent_until_step = -1;  ///< it sends nothing until then (a stalled consumer, expired by its coordinator)
-};
-
-}  // namespace sim_detail
 
 /// One seeded run, into `out`.
 inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& out) {
@@ -307,7 +35,9 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   world w(o);
   auto& c = w.c;
   auto add = [&](const std::string& line) { out.history += line + "\n"; };
-  auto note = [&](int step, const std::string& what) { out.log += "step " + std::to_string(step) + ": " + what + "\n"; };
+  auto note = [&](int step, const std::string& what) {
+    out.log += "step " + std::to_string(step) + ": " + what + "\n";
+  };
   auto fault = [&](const std::string& kind) { ++out.faults[kind]; };
 
   // Topic t: created on b1, its partitions spread over the brokers before the run starts.
@@ -325,7 +55,8 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     if (loss_percent == 0 && hold_percent == 0) return transport::fate::deliver;
     const auto h = fnv1a(std::to_string(o.seed) + "|" + std::to_string(step) + "|" + from + ">" + to + "|" + r.path +
                          "|" + r.body);
-    if (static_cast<int>(h % 100) < loss_percent) return h & 0x100 ? transport::fate::drop : transport::fate::lose_response;
+    if (static_cast<int>(h % 100) < loss_percent)
+      return h & 0x100 ? transport::fate::drop : transport::fate::lose_response;
     if (static_cast<int>((h >> 8) % 100) < hold_percent) return transport::fate::hold;
     return transport::fate::deliver;
   });
@@ -336,9 +67,12 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       const auto h = fnv1a(std::to_string(o.seed) + "|" + std::to_string(step) + "|" + proposer + "|" + e.data);
       if (static_cast<int>(h % 100) >= raft_fault_percent) return test_log::fate::append;
       switch ((h >> 8) % 3) {
-        case 0: return test_log::fate::lose_answer;
-        case 1: return test_log::fate::hold;
-        default: return test_log::fate::refuse;
+        case 0:
+          return test_log::fate::lose_answer;
+        case 1:
+          return test_log::fate::hold;
+        default:
+          return test_log::fate::refuse;
       }
     };
   std::set<std::string> lagging;  // restarted brokers that have not caught up with the log yet (Raft)
@@ -408,8 +142,18 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
                          ",\"value\":\"" + value + "\",\"txn\":\"" + label + "\"";
       auto& b = c[p.via];
-      auto joined = w.txns[world::idx(p.via)]->join(p.tid, p.id, p.epoch, tp,
-                                                     cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id)));
+      auto seen = [&](const topic_partition& x) { return cluster::owner_as_seen_by(*b.ownership, x, broker_id(b.id)); };
+      if (p.sequence.empty() && w.pick(2) == 0) {  // declares some partitions first, as a Kafka client does
+        std::vector<std::pair<topic_partition, broker_id>> declared{{tp, seen(tp)}};
+        for (std::size_t k = w.pick(3); k > 0; --k) {
+          const topic_partition other{topic, static_cast<std::int32_t>(w.pick(partitions))};
+          declared.emplace_back(other, seen(other));
+        }
+        auto d = w.txns[world::idx(p.via)]->join_all(p.tid, p.id, p.epoch, declared);
+        note(step, p.tid + " declares " + std::to_string(declared.size()) +
+                       " partitions: " + (d ? std::string("ok") : d.message()));
+      }
+      auto joined = w.txns[world::idx(p.via)]->join(p.tid, p.id, p.epoch, tp, seen(tp));
       if (!joined) {
         add(line + ",\"outcome\":\"fail\"}");
         p.broken = true;
@@ -439,11 +183,11 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     }
     const bool commit = !p.broken && w.pick(3) != 0;
     auto r = w.txns[world::idx(p.via)]->on_coordinator(p.tid, "end", json::object([&](json::writer& jw) {
-      json::put(jw, "transactional_id", p.tid);
-      json::put(jw, "producer_id", p.id);
-      json::put(jw, "producer_epoch", p.epoch);
-      json::put(jw, "commit", commit);
-    }));
+                                                         json::put(jw, "transactional_id", p.tid);
+                                                         json::put(jw, "producer_id", p.id);
+                                                         json::put(jw, "producer_epoch", p.epoch);
+                                                         json::put(jw, "commit", commit);
+                                                       }));
     note(step, "end " + label + (commit ? " commit: " : " abort: ") + std::to_string(r.status));
     if (r.status == 200) {
       add("{\"op\":\"txn\",\"txn\":\"" + label + "\",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
@@ -473,14 +217,14 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     if (step < m.silent_until_step) return;
     if (!m.joined || w.pick(8) == 0) {  // join (or rejoin with its id)
       auto r = member_call(m, "join", json::object([&](json::writer& jw) {
-        json::put(jw, "group", group);
-        json::put(jw, "member_id", m.id);
-        json::put(jw, "broker", w.ids[world::idx(m.via)].value());
-        jw.Key("topics");
-        jw.StartArray();
-        jw.String(topic.c_str());
-        jw.EndArray();
-      }));
+                             json::put(jw, "group", group);
+                             json::put(jw, "member_id", m.id);
+                             json::put(jw, "broker", w.ids[world::idx(m.via)].value());
+                             jw.Key("topics");
+                             jw.StartArray();
+                             jw.String(topic.c_str());
+                             jw.EndArray();
+                           }));
       m.joined = r.status == 200;
       if (m.joined) take(m, r.body);
       if (r.status == 404) m.id.clear();  // its coordinator forgot it (expired): join as a new member
@@ -490,9 +234,9 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     switch (w.pick(10)) {
       case 0: {  // leave
         auto r = member_call(m, "leave", json::object([&](json::writer& jw) {
-          json::put(jw, "group", group);
-          json::put(jw, "member_id", m.id);
-        }));
+                               json::put(jw, "group", group);
+                               json::put(jw, "member_id", m.id);
+                             }));
         note(step, "member " + m.id + " leaves: " + std::to_string(r.status));
         m.joined = false;
         m.id.clear();
@@ -508,19 +252,19 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       case 3:
       case 4: {  // heartbeat
         auto r = member_call(m, "heartbeat", json::object([&](json::writer& jw) {
-          json::put(jw, "group", group);
-          json::put(jw, "member_id", m.id);
-          json::put(jw, "member_epoch", m.epoch);
-          jw.Key("owned");
-          jw.StartArray();
-          for (int p : m.owned) {
-            jw.StartObject();
-            json::put(jw, "topic", topic);
-            json::put(jw, "partition", p);
-            jw.EndObject();
-          }
-          jw.EndArray();
-        }));
+                               json::put(jw, "group", group);
+                               json::put(jw, "member_id", m.id);
+                               json::put(jw, "member_epoch", m.epoch);
+                               jw.Key("owned");
+                               jw.StartArray();
+                               for (int p : m.owned) {
+                                 jw.StartObject();
+                                 json::put(jw, "topic", topic);
+                                 json::put(jw, "partition", p);
+                                 jw.EndObject();
+                               }
+                               jw.EndArray();
+                             }));
         if (r.status == 200)
           take(m, r.body);
         else if (r.status == 404 || r.status == 409)
@@ -546,9 +290,8 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         if (read->records.size() > 5) read->records.resize(5);
         const std::uint64_t upto = read->records.empty() ? from : read->records.back().first + 1;
         if (!read->records.empty()) add(read_line(tp, *read, false));
-        auto s = w.group_routes[world::idx(at[0])]->fenced_commit(group, m.id, m.epoch, tp, [&] {
-          return b.offsets.commit(group, tp, upto);
-        });
+        auto s = w.group_routes[world::idx(at[0])]->fenced_commit(group, m.id, m.epoch, tp,
+                                                                  [&] { return b.offsets.commit(group, tp, upto); });
         add("{\"op\":\"offset_commit\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
             ",\"offset\":" + std::to_string(upto) + ",\"outcome\":\"" + (s ? "ok" : "fail") + "\"}");
         note(step, "member " + m.id + " read t-" + std::to_string(tp.partition) + " from " + std::to_string(from) +
@@ -583,8 +326,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     } else if (w.pick(3) == 0) {
       c.net.heal();
     }
-    const std::size_t held = c.net.held();
-    if (held > 0) c.net.release_held(w.pick(held + 1));
+    if (const std::size_t held = c.net.held(); held > 0) w.release(w.pick(held + 1));
 
     switch (w.pick(16)) {
       case 0:
@@ -627,7 +369,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       }
       case 11: {  // kill -9 of a broker with no move or pass of its own in flight; it comes back from its files
         const int i = 1 + static_cast<int>(w.pick(brokers));
-        if (w.moving_from(i) || w.recovering[world::idx(i)] > 0 || (i == 1 && w.balancing)) break;
+        if (!c[i].reassigner->idle() || w.recovering[world::idx(i)] > 0 || (i == 1 && w.balancing)) break;
         c.restart(i);
         w.start_coordinators(i);
         if (i == 1) w.start_balancer();
@@ -679,7 +421,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       return any;
     };
     for (int round = 0; round < 200000 && busy(); ++round) {
-      c.net.release_held();
+      w.release();
       if (c.io.poll_one() == 0) c.io.restart();
     }
   };
@@ -697,6 +439,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     w.tick_coordinators();
   }
   check_one_server(true);
+  if (w.released > 0) out.faults["held_request"] += static_cast<int>(w.released);
 
   // The final reads: each partition's read_committed view from the broker that serves it, and each group offset.
   bool dropped = false;
@@ -714,7 +457,8 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       read->records.erase(read->records.begin());
       dropped = true;
     }
-    if (read->open) out.violations.push_back("t-" + std::to_string(p) + " still has an open transaction after the heal");
+    if (read->open)
+      out.violations.push_back("t-" + std::to_string(p) + " still has an open transaction after the heal");
     add(read_line(tp, *read, true));
     if (auto committed = c[at[0]].offsets.committed(group, tp))
       add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(p) +

@@ -29,8 +29,9 @@ void run_and_check(std::uint64_t seed, bool replicated, std::map<std::string, in
   REQUIRE(report);
   acknowledged += report->acknowledged;
   for (const auto& [kind, n] : run.faults) faults[kind] += n;
-  if (show) std::printf("seed %llu (%s):\n%s%s\n", static_cast<unsigned long long>(seed), replicated ? "raft" : "local",
-                        run.log.c_str(), run.history.c_str());
+  if (show)
+    std::printf("seed %llu (%s):\n%s%s\n", static_cast<unsigned long long>(seed), replicated ? "raft" : "local",
+                run.log.c_str(), run.history.c_str());
   if (!report->anomalies.empty() || !run.violations.empty()) {
     std::string violations;
     for (const auto& v : run.violations) violations += v + "\n";
@@ -41,9 +42,10 @@ void run_and_check(std::uint64_t seed, bool replicated, std::map<std::string, in
 
 }  // namespace
 
-TEST_CASE("cluster simulation: seeded runs of producers, transactions, group members, moves and the balance loop "
-          "under lost, held and cut messages and restarts leave nothing for the checker (CLUSTER_SIM_SEEDS)",
-          "[sim][integration]") {
+TEST_CASE(
+    "cluster simulation: seeded runs of producers, transactions, group members, moves and the balance loop "
+    "under lost, held and cut messages and restarts leave nothing for the checker (CLUSTER_SIM_SEEDS)",
+    "[sim][integration]") {
   const bool replicated = GENERATE(false, true);
   INFO((replicated ? "Raft-backed ownership" : "local tables and the fence"));
   std::map<std::string, int> faults;
@@ -79,9 +81,10 @@ TEST_CASE("cluster simulation: a seed replays exactly, the same history and the 
   }
 }
 
-TEST_CASE("cluster simulation: the checker sees a record left out of the final reads and an aborted record read as "
-          "committed",
-          "[sim][integration]") {
+TEST_CASE(
+    "cluster simulation: the checker sees a record left out of the final reads and an aborted record read as "
+    "committed",
+    "[sim][integration]") {
   std::map<std::string, int> found;
   for (std::uint64_t seed = 1; seed <= 40; ++seed)
     for (auto sabotage : {test::sim_sabotage::drop_acknowledged, test::sim_sabotage::read_aborted}) {

@@ -110,6 +110,12 @@ class in_process_cluster {
     b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, blocking());
   }
 
+  /// Every broker's router waits out handovers as `o` says (now and after restarts).
+  void set_router_options(cluster::router_options o) {
+    router_options_ = o;
+    for (auto& b : brokers_) b->router = std::make_unique<cluster::router>(b->state(), *b->peers, router_options_);
+  }
+
   /// Where the brokers' blocking work runs: the pool, or the reactor when single-threaded.
   asio::any_io_executor blocking() {
     return single_threaded_ ? asio::any_io_executor(io.get_executor()) : asio::any_io_executor(pool.get_executor());
@@ -133,7 +139,8 @@ class in_process_cluster {
       if (other->id != b.id) o.peers.push_back(other->id);
     o.config = std::move(config);
     o.clock = std::move(clock);
-    b.balancer = std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, blocking()));
+    b.balancer =
+        std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, blocking()));
   }
 
   /// One balance pass on broker `i`.
@@ -228,7 +235,7 @@ class in_process_cluster {
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(
         *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, peer_timeout_});
-    b.router = std::make_unique<cluster::router>(b.state(), *b.peers);
+    b.router = std::make_unique<cluster::router>(b.state(), *b.peers, router_options_);
     b.reassigner = std::make_unique<cluster::reassigner>(cluster::reassigner_options{batch_bytes_}, b.state(), *b.peers,
                                                          *b.journal, blocking());
   }
@@ -237,6 +244,7 @@ class in_process_cluster {
   bool replicated_ = false;
   bool single_threaded_ = false;
   std::chrono::milliseconds peer_timeout_;
+  cluster::router_options router_options_;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;
 };

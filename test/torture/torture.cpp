@@ -414,7 +414,9 @@ class torture {
       } else if (!member.empty() && !owned.empty() && pick(80) == 0) {  // stalls past the session timeout
         ++members_stalled_;
         for (int i = 0; i < 40 && !stop_; ++i) std::this_thread::sleep_for(100ms);
-        // Back as a zombie: its commit at its old epoch must be fenced (recorded as what it got, for the checker).
+        // Back as a zombie: its commit at its old epoch is recorded as what it got. One that was taken after its
+        // coordinator expired it and rewinds the group's offset is offset_backwards for the checker; one taken
+        // before the expiry (a coordinator paused by the nemesis expires late) is a member's commit.
         const int p = *owned.begin();
         if (position.count(p)) {
           auto zombie = c.Post("/v1/groups/g/offsets",
@@ -734,7 +736,8 @@ class torture {
           const auto group = parse(g->body);
           std::set<int> handed;
           for (const auto& m : group["members"].GetArray())
-            for (const auto& a : m["assignment"].GetArray()) quiet = handed.insert(a["partition"].GetInt()).second && quiet;
+            for (const auto& a : m["assignment"].GetArray())
+              quiet = handed.insert(a["partition"].GetInt()).second && quiet;
         }
       }
       if (quiet) {

@@ -87,6 +87,10 @@ class reassigner {
   /// being resolved by recover(): this broker's copy of `tp` may still be needed.
   bool busy(const topic_partition& tp) const;
 
+  /// Whether no move runs here and no recover() is resolving a journaled one: nothing of this reassigner is waiting
+  /// on the reactor but a started move's 5 s recovery retry, which touches nothing once the reassigner is gone.
+  bool idle() const;
+
   /// Cancels move `id` if it has not begun its cutover: it stops at its next check (between steps, between copy
   /// batches, during a throttle wait), ownership never having left this broker, and the destination is asked to
   /// discard its partial copy; it then ends in step "cancelled". conflict once the cutover has begun (the move can

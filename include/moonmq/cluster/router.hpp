@@ -9,6 +9,8 @@
 // Thread safety: all methods may be called concurrently.
 #pragma once
 
+#include <chrono>
+
 #include <asio/awaitable.hpp>
 #include <optional>
 #include <variant>
@@ -25,9 +27,18 @@ struct produce_result {
   broker_id broker;                    ///< the owner that appended them
 };
 
+/// How a produce waits out a handover (the partition's cutover in progress on its way here or away).
+struct router_options {
+  std::chrono::milliseconds handover_pause{20};  ///< between looks
+  /// Looks before giving up (503, "being handed over; retry"); 0: as many as fit in the PeerTimeout. A simulation
+  /// that runs the reactor by hand counts pauses instead of watching the clock.
+  int max_handover_pauses = 0;
+};
+
 class router {
  public:
-  router(cluster_state state, peer_client& peers) : st_(state), peers_(peers) {}
+  router(cluster_state state, peer_client& peers, router_options options = {})
+      : st_(state), peers_(peers), opt_(options) {}
 
   /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to (this broker
   /// itself while it waits to serve `tp`: forward() then waits, as for a handover).
@@ -61,12 +72,13 @@ class router {
   /// `records` must outlive the forward (the caller's, or the forward() coroutine's own parameter).
   forward_state begin_forward(topic_partition tp, const std::vector<storage::record>& records, broker_id owner) const;
   step interpret(forward_state& f, const transport::response& resp);
-  /// Pause and look again, unless the forward's deadline would pass first.
+  /// Pause and look again, unless the forward's deadline would pass first (or its pauses are used up).
   step wait_for_handover(const forward_state& f) const;
   std::optional<result<produce_result>> recheck(forward_state& f);
 
   cluster_state st_;
   peer_client& peers_;
+  router_options opt_;
 };
 
 }  // namespace moonmq::cluster

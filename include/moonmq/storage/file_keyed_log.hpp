@@ -1,6 +1,5 @@
 // The file behind a keyed_log: `path` holds record frames (key, value), appended with pwrite (a kill -9 loses
-// nothing written) and fdatasync'ed on request. A synced put first writes 64 KiB of zeros ahead when it would grow
-// the file, so that the syncs after it flush data only; opening keeps a zero tail and truncates a torn one. Compacted when it passes `compact_at` bytes and holds more than four
+// nothing written) and fdatasync'ed on request. Compacted when it passes `compact_at` bytes and holds more than four
 // times what one record per key takes: rewritten to `path.compacting`, synced, renamed over `path`, directory synced.
 #pragma once
 

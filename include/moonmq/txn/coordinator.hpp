@@ -64,8 +64,12 @@ class coordinator {
   /// it completes. unavailable while a transaction of `id` is being completed.
   result<transaction> init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now);
 
+  /// Adds `partitions` to the open transaction (opening one if none is). A partition already in it keeps the owner
+  /// it has, unless `replace_owners`: an owner learned from where records landed corrects a stale one, while a
+  /// repeated add (a retry, another broker's join) must not undo that correction.
   result<transaction> add_partitions(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                                     const std::map<topic_partition, broker_id>& partitions, time_ms now);
+                                     const std::map<topic_partition, broker_id>& partitions, time_ms now,
+                                     bool replace_owners = false);
   result<transaction> add_offsets(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                                   const std::vector<txn_offset>& offsets,
                                   const std::map<topic_partition, broker_id>& owners, time_ms now);

@@ -72,8 +72,9 @@ class txn_service {
   /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
   /// `tp` (owned by `owner`, as far as this broker knows) in the transaction, so its markers will reach it. Once per
   /// transaction and partition; the owner opens the transaction with the first batch it takes. Answers the owner the
-  /// coordinator holds for `tp` (the one named when this broker recorded it earlier). Errors as the coordinator gave
-  /// them (producer_fenced, conflict for a transaction that is ending, unavailable, ...).
+  /// coordinator holds for `tp` (one it held already is kept), so that the caller can correct it with join_again()
+  /// when the records land elsewhere. Errors as the coordinator gave them (producer_fenced, conflict for a
+  /// transaction that is ending, unavailable, ...).
   result<broker_id> join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                          const topic_partition& tp, const broker_id& owner);
 
@@ -86,9 +87,7 @@ class txn_service {
   /// Tells the coordinator that `tp`'s records were taken by `owner`, not the broker join() named.
   status join_again(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                     const topic_partition& tp, const broker_id& owner) {
-    if (auto s = add(transactional_id, producer_id, epoch, {{tp, owner}}); !s) return s;
-    remember_joins(transactional_id, producer_id, epoch, {{tp, owner}});
-    return {};
+    return add(transactional_id, producer_id, epoch, {{tp, owner}}, true);
   }
 
   /// Forgets that `tp` joined this transaction (its produce was refused: the next one asks the coordinator again).
@@ -104,9 +103,10 @@ class txn_service {
  private:
   txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, cluster::peer_client& peers);
   status load();
-  /// The coordinator's add of partitions, each believed to be on the broker beside it.
+  /// The coordinator's add of partitions, each believed to be on the broker beside it; `replace_owners` when those
+  /// are where records landed (see coordinator::add_partitions). Remembers the owners the coordinator answers.
   status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-             const std::vector<std::pair<topic_partition, broker_id>>& partitions);
+             const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners = false);
   void remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                       const std::vector<std::pair<topic_partition, broker_id>>& partitions);
   /// Writes transaction `id` as it now is; `commit_point` forces a sync.
