@@ -57,6 +57,8 @@ class moonmqd_process {
   rlim_t open_files_limit = 0;
   /// MOONMQ_FAULTS for the next start() (fault points; empty: none).
   std::string faults;
+  /// The signal that ended the process when start() saw it exit before it was healthy (0: it exited).
+  int start_up_signal = 0;
   /// The address both listeners bind and peers and clients use; with `netns`, the process runs in that network
   /// namespace (`ip netns exec`), where `host` is its address.
   std::string host = "127.0.0.1";
@@ -121,6 +123,7 @@ class moonmqd_process {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        start_up_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         throw std::runtime_error("moonmqd " + id + " exited at start-up: " + slurp(log_path));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

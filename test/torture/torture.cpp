@@ -609,7 +609,22 @@ class torture {
           const std::string spec = point + "=crash@" + std::to_string(1 + pick(3));
           note_fault("fault_point", "restart " + broker.id + " with " + spec);
           broker.kill9();
-          restart(b, spec);
+          broker.faults = spec;
+          try {
+            broker.start();
+          } catch (const std::exception& e) {
+            // The point was reached while starting (the first controller claim writes the fence): fired, if it
+            // ended the process as a crash does; otherwise a start-up failure with the point armed.
+            if (broker.start_up_signal == SIGKILL) {
+              note_fault("fault_point_fired", broker.id + " crashed at " + point + " while starting");
+            } else if (std::string(e.what()).find("exited at start-up") != std::string::npos) {
+              harness_anomaly("broker_crashed", broker.id,
+                              "exited while starting with " + point + " armed (signal " +
+                                  std::to_string(broker.start_up_signal) + ")");
+            }
+            restart(b, "");
+            break;
+          }
           // It crashes when (and if) the point is reached; then it comes back without it.
           int sig = 0;
           if (broker.wait_for_end(std::chrono::milliseconds(3000 + pick(7000)), &sig)) {
