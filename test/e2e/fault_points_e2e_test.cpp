@@ -159,3 +159,19 @@ TEST_CASE("e2e fault points: a bad MOONMQ_FAULTS stops moonmqd at start with exi
   b1.faults = "reassigner.after_cpoy=crash";
   CHECK_THROWS_WITH(b1.start(), Catch::Contains("unknown fault point 'reassigner.after_cpoy'"));
 }
+
+TEST_CASE("e2e fault points: a point reached while moonmqd starts ends it as kill -9 does, and the harness sees "
+          "SIGKILL",
+          "[e2e][faults]") {
+  // The first controller claim writes the fence while the broker starts (the torture harness once took this for a
+  // failed start and reported the reaped process as a crash with signal 0).
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path());
+  b1.configure({&b1}, "", R"("Autobalance":{"Enabled":true,"IntervalSeconds":3})");
+  b1.faults = "fence.before_write=crash@1";
+  CHECK_THROWS_WITH(b1.start(), Catch::Contains("exited at start-up"));
+  CHECK(b1.start_up_signal == SIGKILL);
+  b1.faults.clear();
+  b1.start();  // and it starts without the point
+  CHECK(b1.running());
+}

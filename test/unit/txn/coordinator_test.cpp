@@ -126,3 +126,17 @@ TEST_CASE("txn coordinator: a transaction spans a bounded number of partitions a
   CHECK(c.add_offsets("tx", 1, 0, offsets, {}, 0).code() == errc::resource_exhausted);
   CHECK(c.find("tx")->offsets.empty());
 }
+
+TEST_CASE("txn coordinator: a partition added again keeps the owner it has, unless the add corrects it", "[txn]") {
+  coordinator c;
+  REQUIRE(c.init("tx", 5, 0));
+  REQUIRE(c.add_partitions("tx", 5, 0, {{t0, broker_id("b1")}}, 10));
+  // A correction (records landed on b2): replaces.
+  REQUIRE(c.add_partitions("tx", 5, 0, {{t0, broker_id("b2")}}, 11, /*replace_owners=*/true));
+  CHECK(c.find("tx")->partitions.at(t0) == broker_id("b2"));
+  // A repeated add with a stale view (a retry, another broker's join): keeps b2; a new partition takes its owner.
+  auto t = c.add_partitions("tx", 5, 0, {{t0, broker_id("b1")}, {t1, broker_id("b3")}}, 12);
+  REQUIRE(t);
+  CHECK(t->partitions.at(t0) == broker_id("b2"));
+  CHECK(t->partitions.at(t1) == broker_id("b3"));
+}
