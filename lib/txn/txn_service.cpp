@@ -554,19 +554,17 @@ status txn_service::add(const std::string& id, std::uint64_t producer_id, std::u
                                 w.EndArray();
                               }));
   if (added.status != 200) return error_of(added);
-  // The owners the coordinator holds (a coordinator that predates this answer says nothing: what was named).
-  std::vector<std::pair<topic_partition, broker_id>> held = partitions;
+  // The owners the coordinator holds, read as it reads the add (a coordinator that predates this answer says
+  // nothing, and one that says something unreadable is not believed: what was named stands).
+  std::map<topic_partition, broker_id> held(partitions.begin(), partitions.end());
   rapidjson::Document d;
-  if (json::parse_object(added.body, d) && d.HasMember("partitions") && d["partitions"].IsArray())
-    for (const auto& p : d["partitions"].GetArray()) {
-      if (!p.IsObject() || !p.HasMember("topic") || !p["topic"].IsString() || !p.HasMember("partition") ||
-          !p["partition"].IsInt() || !p.HasMember("owner") || !p["owner"].IsString())
-        continue;
-      const topic_partition tp{p["topic"].GetString(), p["partition"].GetInt()};
-      for (auto& [named, owner] : held)
-        if (named == tp) owner = broker_id(p["owner"].GetString());
-    }
-  remember_joins(id, producer_id, epoch, held);
+  if (json::parse_object(added.body, d)) {
+    json::object_reader r(d, "the coordinator's answer");
+    if (auto refs = read_refs(r, "partitions", false); refs && r.ok())
+      for (const auto& ref : *refs)
+        if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
+  }
+  remember_joins(id, producer_id, epoch, {held.begin(), held.end()});
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include "json/writer.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/groups/group_routes.hpp"
+#include "support/group_placements.hpp"
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -41,24 +42,11 @@ struct group_cluster {
     auto& b = c[i];
     b.groups = nullptr;
     auto svc = groups::group_service::open({ids[idx(i)], {1500, 100}}, std::make_unique<kept_file>(disks[idx(i)].get()),
-                                           placements(), now);
+                                           test::placements_of(c), now);
     REQUIRE(svc);
     services[idx(i)] = std::move(*svc);
     routes[idx(i)] = std::make_unique<groups::group_routes>(*services[idx(i)], *b.peers, ids, [this] { return now; });
     b.groups = [r = routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
-  }
-
-  /// Who serves what, from every broker's own report (what the daemon gathers over /cluster/loads).
-  groups::placement_source placements() {
-    return [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
-      std::map<topic_partition, broker_id> seen;
-      for (int i = 1; i <= static_cast<int>(c.size()); ++i)
-        for (const auto& l : cluster::collect_local_loads(c[i].store, c[i].counters, *c[i].ownership, ids[idx(i)]))
-          if (topics.count(l.partition.topic)) seen.try_emplace(l.partition, ids[idx(i)]);
-      std::vector<groups::placement> out;
-      for (const auto& [tp, owner] : seen) out.push_back({tp, owner});
-      return out;
-    };
   }
 
   /// One tick of every broker's ticker: coordinators expire and follow owners, owners are asked for clearances.

@@ -16,6 +16,7 @@
 #include "moonmq/groups/group_routes.hpp"
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/txn/txn_service.hpp"
+#include "support/group_placements.hpp"
 #include "support/in_process_cluster.hpp"
 #include "support/kept_file.hpp"
 
@@ -89,7 +90,7 @@ class world {
     group_services[idx(i)].reset();
     auto g = groups::group_service::open(
         {ids[idx(i)], {3000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
-        std::make_unique<kept_file>(group_disks[idx(i)].get()), placements(), now, b.log);
+        std::make_unique<kept_file>(group_disks[idx(i)].get()), placements_of(c), now, b.log);
     if (!g) throw std::runtime_error("group_service: " + g.message());
     group_services[idx(i)] = std::move(*g);
     group_routes[idx(i)] =
@@ -106,17 +107,6 @@ class world {
     c.enable_balancer(1, config, [this] { return static_cast<double>(now) / 1000.0; });
   }
 
-  groups::placement_source placements() {
-    return [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
-      std::map<topic_partition, broker_id> seen;
-      for (int i = 1; i <= brokers; ++i)
-        for (const auto& l : cluster::collect_local_loads(c[i].store, c[i].counters, *c[i].ownership, ids[idx(i)]))
-          if (topics.count(l.partition.topic)) seen.try_emplace(l.partition, ids[idx(i)]);
-      std::vector<groups::placement> out;
-      for (const auto& [tp, owner] : seen) out.push_back({tp, owner});
-      return out;
-    };
-  }
 
   /// Runs `work` to completion, one handler at a time (nothing else decides how far the reactor gets).
   template <typename T>

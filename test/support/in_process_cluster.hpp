@@ -65,15 +65,9 @@ class in_process_cluster {
   /// rules without elections).
   /// With `single_threaded`, the brokers' blocking work (file reads, journal and table writes, planning) runs on the
   /// reactor too, so that the order in which the test runs its handlers is the whole schedule (the simulation).
-  /// `peer_timeout`: the brokers' PeerTimeout (also how long a produce waits out a handover).
   explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1,
-                              bool replicated = false, bool single_threaded = false,
-                              std::chrono::milliseconds peer_timeout = std::chrono::milliseconds(2000))
-      : net(seed),
-        batch_bytes_(batch_bytes),
-        replicated_(replicated),
-        single_threaded_(single_threaded),
-        peer_timeout_(peer_timeout) {
+                              bool replicated = false, bool single_threaded = false)
+      : net(seed), batch_bytes_(batch_bytes), replicated_(replicated), single_threaded_(single_threaded) {
     for (int i = 1; i <= brokers; ++i) add("b" + std::to_string(i));
     for (auto& b : brokers_) wire(*b);
   }
@@ -234,7 +228,7 @@ class in_process_cluster {
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<cluster::peer_client>(
-        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, peer_timeout_});
+        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
     b.router = std::make_unique<cluster::router>(b.state(), *b.peers, router_options_);
     b.reassigner = std::make_unique<cluster::reassigner>(cluster::reassigner_options{batch_bytes_}, b.state(), *b.peers,
                                                          *b.journal, blocking());
@@ -243,7 +237,6 @@ class in_process_cluster {
   std::uint32_t batch_bytes_;
   bool replicated_ = false;
   bool single_threaded_ = false;
-  std::chrono::milliseconds peer_timeout_;
   cluster::router_options router_options_;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;

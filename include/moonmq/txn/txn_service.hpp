@@ -144,7 +144,7 @@ class txn_service {
   std::set<std::string> completing_ids_;
   /// Partitions this broker had the coordinator record in a transaction (id, producer, epoch, partition): a later
   /// produce to the same one in the same transaction goes straight to the owner; beside each, the owner the
-  /// coordinator was told. Forgotten wholesale past max_joined entries.
+  /// coordinator holds for it. Forgotten wholesale past max_joined entries.
   using joined_key = std::tuple<std::string, std::uint64_t, std::uint32_t, topic_partition>;
   static constexpr std::size_t max_joined = 100000;
   std::mutex joined_mu_;

@@ -25,27 +25,35 @@ namespace moonmq::autobalancer {
 /// The most samples keep_largest() keeps.
 inline constexpr std::uint32_t largest_kept = 16;
 
+/// Puts `v` into `top`, which holds `held` values largest first, at its place: in a new slot when held < k, in
+/// place of the smallest otherwise. REQUIRES: held == k implies v > top[k - 1].
+inline void insert_largest(float* top, std::uint32_t& held, std::uint32_t k, float v) {
+  std::uint32_t j = held < k ? held++ : k - 1;
+  while (j > 0 && top[j - 1] < v) {
+    top[j] = top[j - 1];
+    --j;
+  }
+  top[j] = v;
+}
+
 /// Writes the `k` largest of `n` samples to `top`, largest first. REQUIRES: 1 <= k <= min(n, largest_kept).
 inline void keep_largest(const float* samples, std::uint32_t n, std::uint32_t k, float* top) {
   std::uint32_t held = 0;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const float v = samples[i];
-    if (held == k && v <= top[k - 1]) continue;
-    std::uint32_t j = held < k ? held++ : k - 1;
-    while (j > 0 && top[j - 1] < v) {
-      top[j] = top[j - 1];
-      --j;
-    }
-    top[j] = v;
-  }
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (held < k || samples[i] > top[k - 1]) insert_largest(top, held, k, samples[i]);
+}
+
+/// The nearest-rank `p`-percentile of `n` samples is their k-th largest: k (0 when n is 0).
+inline std::uint32_t largest_rank(std::uint32_t n, double p) {
+  if (n == 0) return 0;
+  const auto rank = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(std::ceil(p * n)), 1, n);
+  return n - rank + 1;
 }
 
 /// The nearest-rank `p`-percentile (0 < p <= 1) of `n` samples (in any order); 0 when n is 0.
 inline float sample_percentile(const float* samples, std::uint32_t n, double p) {
   if (n == 0) return 0.0f;
-  auto rank = static_cast<std::uint32_t>(std::ceil(p * n));
-  rank = std::clamp<std::uint32_t>(rank, 1, n);
-  const std::uint32_t k = n - rank + 1;  // the figure is the k-th largest sample
+  const std::uint32_t k = largest_rank(n, p);  // the figure is the k-th largest sample
   if (k <= largest_kept) {
     // One pass keeping the k largest seen, sorted, in a small array: for the usual p90 of 60 samples (k = 7) this
     // is several times faster than a selection over a copy.
@@ -54,8 +62,8 @@ inline float sample_percentile(const float* samples, std::uint32_t n, double p) 
     return top[k - 1];
   }
   std::vector<float> buf(samples, samples + n);
-  std::nth_element(buf.begin(), buf.begin() + (rank - 1), buf.end());
-  return buf[rank - 1];
+  std::nth_element(buf.begin(), buf.begin() + (n - k), buf.end());  // the (n-k+1)-th smallest: the k-th largest
+  return buf[n - k];
 }
 
 /// Many ring buffers of one capacity, addressed by index, in one slab.
@@ -98,12 +106,8 @@ class load_window_set {
       if (slot >= st.top[st.top_k - 1]) {
         st.top_k = 0;
       } else if (v > st.top[st.top_k - 1]) {
-        std::uint32_t j = st.top_k - 1;
-        while (j > 0 && st.top[j - 1] < v) {
-          st.top[j] = st.top[j - 1];
-          --j;
-        }
-        st.top[j] = v;
+        std::uint32_t held = st.top_k;
+        insert_largest(st.top, held, st.top_k, v);
       }
     } else {
       st.top_k = 0;  // still filling: the rank of the figure moves with the size
@@ -154,13 +158,6 @@ class load_window_set {
     mutable float top_p = 0.0f;      // the percentile `top` was kept for
     mutable float top[largest_kept] = {};
   };
-
-  /// The figure of `n` samples is the k-th largest: k as in sample_percentile().
-  static std::uint32_t largest_rank(std::uint32_t n, double p) {
-    if (n == 0) return 0;
-    auto rank = std::clamp<std::uint32_t>(static_cast<std::uint32_t>(std::ceil(p * n)), 1, n);
-    return n - rank + 1;
-  }
 
   std::uint32_t capacity_;
   std::vector<float> samples_;
