@@ -29,6 +29,7 @@
 
 #include "api_reply.hpp"
 #include "api_server_setup.hpp"
+#include "client_workers.hpp"
 #include "client_auth.hpp"
 #include "balancer_api.hpp"
 #include "cluster_api.hpp"
@@ -290,6 +291,7 @@ class running_broker final : public broker {
 
     api_ = std::make_unique<httplib::Server>();
     transport::setup_http_server(*api_);
+    api_->new_task_queue = [n = cfg_.limits.max_client_connections] { return new client_workers(n); };
     api_->set_payload_max_length(64u << 20);
     // Before routing, and so before cpp-httplib reads a body: the caller's token and role. Every body is JSON
     // whatever its Content-Type says; cpp-httplib would otherwise parse a form body itself (and cap it at 8 KB), so

@@ -319,12 +319,14 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     lr.get("MaxPartitionsPerBroker", out.limits.max_partitions_per_broker);
     lr.get("MaxOpenPartitionFiles", out.limits.max_open_partition_files);
     lr.get("MaxProducersPerPartition", out.limits.max_producers_per_partition);
+    lr.get("MaxClientConnections", out.limits.max_client_connections);
     if (lr.ok() && (out.limits.max_partitions_per_topic < 1 || out.limits.max_partitions_per_topic > 10000))
       lr.fail("MaxPartitionsPerTopic", "must be from 1 to 10000");
     if (lr.ok() && out.limits.max_partitions_per_broker < 1) lr.fail("MaxPartitionsPerBroker", "must be at least 1");
     if (lr.ok() && out.limits.max_open_partition_files < 16) lr.fail("MaxOpenPartitionFiles", "must be at least 16");
     if (lr.ok() && out.limits.max_producers_per_partition < 1)
       lr.fail("MaxProducersPerPartition", "must be at least 1");
+    if (lr.ok() && out.limits.max_client_connections < 8) lr.fail("MaxClientConnections", "must be at least 8");
     if (auto s = lr.finish(); !s) return fail(s);
   }
   if (const auto* cl = r.member("Cluster"); cl && r.ok()) {

@@ -5,6 +5,7 @@
 #include <rapidjson/document.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "support/daemon_process.hpp"
@@ -180,6 +181,47 @@ TEST_CASE("e2e: 300 connections that never authenticate do not stop a move towar
   auto metrics = b2.api().Get("/metrics");
   REQUIRE(metrics);
   CHECK_THAT(metrics->body, Catch::Contains("moonmq_cluster_listener_refusals_total{reason=\"unauthenticated\"}"));
+}
+
+TEST_CASE("e2e: clients idle on keep-alive connections do not hold up another client, up to MaxClientConnections",
+          "[e2e][security][limits]") {
+  temp_dir dir;
+  moonmqd_process b1("b1", dir.path());
+  b1.configure({&b1}, "", R"("Limits": {"MaxClientConnections": 24})");
+  b1.start();
+  // Twenty clients each make one request and keep their connection open, idle (cpp-httplib's own pool had eight
+  // threads, and a ninth client waited for an idle connection's 30 s keep-alive timeout).
+  std::vector<httplib::Client> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.push_back(b1.api());
+    idle.back().set_keep_alive(true);
+    auto r = idle.back().Get("/v1/health");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  auto other = b1.api();
+  other.set_read_timeout(std::chrono::seconds(10));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = other.Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+  // Past the limit, a connection waits for one of the others to close, and is then served.
+  std::vector<httplib::Client> more;
+  for (int i = 0; i < 4; ++i) {
+    more.push_back(b1.api());
+    more.back().set_keep_alive(true);
+    REQUIRE(more.back().Get("/v1/health"));
+  }
+  auto waiting = std::async(std::launch::async, [&] {
+    auto c = b1.api();
+    return c.Get("/v1/health");
+  });
+  CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+  idle.clear();  // closes twenty connections
+  auto served = waiting.get();
+  REQUIRE(served);
+  CHECK(served->status == 200);
 }
 
 TEST_CASE("e2e: offsets of topics or partitions a broker does not have are refused, not stored", "[e2e][security]") {

@@ -80,6 +80,7 @@ struct limits_config {
   std::uint32_t max_partitions_per_broker = 20000;
   std::uint32_t max_open_partition_files = 1000;  ///< partition logs kept open at once (the rest opened on use)
   std::uint32_t max_producers_per_partition = 10000;  ///< idempotent producers one partition tracks
+  std::uint32_t max_client_connections = 1024;  ///< client connections served at once (the rest wait)
 };
 
 /// `Server.Groups`: consumer group timing.
