@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 
 #include "moonmq/storage/record.hpp"
 #include "storage/posix_file.hpp"
@@ -66,15 +69,14 @@ class file_keyed_log final : public keyed_log {
 
   status put(const std::string& key, const std::string& value, bool sync) override {
     const std::string frame = frame_of(key, value);
-    std::lock_guard lock(mu_);
-    auto s = posix::pwrite_all(file_.get(), frame.data(), frame.size(), end_, path_);
-    if (s && sync) s = posix::sync_data(file_.get(), path_);
-    if (!s) {
+    std::unique_lock lock(mu_);
+    if (!failed_) return failed_;
+    if (auto s = posix::pwrite_all(file_.get(), frame.data(), frame.size(), end_, path_); !s) {
       (void)posix::truncate_file(file_.get(), end_, path_);  // nothing half-applied
       return s;
     }
     end_ += frame.size();
-    dirty_ = !sync;
+    const std::uint64_t mine = ++written_;
     auto [it, fresh] = entries_.try_emplace(key, value);
     if (fresh) {
       live_bytes_ += frame.size();
@@ -83,27 +85,53 @@ class file_keyed_log final : public keyed_log {
       live_bytes_ = live_bytes_ - std::min<std::uint64_t>(live_bytes_, before) + frame.size();
       it->second = value;
     }
-    if (end_ > compact_at_ && end_ > 4 * live_bytes_ && end_ >= retry_compaction_at_)
+    // Not while a sync runs outside the lock on the file compaction would replace.
+    if (end_ > compact_at_ && end_ > 4 * live_bytes_ && end_ >= retry_compaction_at_ && !syncing_)
       if (auto c = compact_locked(); !c) {
         // Not again on every put: once the log has grown by another compact_at.
         retry_compaction_at_ = end_ + compact_at_;
         (void)std::remove((path_ + ".compacting").c_str());
         log_->error("state", "compaction of " + path_ + " failed: " + c.message());
       }
-    return {};
+    return sync ? synced_through(lock, mine) : status{};
   }
 
   status sync() override {
-    std::lock_guard lock(mu_);
-    if (!dirty_) return {};
-    if (auto s = posix::sync_data(file_.get(), path_); !s) return s;
-    dirty_ = false;
-    return {};
+    std::unique_lock lock(mu_);
+    return synced_through(lock, written_);
   }
 
   std::string name() const override { return path_; }
 
  private:
+  /// Returns once the puts up to the `mine`th are durable. Group commit: one caller at a time runs fdatasync,
+  /// outside the lock, for every put written so far; callers that arrive meanwhile wait for it and, if their put
+  /// came after it began, run the next one (which covers all of theirs). A failed fdatasync fails the log for good:
+  /// what reached the disk is no longer known, so every later put and sync answers that error until the process
+  /// restarts and recovery reads the file again. REQUIRES: `lock` holds mu_.
+  status synced_through(std::unique_lock<std::mutex>& lock, std::uint64_t mine) {
+    for (;;) {
+      if (!failed_) return failed_;
+      if (synced_ >= mine) return {};
+      if (syncing_) {
+        synced_cv_.wait(lock);
+        continue;
+      }
+      syncing_ = true;
+      const std::uint64_t covers = written_;
+      const int fd = file_.get();
+      lock.unlock();
+      auto s = posix::sync_data(fd, path_);
+      lock.lock();
+      syncing_ = false;
+      if (s)
+        synced_ = std::max(synced_, covers);
+      else
+        failed_ = s;
+      synced_cv_.notify_all();
+    }
+  }
+
   /// One record per key into a new file, synced, renamed over the log, directory synced. A crash at any point
   /// leaves the old log or the new one, whole. REQUIRES: mu_ held.
   status compact_locked() {
@@ -118,7 +146,7 @@ class file_keyed_log final : public keyed_log {
     file_ = std::move(*f);
     end_ = all.size();
     live_bytes_ = all.size();
-    dirty_ = false;
+    synced_ = written_;
     return posix::sync_directory(directory_of(path_));
   }
 
@@ -129,7 +157,11 @@ class file_keyed_log final : public keyed_log {
   posix::fd file_;
   std::uint64_t end_ = 0;
   std::uint64_t live_bytes_ = 0;
-  bool dirty_ = false;
+  std::uint64_t written_ = 0;  ///< puts written so far
+  std::uint64_t synced_ = 0;   ///< puts known durable
+  bool syncing_ = false;       ///< an fdatasync runs outside the lock
+  std::condition_variable synced_cv_;
+  status failed_;              ///< the error of a failed fdatasync, for good
   std::uint64_t retry_compaction_at_ = 0;  ///< after a failed compaction, the size to try again at
   std::map<std::string, std::string> entries_;
 };

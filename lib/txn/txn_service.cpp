@@ -334,11 +334,15 @@ response txn_service::coordinator_route(const std::string& route, const request&
         continue;
       }
       if (!t) return fenced(t.err());
-      // The commit point, always synced: lost to a power loss after a marker went out, the coordinator would come
-      // back with the transaction open, time it out and abort what an owner already committed.
-      if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());
+      // The commit point, written here and synced below, outside the lock, so that the commits of many producers
+      // share one fdatasync (the keyed log's group commit) and no other call waits behind it.
+      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
       break;
     }
+    // Synced before the answer and before any marker (complete_now syncs too): lost to a power loss after a marker
+    // went out, the coordinator would come back with the transaction open, time it out and abort what an owner
+    // already committed.
+    if (auto p = log_.sync(); !p) return from_error(p.err());
     // Decided, no marker sent: an error is answered as it is, and the ticker delivers what was decided.
     if (auto f = MOONMQ_FAULT("txn.after_prepare"); !f) return from_error(f.err());
     // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
@@ -404,6 +408,9 @@ bool txn_service::complete_now(const std::string& id) {
   }
   if (t.phase != txn_phase::prepare_commit && t.phase != txn_phase::prepare_abort)
     return t.phase == txn_phase::complete_commit || t.phase == txn_phase::complete_abort;
+  // No marker before the decision is durable: an end syncs its prepare record after it lets go of the lock, and
+  // another caller (the ticker, the producer's next add) may get here first. Costs nothing once it is synced.
+  if (!log_.sync()) return false;
   const bool commit = t.phase == txn_phase::prepare_commit;
   // Markers first: a committed transaction's offsets are written only once its records are readable. Markers to
   // different owners go out together (each on its own thread): the commit's latency is one round trip, not one per

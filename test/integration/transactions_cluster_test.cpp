@@ -26,18 +26,38 @@ rapidjson::Document parse(const std::string& s) {
   return d;
 }
 
+/// A coordinator's disk whose fdatasync can be made to fail (a disk that cannot make anything durable now).
+class disk_log final : public storage::keyed_log {
+ public:
+  explicit disk_log(std::string name) : inner_(std::move(name)) {}
+  std::atomic<bool> sync_fails{false};
+  std::map<std::string, std::string> entries() const override { return inner_.entries(); }
+  status put(const std::string& key, const std::string& value, bool sync) override {
+    (void)inner_.put(key, value, false);
+    return sync ? this->sync() : status{};
+  }
+  status sync() override {
+    if (sync_fails) return {errc::io_error, name() + ": fdatasync failed"};
+    return {};
+  }
+  std::string name() const override { return inner_.name(); }
+
+ private:
+  storage::memory_keyed_log inner_;
+};
+
 struct txn_cluster {
   test::in_process_cluster c;
   txn::time_ms now = 1'000'000;
   std::uint64_t next_id = 1000;
   std::vector<broker_id> ids;
-  std::vector<std::unique_ptr<storage::memory_keyed_log>> disks;
+  std::vector<std::unique_ptr<disk_log>> disks;
   std::vector<std::unique_ptr<txn::txn_service>> services;
 
   explicit txn_cluster(int n) : c(n) {
     for (int i = 1; i <= n; ++i) {
       ids.emplace_back(c[i].id);
-      disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
+      disks.push_back(std::make_unique<disk_log>(c[i].id + "/txn-state.log"));
     }
     services.resize(static_cast<std::size_t>(n));
     for (int i = 1; i <= n; ++i) start(i);
@@ -255,6 +275,39 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
     CHECK(refused.status == 409);
     CHECK_THAT(refused.body, Catch::Contains("coordinator epoch"));
   }
+}
+
+TEST_CASE("in-process transactions: no marker goes out before the commit point is durable, whoever tries to deliver "
+          "it",
+          "[txn][integration]") {
+  txn_cluster g(3);
+  place(g, {1, 2, 3});
+  const std::string tid = "tx-unsynced";
+  const int coordinator = g.coordinator(tid);
+  producer p(g, coordinator, tid);
+  REQUIRE(p.init() == 200);
+  for (int part = 0; part < 3; ++part) REQUIRE(p.send({"t", part}, {"v" + std::to_string(part)}));
+
+  // The prepare record is written but cannot be synced: the commit is not answered as decided, and neither the
+  // end nor the ticker sends a marker for it.
+  std::atomic<int> markers{0};
+  g.c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path == "/cluster/txn/markers") ++markers;
+    return transport::fate::deliver;
+  });
+  g.disks[txn_cluster::idx(coordinator)]->sync_fails = true;
+  const std::string state = p.end(true);
+  CHECK_THAT(state, Catch::Contains("fdatasync failed"));
+  g.tick();
+  g.tick();
+  CHECK(markers == 0);
+  for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}).empty());  // blocked at the LSO
+
+  // Once the disk syncs, the ticker delivers what was decided: the commit is whole.
+  g.disks[txn_cluster::idx(coordinator)]->sync_fails = false;
+  g.tick();
+  for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == std::vector<std::string>{"v" + std::to_string(q)});
+  CHECK(markers >= 2);
 }
 
 TEST_CASE("in-process transactions: a partition moved with a transaction open keeps it open on the new owner, "

@@ -19,8 +19,10 @@
 // Each change of a transaction is appended to the coordinator's keyed log (txn-state.log, one record per change,
 // keyed by transactional id) before any answer that depends on it. The prepare record is the commit point and is
 // always synced; the other records are synced when `sync_every_write` (Server.Storage.Fsync = always) and otherwise
-// by tick() (about every 500 ms): written with pwrite, they survive a kill -9 either way. After a restart, every
-// transaction found in prepare has its markers (and offsets) sent again by tick().
+// by tick() (about every 500 ms): written with pwrite, they survive a kill -9 either way. The prepare record is synced
+// after the coordinator lets go of its lock, so that the commits of many producers share one fdatasync; no marker goes
+// out before it is durable. After a restart, every transaction found in prepare has its markers (and offsets) sent
+// again by tick().
 // Thread safety: every method may be called concurrently.
 #pragma once
 
