@@ -6,6 +6,7 @@
 // cluster_model. Printed per size, one JSON object per line:
 //   brokers, partitions, window, model_bytes_per_partition, freeze_ms, detect_ms (default MaxActionsPerDetect=50,
 //   all four goals), actions, detect_unbounded_ms and actions_unbounded (no action cap: the whole plan at once),
+//   plan_unbounded_hash (a fingerprint of that plan: a change meant only to be faster must leave it the same),
 //   peak_rss_mb.
 //
 //   goal_eval                         the three standard sizes: 10x1k, 100x100k, 1000x1M
@@ -140,15 +141,32 @@ void run_size(std::size_t brokers, std::size_t partitions, std::uint32_t window)
   plan all = full->detect(snap);
   double unbounded_ms = now_ms() - t0;
 
+  // A fingerprint of the uncapped plan (every action and the goal that chose it), so that a change meant only to be
+  // faster can be seen to plan exactly the same.
+  std::uint64_t plan_hash = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) plan_hash = (plan_hash ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (std::size_t i = 0; i < all.actions.size(); ++i) {
+    const auto& a = all.actions[i];
+    mix(static_cast<std::uint64_t>(a.type));
+    mix(a.partition);
+    mix(a.src);
+    mix(a.dest);
+    mix(a.swap_partition);
+    for (char ch : i < all.chosen_by.size() ? all.chosen_by[i] : std::string()) mix(static_cast<unsigned char>(ch));
+  }
+
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf(
       "{\"bench\":\"goal_eval\",\"brokers\":%zu,\"partitions\":%zu,\"window\":%u,\"model_bytes_per_partition\":%.0f,"
       "\"freeze_ms\":%.2f,\"freeze_tenth_changed_ms\":%.2f,\"freeze_unchanged_ms\":%.2f,\"freeze_all_changed_ms\":%.2f,\"detect_ms\":%.2f,\"actions\":%zu,\"detect_unbounded_ms\":%.2f,\"actions_unbounded\":%zu,"
-      "\"peak_rss_mb\":%.1f}\n",
+      "\"plan_unbounded_hash\":\"%016llx\",\"peak_rss_mb\":%.1f}\n",
       brokers, partitions, window, model_bytes / static_cast<double>(partitions), freeze_ms, freeze_tenth_ms,
       freeze_unchanged_ms, freeze_all_ms, detect_ms, actions,
-      unbounded_ms, all.actions.size(), static_cast<double>(ru.ru_maxrss) / 1024.0);
+      unbounded_ms, all.actions.size(), static_cast<unsigned long long>(plan_hash),
+      static_cast<double>(ru.ru_maxrss) / 1024.0);
   std::fflush(stdout);
 }
 

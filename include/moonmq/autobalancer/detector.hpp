@@ -16,9 +16,10 @@
 // Thread safety: one detect() at a time per detector (goals keep per-run state).
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "moonmq/autobalancer/action.hpp"
@@ -173,11 +174,16 @@ class anomaly_detector {
   static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw,
                     const std::vector<std::string>& origin) {
     std::vector<std::uint32_t> touches(before.partition_count(), 0);
-    std::map<partition_index, std::string> steps;  // each touched partition: the steps that moved it, in order
+    // Each touched partition: the steps that moved it, in order (indexed by partition: a plan may touch most of a
+    // large cluster's partitions, and a tree of them cost more than the goals' own work).
+    std::vector<std::string> steps(before.partition_count());
     auto note = [&](partition_index p, const std::string& who) {
       std::string& list = steps[p];
-      if (list == who || list.ends_with(", " + who)) return;
-      list += list.empty() ? who : ", " + who;
+      const std::string_view l = list;
+      if (l == who || (l.size() > who.size() + 1 && l.ends_with(who) && l.substr(l.size() - who.size() - 2, 2) == ", "))
+        return;
+      if (!list.empty()) list += ", ";
+      list += who;
     };
     for (std::size_t i = 0; i < raw.size(); ++i) {
       const action& a = raw[i];
@@ -195,13 +201,13 @@ class anomaly_detector {
       emitted[p] = 1;
       if (before.owner(p) == after.owner(p)) return;
       out.actions.push_back(action::move(p, before.owner(p), after.owner(p)));
-      out.chosen_by.push_back(steps[p]);
+      out.chosen_by.push_back(std::move(steps[p]));  // each partition is emitted once
     };
     for (const action& a : raw) {
       if (a.type == action_type::swap && touches[a.partition] == 1 && touches[a.swap_partition] == 1) {
         emitted[a.partition] = emitted[a.swap_partition] = 1;
         out.actions.push_back(a);
-        out.chosen_by.push_back(steps[a.partition]);
+        out.chosen_by.push_back(std::move(steps[a.partition]));
         continue;
       }
       emit_move(a.partition);

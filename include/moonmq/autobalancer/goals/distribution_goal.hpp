@@ -86,7 +86,9 @@ class distribution_goal : public goal {
     return std::numeric_limits<double>::infinity();
   }
 
-  /// Among partitions of equal value, those with the higher key are tried first. Default: none preferred.
+  /// Among partitions of equal value, those with the higher key are tried first. Default: none preferred. Read once
+  /// per partition and kept while optimize() runs: it may depend on the partition and on what prepare() saw, not on
+  /// where partitions are.
   virtual double preference(const snapshot& /*s*/, partition_index /*p*/) const { return 0.0; }
 
   /// Whether trading two partitions can help (not when every partition weighs the same).
@@ -153,6 +155,7 @@ class distribution_goal : public goal {
     start_value_.assign(s.broker_count(), 0.0);
     ranked_.assign(s.broker_count(), {});
     stale_.assign(s.broker_count(), 1);
+    live_from_.assign(s.broker_count(), 0);
     by_value_.clear();
     for (broker_index b = 0; b < s.broker_count(); ++b) {
       start_value_[b] = broker_value(s, b);
@@ -201,6 +204,7 @@ class distribution_goal : public goal {
  private:
   struct ranked_partition {
     double value;
+    double preference;  ///< preference(p), read once
     partition_index p;
   };
   struct violation_change {
@@ -249,10 +253,9 @@ class distribution_goal : public goal {
   }
 
   /// Orders partitions for ranked(): heavier first, then preferred, then by index.
-  bool ranks_before(const snapshot& s, const ranked_partition& x, const ranked_partition& y) const {
+  static bool ranks_before(const ranked_partition& x, const ranked_partition& y) {
     if (x.value != y.value) return x.value > y.value;
-    double px = preference(s, x.p), py = preference(s, y.p);
-    if (px != py) return px > py;
+    if (x.preference != y.preference) return x.preference > y.preference;
     return x.p < y.p;
   }
 
@@ -263,11 +266,20 @@ class distribution_goal : public goal {
     double v = partition_value(s, p);
     if (!s.movable(p) || v <= 0) return;
     auto& list = ranked_[b];
-    ranked_partition entry{v, p};
-    auto at =
-        std::lower_bound(list.begin(), list.end(), entry,
-                         [&](const ranked_partition& x, const ranked_partition& y) { return ranks_before(s, x, y); });
+    ranked_partition entry{v, preference(s, p), p};
+    auto at = std::lower_bound(list.begin(), list.end(), entry, ranks_before);
+    live_from_[b] = std::min(live_from_[b], static_cast<std::size_t>(at - list.begin()));
     list.insert(at, entry);
+  }
+
+  /// The first entry of `b`'s built list that may be live: every entry before it is of a partition that has left
+  /// (scans start here instead of stepping over the same departed entries again; a broker that gives away its
+  /// heaviest partitions one by one would otherwise make each scan longer than the last).
+  std::size_t first_live(const snapshot& s, broker_index b) {
+    const auto& list = ranked_[b];
+    std::size_t& i = live_from_[b];
+    while (i < list.size() && s.owner(list[i].p) != b) ++i;
+    return i;
   }
 
   /// Movable partitions of `b` with a positive value, heaviest first. Built on first use, then kept up to date by
@@ -279,11 +291,11 @@ class distribution_goal : public goal {
       for (partition_index p : s.partitions_on(b)) {
         if (!s.movable(p)) continue;
         double v = partition_value(s, p);
-        if (v > 0) list.push_back({v, p});
+        if (v > 0) list.push_back({v, preference(s, p), p});
       }
-      std::sort(list.begin(), list.end(),
-                [&](const ranked_partition& x, const ranked_partition& y) { return ranks_before(s, x, y); });
+      std::sort(list.begin(), list.end(), ranks_before);
       stale_[b] = 0;
+      live_from_[b] = 0;
     }
     return ranked_[b];
   }
@@ -305,7 +317,8 @@ class distribution_goal : public goal {
   void shed(optimization& ctx, broker_index b) {
     const snapshot& s = ctx.snap();
     const std::vector<ranked_partition> candidates = ranked(s, b);  // copy: b's list may be rebuilt meanwhile
-    for (const auto& c : candidates) {
+    for (std::size_t i = first_live(s, b); i < candidates.size(); ++i) {
+      const auto& c = candidates[i];
       if (ctx.exhausted() || !over(s, b)) return;
       if (s.owner(c.p) != b) continue;
       int tries = 0;
@@ -335,7 +348,8 @@ class distribution_goal : public goal {
     double best_score = 0;
     int scanned = 0;
     const std::vector<ranked_partition> candidates = ranked(s, heavy);
-    for (const auto& c : candidates) {
+    for (std::size_t i = first_live(s, heavy); i < candidates.size(); ++i) {
+      const auto& c = candidates[i];
       if (scanned >= partition_tries) break;
       if (s.owner(c.p) != heavy) continue;
       ++scanned;
@@ -369,7 +383,7 @@ class distribution_goal : public goal {
     if (wanted <= 0) wanted = vh - bands_[heavy].upper;
     const auto& list = ranked(s, light);
     std::size_t ideal = first_at_most(list, c.value - wanted);
-    std::size_t from = ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0;
+    std::size_t from = std::max(ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0, first_live(s, light));
     std::vector<partition_index> out;
     for (std::size_t i = from; i < list.size() && out.size() < static_cast<std::size_t>(partition_tries); ++i)
       if (list[i].value < c.value && s.owner(list[i].p) == light) out.push_back(list[i].p);
@@ -406,7 +420,7 @@ class distribution_goal : public goal {
         if (!moved && uses_swaps()) {
           // By index and by value: a successful swap inserts into this list (and ends the loop).
           int swaps = 0;
-          for (std::size_t i = 0; i < ranked(s, src).size() && swaps < partition_tries; ++i) {
+          for (std::size_t i = first_live(s, src); i < ranked(s, src).size() && swaps < partition_tries; ++i) {
             const ranked_partition c = ranked_[src][i];
             if (s.owner(c.p) != src) continue;
             ++swaps;
@@ -426,7 +440,7 @@ class distribution_goal : public goal {
                    broker_index src, broker_index dest) {
     const snapshot& s = ctx.snap();
     int scanned = 0;
-    for (std::size_t i = from; i < to && scanned < partition_tries; ++i) {
+    for (std::size_t i = std::max(from, first_live(s, src)); i < to && scanned < partition_tries; ++i) {
       if (s.owner(list[i].p) != src) continue;
       ++scanned;
       action a = action::move(list[i].p, src, dest);
@@ -467,6 +481,7 @@ class distribution_goal : public goal {
   std::vector<double> start_value_;
   std::vector<std::vector<ranked_partition>> ranked_;
   std::vector<char> stale_;
+  std::vector<std::size_t> live_from_;  ///< per broker: first_live()
   std::set<std::pair<double, broker_index>> by_value_;
 };
 
