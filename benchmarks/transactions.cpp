@@ -10,9 +10,11 @@
 //                (POST /v1/transactions/{tid}/partitions, as a Kafka producer's AddPartitionsToTxn), so that no
 //                produce waits for the coordinator
 // It prints records/s per way, the commit latency p50/p99, and the ratios the issue names (transaction against
-// idempotent, target >= 0.5; idempotent against plain, target >= 0.9).
+// idempotent, target >= 0.5; idempotent against plain, target >= 0.9). Then PRODUCERS clients write at once, each
+// with its own connection and producers, the ways taking turns phase by phase (plain, idempotent, transaction,
+// transaction_declared), and the same ratios are printed for them.
 //
-//   transactions [UNITS_PER_WAY]     default 300
+//   transactions [UNITS_PER_WAY] [PRODUCERS]     defaults 300 and 8
 #include <rapidjson/document.h>
 
 #include <algorithm>
