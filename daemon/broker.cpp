@@ -29,8 +29,8 @@
 
 #include "api_reply.hpp"
 #include "api_server_setup.hpp"
-#include "client_workers.hpp"
 #include "client_auth.hpp"
+#include "client_workers.hpp"
 #include "balancer_api.hpp"
 #include "cluster_api.hpp"
 #include "cluster_view.hpp"

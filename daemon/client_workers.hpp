@@ -52,12 +52,6 @@ class client_workers final : public httplib::TaskQueue {
     ended_.clear();
   }
 
-  /// Workers alive now (serving a connection or idle).
-  std::size_t workers() const {
-    std::lock_guard lock(mu_);
-    return running_;
-  }
-
  private:
   static constexpr auto idle_limit = std::chrono::seconds(60);
 
@@ -90,7 +84,7 @@ class client_workers final : public httplib::TaskQueue {
   }
 
   const std::size_t max_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> threads_;
