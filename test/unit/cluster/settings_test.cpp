@@ -171,7 +171,8 @@ TEST_CASE("settings: the example in docs/configuration.md is valid and the opera
   CHECK(c->cluster->move_throttle_bytes_per_sec == 52428800);
   // The keys an operator reaches for are in the reference.
   for (const char* key : {"Logging__Level", "Logging__Format", "Cluster__MoveThrottleBytesPerSec", "Storage__Fsync",
-                          "Limits__MaxOpenPartitionFiles", "Groups__SessionTimeoutMs", "Transactions__TimeoutMs"}) {
+                          "Limits__MaxOpenPartitionFiles", "Limits__MaxClientConnections", "Groups__SessionTimeoutMs",
+                          "Transactions__TimeoutMs"}) {
     CHECK_THAT(doc, Catch::Contains(std::string(key).substr(std::string(key).rfind("__") + 2)));
   }
   auto bad_level = parse(full, {{"MOONMQ_Server__Logging__Level", "loud"}});
@@ -180,4 +181,10 @@ TEST_CASE("settings: the example in docs/configuration.md is valid and the opera
   auto bad_format = parse(full, {{"MOONMQ_Server__Logging__Format", "xml"}});
   REQUIRE_FALSE(bad_format);
   CHECK_THAT(bad_format.message(), Catch::Contains("text or json"));
+  auto few_connections = parse(full, {{"MOONMQ_Server__Limits__MaxClientConnections", "4"}});
+  REQUIRE_FALSE(few_connections);
+  CHECK_THAT(few_connections.message(), Catch::Contains("MaxClientConnections"));
+  auto connections = parse(full, {{"MOONMQ_Server__Limits__MaxClientConnections", "64"}});
+  REQUIRE(connections);
+  CHECK(connections->limits.max_client_connections == 64);
 }
