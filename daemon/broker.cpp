@@ -12,6 +12,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -652,14 +653,8 @@ class running_broker final : public broker {
         unknown.insert(p);
     }
     if (unknown.empty()) return out;
-    std::map<std::int32_t, std::string> served;
-    std::string unreachable;
-    if (view_)
-      for (const auto& b : view_->brokers()) {
-        if (!b.reachable) unreachable += (unreachable.empty() ? "" : ", ") + b.id;
-        for (const auto& l : b.partitions)
-          if (l.partition.topic == topic) served.emplace(l.partition.partition, b.id);
-      }
+    std::vector<std::string> unanswered;
+    const auto served = view_ ? view_->topic_owners(topic, &unanswered) : std::map<std::int32_t, std::string>{};
     for (std::int32_t p : unknown) {
       auto it = served.find(p);
       if (it != served.end()) {
@@ -667,9 +662,9 @@ class running_broker final : public broker {
         continue;
       }
       const std::string name = topic + "-" + std::to_string(p);
-      if (!unreachable.empty())
-        return error{errc::unavailable, "no reachable broker serves " + name + " (no answer from " + unreachable +
-                                            "); retry"};
+      if (!unanswered.empty())
+        return error{errc::unavailable, fmt::format("no reachable broker serves {} (no answer from {}); retry", name,
+                                                    fmt::join(unanswered, ", "))};
       return error{errc::not_found, "no broker has " + name};
     }
     return out;

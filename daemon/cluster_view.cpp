@@ -79,11 +79,14 @@ std::vector<broker_report> cluster_view::brokers() const {
   return out;
 }
 
-std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string& topic) const {
+std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string& topic,
+                                                             std::vector<std::string>* unanswered) const {
   std::map<std::int32_t, std::string> out;
-  for (const auto& b : brokers())
+  for (const auto& b : brokers()) {
+    if (!b.reachable && unanswered) unanswered->push_back(b.id);
     for (const auto& l : b.partitions)
       if (l.partition.topic == topic) out.emplace(l.partition.partition, b.id);
+  }
   return out;
 }
 

@@ -71,8 +71,9 @@ class cluster_view {
   std::vector<broker_report> brokers() const;
 
   /// The partitions of `topic` some broker reports serving, with their owners (a partition whose owner does not
-  /// answer is missing).
-  std::map<std::int32_t, std::string> topic_owners(const std::string& topic) const;
+  /// answer is missing; `unanswered`, when given, gets the brokers that did not answer).
+  std::map<std::int32_t, std::string> topic_owners(const std::string& topic,
+                                                   std::vector<std::string>* unanswered = nullptr) const;
 
   /// The broker that reports serving `tp`, if any broker does.
   std::optional<std::string> owner_of(const topic_partition& tp) const;

@@ -1,9 +1,8 @@
 #!/bin/sh
 # The whole-cluster simulation for longer than make test runs it: SEEDS seeds (default 50000) from FIRST (default 1)
 # in each mode (local tables and the fence, and Raft), split into SLICES processes (default: the number of cores;
-# a run mostly waits on the router's handover pauses, so slices overlap well). Prints each slice's summary line and
-# exits non-zero if any seed failed; a failing seed's log is in that slice's output file under OUT (default
-# build/sim-soak). Replay one with: CLUSTER_SIM_SEED=N build/test/moonmq_tests "cluster simulation: seeded*"
+# each run is one thread). Prints each slice's summary line and exits non-zero if any seed failed; a failing seed's
+# log is in that slice's output file under OUT (default build/sim-soak). Replay one with: CLUSTER_SIM_SEED=N build/test/moonmq_tests "cluster simulation: seeded*"
 set -eu
 BIN=${BIN:-build/test/moonmq_tests}
 SEEDS=${SEEDS:-50000}

@@ -81,6 +81,21 @@ result<std::vector<partition_ref>> read_refs(json::object_reader& r, const char*
   return out;
 }
 
+/// Writes `key` as a list of {"topic","partition","owner"}, the shape read_refs() reads.
+template <typename Owners>
+void write_refs(json::writer& w, const char* key, const Owners& owners) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& [tp, owner] : owners) {
+    w.StartObject();
+    json::put(w, "topic", tp.topic);
+    json::put(w, "partition", tp.partition);
+    json::put(w, "owner", owner.value());
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 }  // namespace
 
 txn_service::txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st,
@@ -304,18 +319,9 @@ response txn_service::coordinator_route(const std::string& route, const request&
       if (auto p = keep_locked(id, before); !p) return from_error(p.err());
       if (route != "add") return json_ok("{}");
       // The owner now held for each partition named: the one named before, unless this add replaced it.
-      return json_ok(json::object([&](json::writer& w) {
-        w.Key("partitions");
-        w.StartArray();
-        for (const auto& [tp, owner] : owners) {
-          w.StartObject();
-          json::put(w, "topic", tp.topic);
-          json::put(w, "partition", tp.partition);
-          json::put(w, "owner", t->partitions.count(tp) ? t->partitions.at(tp).value() : owner.value());
-          w.EndObject();
-        }
-        w.EndArray();
-      }));
+      for (auto& [tp, owner] : owners)
+        if (auto held = t->partitions.find(tp); held != t->partitions.end()) owner = held->second;
+      return json_ok(json::object([&](json::writer& w) { write_refs(w, "partitions", owners); }));
     }
   }
   if (route == "end") {
@@ -521,10 +527,9 @@ result<broker_id> txn_service::join(const std::string& id, std::uint64_t produce
     std::lock_guard lock(joined_mu_);
     if (auto it = joined_.find(joined_key{id, producer_id, epoch, tp}); it != joined_.end()) return it->second;
   }
-  if (auto s = add(id, producer_id, epoch, {{tp, owner}}); !s) return s.err();
-  std::lock_guard lock(joined_mu_);
-  auto it = joined_.find(joined_key{id, producer_id, epoch, tp});
-  return it != joined_.end() ? it->second : owner;
+  auto held = add(id, producer_id, epoch, {{tp, owner}});
+  if (!held) return held.err();
+  return held->at(tp);
 }
 
 status txn_service::join_all(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
@@ -532,33 +537,25 @@ status txn_service::join_all(const std::string& id, std::uint64_t producer_id, s
   if (partitions.empty()) return {};
   if (partitions.size() > max_partitions)
     return {errc::invalid_argument, "partitions: at most " + std::to_string(max_partitions) + " at once"};
-  return add(id, producer_id, epoch, partitions);
+  return add(id, producer_id, epoch, partitions).to_status();
 }
 
 void txn_service::remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                                 const std::vector<std::pair<topic_partition, broker_id>>& partitions) {
+                                 const std::map<topic_partition, broker_id>& partitions) {
   std::lock_guard lock(joined_mu_);
   if (joined_.size() + partitions.size() > max_joined) joined_.clear();
   for (const auto& [tp, owner] : partitions) joined_[joined_key{id, producer_id, epoch, tp}] = owner;
 }
 
-status txn_service::add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                        const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners) {
+result<std::map<topic_partition, broker_id>> txn_service::add(
+    const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+    const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners) {
   auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
                                 json::put(w, "transactional_id", id);
                                 json::put(w, "producer_id", producer_id);
                                 json::put(w, "producer_epoch", epoch);
                                 if (replace_owners) json::put(w, "replace_owners", true);
-                                w.Key("partitions");
-                                w.StartArray();
-                                for (const auto& [tp, owner] : partitions) {
-                                  w.StartObject();
-                                  json::put(w, "topic", tp.topic);
-                                  json::put(w, "partition", tp.partition);
-                                  json::put(w, "owner", owner.value());
-                                  w.EndObject();
-                                }
-                                w.EndArray();
+                                write_refs(w, "partitions", partitions);
                               }));
   if (added.status != 200) return error_of(added);
   // The owners the coordinator holds, read as it reads the add (a coordinator that predates this answer says
@@ -571,8 +568,8 @@ status txn_service::add(const std::string& id, std::uint64_t producer_id, std::u
       for (const auto& ref : *refs)
         if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
   }
-  remember_joins(id, producer_id, epoch, {held.begin(), held.end()});
-  return {};
+  remember_joins(id, producer_id, epoch, held);
+  return held;
 }
 
 void txn_service::forget_join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,

@@ -18,7 +18,6 @@
 
 #include <memory>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -177,13 +176,12 @@ class anomaly_detector {
     // Each touched partition: the steps that moved it, in order (indexed by partition: a plan may touch most of a
     // large cluster's partitions, and a tree of them cost more than the goals' own work).
     std::vector<std::string> steps(before.partition_count());
+    std::vector<const std::string*> last_step(before.partition_count(), nullptr);  // a step is named once per run
     auto note = [&](partition_index p, const std::string& who) {
-      std::string& list = steps[p];
-      const std::string_view l = list;
-      if (l == who || (l.size() > who.size() + 1 && l.ends_with(who) && l.substr(l.size() - who.size() - 2, 2) == ", "))
-        return;
-      if (!list.empty()) list += ", ";
-      list += who;
+      if (last_step[p] && *last_step[p] == who) return;
+      if (last_step[p]) steps[p] += ", ";
+      steps[p] += who;
+      last_step[p] = &who;
     };
     for (std::size_t i = 0; i < raw.size(); ++i) {
       const action& a = raw[i];

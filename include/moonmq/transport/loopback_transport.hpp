@@ -150,10 +150,20 @@ class loopback_network {
     }
     if (p.f == fate::hold) {
       asio::steady_timer gate(exec, asio::steady_timer::time_point::max());
+      // Listed while it waits; unlisted however the wait ends (released, or the reactor destroyed with it).
+      struct listing {
+        loopback_network& net;
+        asio::steady_timer* gate;
+        ~listing() {
+          std::lock_guard lock(net.deliveries_);
+          std::erase(net.held_, gate);
+        }
+      };
       {
         std::lock_guard lock(deliveries_);
         held_.push_back(&gate);
       }
+      listing listed{*this, &gate};
       std::error_code ignored;
       co_await gate.async_wait(asio::redirect_error(asio::use_awaitable, ignored));  // cancelled: released
       p.f = fate::deliver;

@@ -89,7 +89,7 @@ class txn_service {
   /// Tells the coordinator that `tp`'s records were taken by `owner`, not the broker join() named.
   status join_again(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                     const topic_partition& tp, const broker_id& owner) {
-    return add(transactional_id, producer_id, epoch, {{tp, owner}}, true);
+    return add(transactional_id, producer_id, epoch, {{tp, owner}}, true).to_status();
   }
 
   /// Forgets that `tp` joined this transaction (its produce was refused: the next one asks the coordinator again).
@@ -106,11 +106,14 @@ class txn_service {
   txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, cluster::peer_client& peers);
   status load();
   /// The coordinator's add of partitions, each believed to be on the broker beside it; `replace_owners` when those
-  /// are where records landed (see coordinator::add_partitions). Remembers the owners the coordinator answers.
-  status add(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-             const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners = false);
+  /// are where records landed (see coordinator::add_partitions). Answers, and remembers, the owner the coordinator
+  /// holds for each.
+  result<std::map<topic_partition, broker_id>> add(const std::string& id, std::uint64_t producer_id,
+                                                   std::uint32_t epoch,
+                                                   const std::vector<std::pair<topic_partition, broker_id>>& partitions,
+                                                   bool replace_owners = false);
   void remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                      const std::vector<std::pair<topic_partition, broker_id>>& partitions);
+                      const std::map<topic_partition, broker_id>& partitions);
   /// Writes transaction `id` as it now is; `commit_point` forces a sync.
   status persist_locked(const std::string& id, bool commit_point = false);
   /// After a change of `id` (it was `before`, or absent): written when it differs; if the write fails, the change
