@@ -1,6 +1,7 @@
 // Randomized properties of the engine over thousands of generated clusters (seeded: every failure reproduces).
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <random>
 
 #include "support/snapshots.hpp"
@@ -135,4 +136,62 @@ TEST_CASE("random clusters with fine-grained uniform partitions reach the band w
     REQUIRE(d.detect(s).empty());
     CHECK(d.satisfied(s));
   }
+}
+
+TEST_CASE("remembered refusals of the goals above agree with asking them, and are forgotten when anything moves",
+          "[property][refusals]") {
+  // The three resource goals as the goals above a fourth; with capacities on some seeds (weighted bands, ceilings).
+  std::size_t remembered = 0, asked = 0;
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+    INFO("seed " << seed);
+    generated g = random_cluster(seed);
+    snapshot& s = g.snap;
+    if (s.broker_count() < 2 || s.partition_count() == 0) continue;
+    std::mt19937_64 rng(seed * 7919);
+    auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+    if (seed % 2 == 0) {
+      s.set_max_utilization(real(0.5, 1.0));
+      for (broker_index b = 0; b < s.broker_count(); ++b)
+        for (std::size_t r = 0; r < resource_count; ++r)
+          s.set_capacity(b, static_cast<resource>(r), real(0.5, 4) * (total(s, static_cast<resource>(r)) + 1));
+    }
+    distribution_params params{real(0.02, 0.3), 0.0, 0.0};
+    resource_distribution_goal in("NW_IN", resource::nw_in, params), out("NW_OUT", resource::nw_out, params),
+        disk("DISK", resource::disk, params);
+    std::vector<goal*> above = {&in, &out, &disk};
+    for (goal* a : above) a->prepare(s);
+    std::vector<action> actions;
+    optimization ctx(s, above, actions, 1'000'000);
+    move_refusals refusals(ctx);
+    std::optional<action> last_refused;
+    for (int step = 0; step < 400; ++step) {
+      const auto p = static_cast<partition_index>(rng() % s.partition_count());
+      const auto dest = static_cast<broker_index>(rng() % s.broker_count());
+      const broker_index src = s.owner(p);
+      if (dest == src) continue;
+      const action a = action::move(p, src, dest);
+      refusals.consider(p);
+      const bool acceptable = ctx.acceptable(a);
+      if (refusals.known_refused(src, dest)) {
+        ++remembered;
+        REQUIRE_FALSE(acceptable);
+        continue;
+      }
+      ++asked;
+      if (!acceptable) {
+        refusals.note_refused(a);
+        // What was just refused is now on record (the move was valid, and a resource goal refused it).
+        if (s.valid(a)) REQUIRE(refusals.known_refused(src, dest));
+        last_refused = a;
+      } else if (last_refused && real(0, 1) < 0.05) {
+        REQUIRE(ctx.try_apply(a));  // the placement changed: every refusal on record is forgotten
+        refusals.consider(last_refused->partition);
+        CHECK_FALSE(refusals.known_refused(last_refused->src, last_refused->dest));
+        last_refused.reset();
+      }
+    }
+  }
+  // The check above is not vacuous: refusals were answered from the record, and others by asking.
+  CHECK(remembered > 1000);
+  CHECK(asked > 1000);
 }

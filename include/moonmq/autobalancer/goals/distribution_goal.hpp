@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "moonmq/autobalancer/goals/goal.hpp"
+#include "moonmq/autobalancer/goals/move_refusals.hpp"
 
 namespace moonmq::autobalancer {
 
@@ -136,6 +137,11 @@ class distribution_goal : public goal {
   bool guards_result() const override { return true; }
 
   bool judges_sequences() const override { return true; }
+
+  /// A distribution goal refuses a move by the partition's value (move_refusals.hpp says why), unless a subclass adds
+  /// rules of its own to accepts() (it then says no to judges_sequences(), and so to this).
+  bool refuses_by_measure() const override { return judges_sequences(); }
+  double move_measure(const snapshot& s, partition_index p) const override { return partition_value(s, p); }
 
   double broker_violation(const snapshot& s, broker_index b) const override {
     if (!enabled_ || !s.active(b)) return 0.0;
@@ -317,20 +323,24 @@ class distribution_goal : public goal {
   void shed(optimization& ctx, broker_index b) {
     const snapshot& s = ctx.snap();
     const std::vector<ranked_partition> candidates = ranked(s, b);  // copy: b's list may be rebuilt meanwhile
+    move_refusals refusals(ctx);
     for (std::size_t i = first_live(s, b); i < candidates.size(); ++i) {
       const auto& c = candidates[i];
       if (ctx.exhausted() || !over(s, b)) return;
       if (s.owner(c.p) != b) continue;
+      refusals.consider(c.p);
       int tries = 0;
       for (auto it = by_value_.begin(); it != by_value_.end() && tries < broker_tries; ++it) {
         broker_index d = it->second;
         if (d == b || !s.can_receive(d)) continue;
         ++tries;
+        if (refusals.known_refused(b, d)) continue;
         action a = action::move(c.p, b, d);
         // Brokers are tried lightest (per unit of weight) first; with weights and ceilings, a heavier one may still
         // have room where a lighter one has none.
         if (!improves(s, a)) continue;
         if (apply(ctx, a)) break;
+        refusals.note_refused(a);
       }
     }
     if (!uses_swaps()) return;
@@ -401,6 +411,7 @@ class distribution_goal : public goal {
 
   void fill(optimization& ctx, broker_index u) {
     const snapshot& s = ctx.snap();
+    move_refusals refusals(ctx);
     while (!ctx.exhausted() && under(s, u)) {
       bool moved = false;
       int tries = 0;
@@ -415,8 +426,8 @@ class distribution_goal : public goal {
         // that still keep it inside the band.
         std::size_t centred = first_at_most(list, std::min(target(u) - vu, broker_value(s, src) - target(src)));
         std::size_t fitting = first_at_most(list, bands_[u].upper - vu);
-        moved =
-            move_one_of(ctx, list, centred, list.size(), src, u) || move_one_of(ctx, list, fitting, centred, src, u);
+        moved = move_one_of(ctx, refusals, list, centred, list.size(), src, u) ||
+                move_one_of(ctx, refusals, list, fitting, centred, src, u);
         if (!moved && uses_swaps()) {
           // By index and by value: a successful swap inserts into this list (and ends the loop).
           int swaps = 0;
@@ -436,15 +447,19 @@ class distribution_goal : public goal {
   }
 
   /// Tries moves of list[from, to) from `src` to `dest` (at most partition_tries of them); true when one was taken.
-  bool move_one_of(optimization& ctx, const std::vector<ranked_partition>& list, std::size_t from, std::size_t to,
-                   broker_index src, broker_index dest) {
+  bool move_one_of(optimization& ctx, move_refusals& refusals, const std::vector<ranked_partition>& list,
+                   std::size_t from, std::size_t to, broker_index src, broker_index dest) {
     const snapshot& s = ctx.snap();
     int scanned = 0;
     for (std::size_t i = std::max(from, first_live(s, src)); i < to && scanned < partition_tries; ++i) {
       if (s.owner(list[i].p) != src) continue;
       ++scanned;
+      refusals.consider(list[i].p);
+      if (refusals.known_refused(src, dest)) continue;
       action a = action::move(list[i].p, src, dest);
-      if (improves(s, a) && apply(ctx, a)) return true;
+      if (!improves(s, a)) continue;
+      if (apply(ctx, a)) return true;
+      refusals.note_refused(a);
     }
     return false;
   }

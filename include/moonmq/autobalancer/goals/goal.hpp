@@ -81,6 +81,15 @@ class goal {
   /// default says no, and those steps then do not run. A distribution goal says yes; a subclass that adds rules of
   /// its own to accepts() must say no.
   virtual bool judges_sequences() const { return false; }
+
+  /// Whether accepts() refuses a MOVE of a partition exactly when its move_measure() is at least some threshold that
+  /// depends only on where the two brokers stand (so that once it refused a move of measure v between two brokers,
+  /// it refuses every larger one until either broker changes). Goals below then remember refusals instead of asking
+  /// again (move_refusals). The default says no. A distribution goal says so when it judges sequences.
+  virtual bool refuses_by_measure() const { return false; }
+
+  /// The figure of partition `p` that refuses_by_measure() speaks of (positive for a refusal to be remembered).
+  virtual double move_measure(const snapshot& /*snap*/, partition_index /*p*/) const { return 0.0; }
 };
 
 /// The context a goal optimizes in: the shared snapshot, the goals above it, and the action budget.
@@ -93,11 +102,17 @@ class optimization {
 
   const snapshot& snap() const noexcept { return snap_; }
 
+  /// The goals of higher priority, in order: those whose acceptance try_apply() asks for.
+  std::span<goal* const> higher() const noexcept { return higher_; }
+
   /// True when no further action may be taken in this detection.
   bool exhausted() const noexcept { return live_ >= budget_; }
 
   /// The part of the budget this goal's live actions use.
   std::size_t spent() const noexcept { return live_; }
+
+  /// How many times the snapshot has changed through this context (actions carried out and taken back).
+  std::size_t changes() const noexcept { return changes_; }
 
   /// Whether `a` is valid now and every higher-priority goal accepts it (nothing is changed).
   bool acceptable(const action& a) const {
@@ -114,6 +129,7 @@ class optimization {
     snap_.apply(a);
     actions_.push_back(a);
     live_ += cost(a);
+    ++changes_;
     return true;
   }
 
@@ -133,6 +149,7 @@ class optimization {
     snap_.apply(r);
     actions_.erase(actions_.begin() + static_cast<std::ptrdiff_t>(first_ + i));
     live_ -= cost(a);
+    ++changes_;
     return true;
   }
 
@@ -145,6 +162,7 @@ class optimization {
   std::size_t budget_;
   std::size_t first_;
   std::size_t live_ = 0;
+  std::size_t changes_ = 0;
 };
 
 }  // namespace moonmq::autobalancer
