@@ -137,9 +137,13 @@ void run_size(std::size_t brokers, std::size_t partitions, std::uint32_t window)
   autobalance_config unbounded = config;
   unbounded.max_actions_per_detect = 0xffffffffu;
   auto full = anomaly_detector::create(unbounded);
-  t0 = now_ms();
-  plan all = full->detect(snap);
-  double unbounded_ms = now_ms() - t0;
+  plan all;
+  double unbounded_ms = 1e300;  // the best of three, as for the capped pass: this machine's neighbours are noisy
+  for (int rep = 0; rep < 3; ++rep) {
+    t0 = now_ms();
+    all = full->detect(snap);
+    unbounded_ms = std::min(unbounded_ms, now_ms() - t0);
+  }
 
   // A fingerprint of the uncapped plan (every action and the goal that chose it), so that a change meant only to be
   // faster can be seen to plan exactly the same.

@@ -16,6 +16,7 @@
 // Thread safety: one detect() at a time per detector (goals keep per-run state).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -172,40 +173,50 @@ class anomaly_detector {
   /// Turns the goals' raw actions into the net plan against `before` (`after` is the placement they reached).
   static plan chain(const snapshot& before, const snapshot& after, const std::vector<action>& raw,
                     const std::vector<std::string>& origin) {
-    std::vector<std::uint32_t> touches(before.partition_count(), 0);
-    // Each touched partition: the steps that moved it, in order (indexed by partition: a plan may touch most of a
-    // large cluster's partitions, and a tree of them cost more than the goals' own work).
-    std::vector<std::string> steps(before.partition_count());
-    std::vector<const std::string*> last_step(before.partition_count(), nullptr);  // a step is named once per run
+    // Each touched partition gets an entry: how often the raw actions moved it, the steps that did (each named once
+    // per run of the same step), and whether the plan holds it yet. Entries are made for touched partitions only, so
+    // that the per-partition index is the only thing sized by the cluster.
+    constexpr std::uint32_t untouched = ~std::uint32_t{0};
+    struct entry {
+      std::uint32_t touches = 0;
+      bool emitted = false;
+      const std::string* last_step = nullptr;
+      std::string steps;
+    };
+    std::vector<std::uint32_t> slot(before.partition_count(), untouched);
+    std::vector<entry> entries;
     auto note = [&](partition_index p, const std::string& who) {
-      if (last_step[p] && *last_step[p] == who) return;
-      if (last_step[p]) steps[p] += ", ";
-      steps[p] += who;
-      last_step[p] = &who;
+      if (slot[p] == untouched) {
+        slot[p] = static_cast<std::uint32_t>(entries.size());
+        entries.emplace_back();
+      }
+      entry& e = entries[slot[p]];
+      ++e.touches;
+      if (e.last_step && *e.last_step == who) return;
+      if (e.last_step) e.steps += ", ";
+      e.steps += who;
+      e.last_step = &who;
     };
     for (std::size_t i = 0; i < raw.size(); ++i) {
       const action& a = raw[i];
-      ++touches[a.partition];
       note(a.partition, origin[i]);
-      if (a.type == action_type::swap) {
-        ++touches[a.swap_partition];
-        note(a.swap_partition, origin[i]);
-      }
+      if (a.type == action_type::swap) note(a.swap_partition, origin[i]);
     }
-    std::vector<char> emitted(before.partition_count(), 0);
     plan out;
     auto emit_move = [&](partition_index p) {
-      if (emitted[p]) return;
-      emitted[p] = 1;
+      entry& e = entries[slot[p]];
+      if (e.emitted) return;
+      e.emitted = true;
       if (before.owner(p) == after.owner(p)) return;
       out.actions.push_back(action::move(p, before.owner(p), after.owner(p)));
-      out.chosen_by.push_back(std::move(steps[p]));  // each partition is emitted once
+      out.chosen_by.push_back(std::move(e.steps));  // each partition is emitted once
     };
     for (const action& a : raw) {
-      if (a.type == action_type::swap && touches[a.partition] == 1 && touches[a.swap_partition] == 1) {
-        emitted[a.partition] = emitted[a.swap_partition] = 1;
+      if (a.type == action_type::swap && entries[slot[a.partition]].touches == 1 &&
+          entries[slot[a.swap_partition]].touches == 1) {
+        entries[slot[a.partition]].emitted = entries[slot[a.swap_partition]].emitted = true;
         out.actions.push_back(a);
-        out.chosen_by.push_back(std::move(steps[a.partition]));
+        out.chosen_by.push_back(std::move(entries[slot[a.partition]].steps));
         continue;
       }
       emit_move(a.partition);

@@ -249,13 +249,23 @@ class distribution_goal : public goal {
     const snapshot& s = ctx.snap();
     double vs = broker_value(s, a.src), vd = broker_value(s, a.dest);
     if (!ctx.try_apply(a)) return false;
-    by_value_.erase({relative(a.src, vs), a.src});
-    by_value_.erase({relative(a.dest, vd), a.dest});
-    by_value_.emplace(relative(a.src, broker_value(s, a.src)), a.src);
-    by_value_.emplace(relative(a.dest, broker_value(s, a.dest)), a.dest);
+    reorder(a.src, vs, broker_value(s, a.src));
+    reorder(a.dest, vd, broker_value(s, a.dest));
     note_arrival(s, a.dest, a.partition);
     if (a.type == action_type::swap) note_arrival(s, a.src, a.swap_partition);
     return true;
+  }
+
+  /// Moves broker `b` in by_value_ from where `before` put it to where `after` does (reusing its node: this runs
+  /// for every action a goal takes).
+  void reorder(broker_index b, double before, double after) {
+    auto node = by_value_.extract({relative(b, before), b});
+    if (node.empty()) {
+      by_value_.emplace(relative(b, after), b);
+      return;
+    }
+    node.value().first = relative(b, after);
+    by_value_.insert(std::move(node));
   }
 
   /// Orders partitions for ranked(): heavier first, then preferred, then by index.
