@@ -77,6 +77,7 @@ class anomaly_detector {
   plan detect(const snapshot& snap) {
     snapshot work = snap;
     configure(work);
+    work.record_arrivals();  // lets a goal's later runs catch up on what moved instead of ranking afresh
 
     std::vector<goal*> order;
     for (auto& g : goals_) order.push_back(g.get());

@@ -122,6 +122,8 @@ class distribution_goal : public goal {
       if (bb.lower > bb.upper) bb.lower = bb.upper;
     }
     eps_ = 1e-9 * std::max(1.0, mean_);
+    built_.assign(s.broker_count(), 0);
+    lists_of_ = nullptr;
   }
 
   bool accepts(const snapshot& s, const action& a) const override {
@@ -159,7 +161,12 @@ class distribution_goal : public goal {
     if (!enabled_) return;
     const snapshot& s = ctx.snap();
     start_value_.assign(s.broker_count(), 0.0);
-    ranked_.assign(s.broker_count(), {});
+    if (lists_of_ != &s || !s.recording_arrivals()) {
+      ranked_.assign(s.broker_count(), {});
+      built_.assign(s.broker_count(), 0);
+      arrivals_seen_.assign(s.broker_count(), 0);
+      lists_of_ = &s;
+    }
     stale_.assign(s.broker_count(), 1);
     live_from_.assign(s.broker_count(), 0);
     by_value_.clear();
@@ -298,22 +305,53 @@ class distribution_goal : public goal {
     return i;
   }
 
-  /// Movable partitions of `b` with a positive value, heaviest first. Built on first use, then kept up to date by
-  /// note_arrival(); entries for partitions that have left are still in it (callers check the owner).
+  /// Movable partitions of `b` with a positive value, heaviest first. Made on first use in a run, then kept up to
+  /// date by note_arrival(); entries for partitions that have left are still in it (callers check the owner).
   const std::vector<ranked_partition>& ranked(const snapshot& s, broker_index b) {
     if (stale_[b]) {
-      auto& list = ranked_[b];
-      list.clear();
-      for (partition_index p : s.partitions_on(b)) {
-        if (!s.movable(p)) continue;
-        double v = partition_value(s, p);
-        if (v > 0) list.push_back({v, preference(s, p), p});
-      }
-      std::sort(list.begin(), list.end(), ranks_before);
+      if (built_[b])
+        bring_up_to_date(s, b);
+      else
+        build(s, b);
+      built_[b] = s.recording_arrivals();
+      if (built_[b]) arrivals_seen_[b] = s.arrivals(b).size();
       stale_[b] = 0;
       live_from_[b] = 0;
     }
     return ranked_[b];
+  }
+
+  void build(const snapshot& s, broker_index b) {
+    auto& list = ranked_[b];
+    list.clear();
+    for (partition_index p : s.partitions_on(b)) {
+      if (!s.movable(p)) continue;
+      double v = partition_value(s, p);
+      if (v > 0) list.push_back({v, preference(s, p), p});
+    }
+    std::sort(list.begin(), list.end(), ranks_before);
+  }
+
+  /// Makes `b`'s list from an earlier run exactly what build() would make now, reading only the partitions that
+  /// arrived since: entries that left are dropped, arrivals merged in, and an entry named twice (a partition that
+  /// left and came back) kept once. A run that follows other goals' moves so costs what they changed, not the cluster.
+  void bring_up_to_date(const snapshot& s, broker_index b) {
+    auto& list = ranked_[b];
+    std::erase_if(list, [&](const ranked_partition& e) { return s.owner(e.p) != b; });
+    const auto kept = static_cast<std::ptrdiff_t>(list.size());
+    const auto& arrived = s.arrivals(b);
+    for (std::size_t i = arrivals_seen_[b]; i < arrived.size(); ++i) {
+      const partition_index p = arrived[i];
+      if (s.owner(p) != b || !s.movable(p)) continue;
+      double v = partition_value(s, p);
+      if (v > 0) list.push_back({v, preference(s, p), p});
+    }
+    std::sort(list.begin() + kept, list.end(), ranks_before);
+    std::inplace_merge(list.begin(), list.begin() + kept, list.end(), ranks_before);
+    // Equal partitions have equal entries, so a partition named twice is named in neighbouring entries.
+    list.erase(std::unique(list.begin(), list.end(),
+                           [](const ranked_partition& x, const ranked_partition& y) { return x.p == y.p; }),
+               list.end());
   }
 
   /// The first entry of a heaviest-first list whose value is at most `limit`.
@@ -505,7 +543,11 @@ class distribution_goal : public goal {
   // Working state of one optimize() run.
   std::vector<double> start_value_;
   std::vector<std::vector<ranked_partition>> ranked_;
-  std::vector<char> stale_;
+  std::vector<char> stale_;  ///< per broker: not yet made or brought up to date in this run
+  // Kept from run to run within one detection, while the snapshot records arrivals (see bring_up_to_date()).
+  const snapshot* lists_of_ = nullptr;        ///< the snapshot ranked_ describes
+  std::vector<char> built_;                   ///< per broker: ranked_ was made in an earlier run
+  std::vector<std::size_t> arrivals_seen_;    ///< per broker: s.arrivals(b) already in ranked_
   std::vector<std::size_t> live_from_;  ///< per broker: first_live()
   std::set<std::pair<double, broker_index>> by_value_;
 };

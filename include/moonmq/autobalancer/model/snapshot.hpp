@@ -61,6 +61,7 @@ class snapshot {
     capacity_.emplace_back();
     broker_count_.push_back(0);
     members_.emplace_back();
+    if (recording_) arrivals_.emplace_back();
     return b;
   }
 
@@ -153,6 +154,17 @@ class snapshot {
   /// The partitions a broker owns now, in no particular order.
   const std::vector<partition_index>& partitions_on(broker_index b) const { return members_[b]; }
 
+  /// From now on, remembers which partitions arrive at each broker (the detector's working copy does: a goal then
+  /// brings what it knew of a broker up to date from the arrivals instead of reading every partition again).
+  void record_arrivals() {
+    recording_ = true;
+    arrivals_.resize(brokers_.size());
+  }
+  bool recording_arrivals() const noexcept { return recording_; }
+  /// The partitions that arrived at `b` since record_arrivals(), oldest first; some may have left again.
+  /// REQUIRES: recording_arrivals().
+  const std::vector<partition_index>& arrivals(broker_index b) const { return arrivals_[b]; }
+
   // ---- changing -------------------------------------------------------------------------------------------------
 
   /// Carries out an action on the snapshot. REQUIRES: the action is valid against the current placement.
@@ -215,6 +227,7 @@ class snapshot {
     position_[p] = static_cast<std::uint32_t>(members_[to].size());
     members_[to].push_back(p);
     owner_[p] = to;
+    if (recording_) arrivals_[to].push_back(p);
     for (std::size_t r = 0; r < resource_count; ++r) {
       broker_load_[from].v[r] -= load_[p].v[r];
       broker_load_[to].v[r] += load_[p].v[r];
@@ -231,6 +244,8 @@ class snapshot {
   double max_utilization_ = 0.8;
   std::vector<std::uint32_t> broker_count_;
   std::vector<std::vector<partition_index>> members_;
+  bool recording_ = false;
+  std::vector<std::vector<partition_index>> arrivals_;  ///< per broker, while recording_: see arrivals()
 
   std::vector<std::string> topics_;
   name_map<std::uint32_t> topic_ids_;
