@@ -32,6 +32,7 @@
 
 #include "moonmq/autobalancer/goals/goal.hpp"
 #include "moonmq/autobalancer/goals/move_refusals.hpp"
+#include "moonmq/autobalancer/goals/ranked_lists.hpp"
 
 namespace moonmq::autobalancer {
 
@@ -122,8 +123,7 @@ class distribution_goal : public goal {
       if (bb.lower > bb.upper) bb.lower = bb.upper;
     }
     eps_ = 1e-9 * std::max(1.0, mean_);
-    built_.assign(s.broker_count(), 0);
-    lists_of_ = nullptr;
+    lists_.forget();
   }
 
   bool accepts(const snapshot& s, const action& a) const override {
@@ -161,14 +161,7 @@ class distribution_goal : public goal {
     if (!enabled_) return;
     const snapshot& s = ctx.snap();
     start_value_.assign(s.broker_count(), 0.0);
-    if (lists_of_ != &s || !s.recording_arrivals()) {
-      ranked_.assign(s.broker_count(), {});
-      built_.assign(s.broker_count(), 0);
-      arrivals_seen_.assign(s.broker_count(), 0);
-      lists_of_ = &s;
-    }
-    stale_.assign(s.broker_count(), 1);
-    live_from_.assign(s.broker_count(), 0);
+    lists_.start_run(s);
     by_value_.clear();
     for (broker_index b = 0; b < s.broker_count(); ++b) {
       start_value_[b] = broker_value(s, b);
@@ -215,11 +208,7 @@ class distribution_goal : public goal {
   static constexpr int partition_tries = 32;
 
  private:
-  struct ranked_partition {
-    double value;
-    double preference;  ///< preference(p), read once
-    partition_index p;
-  };
+  using ranked_partition = ranked_lists::entry;
   struct violation_change {
     double before_src, before_dest, after_src, after_dest;
   };
@@ -258,8 +247,8 @@ class distribution_goal : public goal {
     if (!ctx.try_apply(a)) return false;
     reorder(a.src, vs, broker_value(s, a.src));
     reorder(a.dest, vd, broker_value(s, a.dest));
-    note_arrival(s, a.dest, a.partition);
-    if (a.type == action_type::swap) note_arrival(s, a.src, a.swap_partition);
+    lists_.note_arrival(s, a.dest, a.partition, *this);
+    if (a.type == action_type::swap) lists_.note_arrival(s, a.src, a.swap_partition, *this);
     return true;
   }
 
@@ -275,90 +264,11 @@ class distribution_goal : public goal {
     by_value_.insert(std::move(node));
   }
 
-  /// Orders partitions for ranked(): heavier first, then preferred, then by index.
-  static bool ranks_before(const ranked_partition& x, const ranked_partition& y) {
-    if (x.value != y.value) return x.value > y.value;
-    if (x.preference != y.preference) return x.preference > y.preference;
-    return x.p < y.p;
-  }
-
-  /// Keeps a built ranked list of `b` complete when partition `p` arrives there (entries that left are skipped
-  /// lazily by an owner check, so only arrivals need work).
-  void note_arrival(const snapshot& s, broker_index b, partition_index p) {
-    if (stale_[b]) return;
-    double v = partition_value(s, p);
-    if (!s.movable(p) || v <= 0) return;
-    auto& list = ranked_[b];
-    ranked_partition entry{v, preference(s, p), p};
-    auto at = std::lower_bound(list.begin(), list.end(), entry, ranks_before);
-    live_from_[b] = std::min(live_from_[b], static_cast<std::size_t>(at - list.begin()));
-    list.insert(at, entry);
-  }
-
-  /// The first entry of `b`'s built list that may be live: every entry before it is of a partition that has left
-  /// (scans start here instead of stepping over the same departed entries again; a broker that gives away its
-  /// heaviest partitions one by one would otherwise make each scan longer than the last).
-  std::size_t first_live(const snapshot& s, broker_index b) {
-    const auto& list = ranked_[b];
-    std::size_t& i = live_from_[b];
-    while (i < list.size() && s.owner(list[i].p) != b) ++i;
-    return i;
-  }
-
-  /// Movable partitions of `b` with a positive value, heaviest first. Made on first use in a run, then kept up to
-  /// date by note_arrival(); entries for partitions that have left are still in it (callers check the owner).
-  const std::vector<ranked_partition>& ranked(const snapshot& s, broker_index b) {
-    if (stale_[b]) {
-      if (built_[b])
-        bring_up_to_date(s, b);
-      else
-        build(s, b);
-      built_[b] = s.recording_arrivals();
-      if (built_[b]) arrivals_seen_[b] = s.arrivals(b).size();
-      stale_[b] = 0;
-      live_from_[b] = 0;
-    }
-    return ranked_[b];
-  }
-
-  void build(const snapshot& s, broker_index b) {
-    auto& list = ranked_[b];
-    list.clear();
-    for (partition_index p : s.partitions_on(b)) {
-      if (!s.movable(p)) continue;
-      double v = partition_value(s, p);
-      if (v > 0) list.push_back({v, preference(s, p), p});
-    }
-    std::sort(list.begin(), list.end(), ranks_before);
-  }
-
-  /// Makes `b`'s list from an earlier run exactly what build() would make now, reading only the partitions that
-  /// arrived since: entries that left are dropped, arrivals merged in, and an entry named twice (a partition that
-  /// left and came back) kept once. A run that follows other goals' moves so costs what they changed, not the cluster.
-  void bring_up_to_date(const snapshot& s, broker_index b) {
-    auto& list = ranked_[b];
-    std::erase_if(list, [&](const ranked_partition& e) { return s.owner(e.p) != b; });
-    const auto kept = static_cast<std::ptrdiff_t>(list.size());
-    const auto& arrived = s.arrivals(b);
-    for (std::size_t i = arrivals_seen_[b]; i < arrived.size(); ++i) {
-      const partition_index p = arrived[i];
-      if (s.owner(p) != b || !s.movable(p)) continue;
-      double v = partition_value(s, p);
-      if (v > 0) list.push_back({v, preference(s, p), p});
-    }
-    std::sort(list.begin() + kept, list.end(), ranks_before);
-    std::inplace_merge(list.begin(), list.begin() + kept, list.end(), ranks_before);
-    // Equal partitions have equal entries, so a partition named twice is named in neighbouring entries.
-    list.erase(std::unique(list.begin(), list.end(),
-                           [](const ranked_partition& x, const ranked_partition& y) { return x.p == y.p; }),
-               list.end());
-  }
-
-  /// The first entry of a heaviest-first list whose value is at most `limit`.
+  /// `b`'s list (ranked_lists.hpp) and the first entry of it that may be live.
+  const std::vector<ranked_partition>& ranked(const snapshot& s, broker_index b) { return lists_.of(s, b, *this); }
+  std::size_t first_live(const snapshot& s, broker_index b) { return lists_.first_live(s, b); }
   static std::size_t first_at_most(const std::vector<ranked_partition>& list, double limit) {
-    auto it = std::lower_bound(list.begin(), list.end(), limit,
-                               [](const ranked_partition& x, double lim) { return x.value > lim; });
-    return static_cast<std::size_t>(it - list.begin());
+    return ranked_lists::first_at_most(list, limit);
   }
 
   bool over(const snapshot& s, broker_index b) const { return broker_value(s, b) > bands_[b].upper + eps_; }
@@ -480,7 +390,7 @@ class distribution_goal : public goal {
           // By index and by value: a successful swap inserts into this list (and ends the loop).
           int swaps = 0;
           for (std::size_t i = first_live(s, src); i < ranked(s, src).size() && swaps < partition_tries; ++i) {
-            const ranked_partition c = ranked_[src][i];
+            const ranked_partition c = ranked(s, src)[i];
             if (s.owner(c.p) != src) continue;
             ++swaps;
             if (try_swap(ctx, c, src, u)) {
@@ -542,13 +452,7 @@ class distribution_goal : public goal {
 
   // Working state of one optimize() run.
   std::vector<double> start_value_;
-  std::vector<std::vector<ranked_partition>> ranked_;
-  std::vector<char> stale_;  ///< per broker: not yet made or brought up to date in this run
-  // Kept from run to run within one detection, while the snapshot records arrivals (see bring_up_to_date()).
-  const snapshot* lists_of_ = nullptr;        ///< the snapshot ranked_ describes
-  std::vector<char> built_;                   ///< per broker: ranked_ was made in an earlier run
-  std::vector<std::size_t> arrivals_seen_;    ///< per broker: s.arrivals(b) already in ranked_
-  std::vector<std::size_t> live_from_;  ///< per broker: first_live()
+  ranked_lists lists_;
   std::set<std::pair<double, broker_index>> by_value_;
 };
 
