@@ -3,8 +3,10 @@
 
 #include <rapidjson/document.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -36,36 +38,47 @@ struct three_brokers {
   moonmqd_process b1{"b1", dir.path()};
   moonmqd_process b2{"b2", dir.path()};
   moonmqd_process b3{"b3", dir.path()};
-  three_brokers(bool b1_balances, bool b2_balances) {
+  three_brokers(const std::string& b1_autobalance, const std::string& b2_autobalance) {
     std::vector<moonmqd_process*> all{&b1, &b2, &b3};
-    b1.configure(all, "", autobalance(b1_balances));
-    b2.configure(all, "", autobalance(b2_balances));
+    b1.configure(all, "", b1_autobalance);
+    b2.configure(all, "", b2_autobalance);
     b3.configure(all, "", autobalance(false));
     b1.start();
     b2.start();
     b3.start();
   }
+  three_brokers(bool b1_balances, bool b2_balances) : three_brokers(autobalance(b1_balances), autobalance(b2_balances)) {}
 };
 
-}  // namespace
-
-TEST_CASE("e2e: three brokers with the load on one converge into band and lose no acknowledged record",
-          "[e2e][autobalance]") {
-  three_brokers c(true, false);
-  const int partitions = 6;
-  {
-    auto cl = c.b1.api();
-    auto r = cl.Post("/v1/topics", "{\"name\":\"orders\",\"partitions\":" + std::to_string(partitions) + "}",
-                     "application/json");
-    REQUIRE(r);
-    REQUIRE(r->status == 200);
-  }
+/// Creates topic "orders" through `b` and produces to its partitions in turn until finished, partition p's records
+/// 200 + 100p bytes long (so that partitions carry different loads); remembers every acknowledged record.
+struct orders_producer {
+  const moonmqd_process& b;
+  const int partitions;
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::map<int, std::vector<std::pair<std::uint64_t, std::string>>> acked;
   std::atomic<int> failures{0};
-  std::thread producer([&] {
-    auto cl = c.b1.api();
+  std::thread thread;
+
+  orders_producer(const moonmqd_process& broker, int count) : b(broker), partitions(count) {
+    auto cl = b.api();
+    auto r = cl.Post("/v1/topics", "{\"name\":\"orders\",\"partitions\":" + std::to_string(partitions) + "}",
+                     "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    thread = std::thread([this] { run(); });
+  }
+  ~orders_producer() { finish(); }
+
+  void finish() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+  }
+
+ private:
+  void run() {
+    auto cl = b.api();
     for (int i = 0; !stop; ++i) {
       const int p = i % partitions;
       std::string v = "r" + std::to_string(i) + std::string(200 + 100 * p, 'v');
@@ -82,29 +95,35 @@ TEST_CASE("e2e: three brokers with the load on one converge into band and lose n
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-  });
-  struct stop_producer {
-    std::atomic<bool>& stop;
-    std::thread& t;
-    ~stop_producer() {
-      stop = true;
-      if (t.joinable()) t.join();
-    }
-  } guard{stop, producer};
-
-  bool converged = false;
-  rapidjson::Document status;
-  for (int i = 0; i < 240 && !converged; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    status = get_json(c.b1, "/v1/autobalancer");
-    if (!status.IsObject()) continue;
-    converged = status["passes"].GetUint64() >= 3 && status["satisfied"].GetBool() &&
-                status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty();
   }
-  stop = true;
-  producer.join();
+};
+
+/// Polls `b`'s balance loop (up to two minutes) until a pass found every goal met, with nothing planned or moving;
+/// returns its last status and whether that happened.
+std::pair<rapidjson::Document, bool> wait_until_balanced(const moonmqd_process& b) {
+  rapidjson::Document status;
+  for (int i = 0; i < 240; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    status = get_json(b, "/v1/autobalancer");
+    if (!status.IsObject()) continue;
+    if (status["passes"].GetUint64() >= 3 && status["satisfied"].GetBool() && status["moves"].GetArray().Empty() &&
+        status["plan"].GetArray().Empty())
+      return {std::move(status), true};
+  }
+  return {std::move(status), false};
+}
+
+}  // namespace
+
+TEST_CASE("e2e: three brokers with the load on one converge into band and lose no acknowledged record",
+          "[e2e][autobalance]") {
+  three_brokers c(true, false);
+  const int partitions = 6;
+  orders_producer producer(c.b1, partitions);
+  auto [status, converged] = wait_until_balanced(c.b1);
+  producer.finish();
   REQUIRE(converged);
-  CHECK(failures == 0);
+  CHECK(producer.failures == 0);
   CHECK(status["enabled"].GetBool());
   CHECK_FALSE(status["controller"]["superseded"].GetBool());
   CHECK(std::string(status["controller"]["id"].GetString()) == "b1");
@@ -138,14 +157,14 @@ TEST_CASE("e2e: three brokers with the load on one converge into band and lose n
     std::map<std::uint64_t, std::string> present;
     for (const auto& rec : d["records"].GetArray()) present[rec["offset"].GetUint64()] = rec["value"].GetString();
     INFO("partition " << p << " on " << owner->id);
-    for (const auto& [offset, value] : acked[p]) {
+    for (const auto& [offset, value] : producer.acked[p]) {
       auto it = present.find(offset);
       REQUIRE(it != present.end());
       CHECK(it->second == value);
     }
   }
 
-  // The exposition passes promtool's checks and carries the loop's figures.
+// The exposition passes promtool's checks and carries the loop's figures.
   auto cl = c.b1.api();
   auto m = cl.Get("/metrics");
   REQUIRE(m);
@@ -162,6 +181,45 @@ TEST_CASE("e2e: three brokers with the load on one converge into band and lose n
   auto checked = run_process({MOONMQ_PROMTOOL, "check", "metrics"}, m->body);
   INFO(checked.out << checked.err);
   CHECK(checked.exit_code == 0);
+}
+
+TEST_CASE("e2e: with capacities stated, a broker twice the size of the others ends with twice their load",
+          "[e2e][autobalance][capacity]") {
+  // b3 carries twice what b1 and b2 can (Server.Autobalance.Capacity); the goals balance utilisation, so b3 should end
+  // with about half the inbound traffic and b1 and b2 with a quarter each (6 partitions of 200..700 bytes a record can
+  // be split 700 / 700 / 1300). PARTITION_COUNT is left out: it counts partitions, whatever the brokers' sizes.
+  // MinChange 0: with so few partitions the last step is often a small one (the finisher's pair of a trade and a
+  // move, which a unit test pins), and the goals' default would leave a broker 2% short of its band.
+  const std::string config =
+      "\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":1,\"DryRun\":false,"
+      "\"Goals\":[{\"Name\":\"NW_IN\",\"DetectThreshold\":1024,\"MinChange\":0},{\"Name\":\"DISK\",\"MinChange\":0}],"
+      "\"MaxUtilization\":0.9,"
+      "\"Capacity\":{\"Default\":{\"NwIn\":4194304,\"NwOut\":4194304,\"Disk\":1073741824},"
+      "\"Brokers\":{\"b3\":{\"NwIn\":8388608,\"NwOut\":8388608,\"Disk\":2147483648}}}}";
+  three_brokers c(config, autobalance(false));
+  orders_producer producer(c.b1, 6);
+  auto [status, converged] = wait_until_balanced(c.b1);
+  producer.finish();
+  {
+    auto cl = c.b1.api();
+    auto r = cl.Get("/v1/autobalancer");
+    INFO("the balance loop's last status: " << (r ? r->body : std::string("no answer")));
+    REQUIRE(converged);
+  }
+  CHECK(producer.failures == 0);
+  std::map<std::string, double> nw_in;
+  double total = 0;
+  for (const auto& b : status["brokers"].GetArray()) {
+    nw_in[b["id"].GetString()] = b["nw_in"].GetDouble();
+    total += b["nw_in"].GetDouble();
+  }
+  INFO("inbound bytes/s: b1 " << nw_in["b1"] << ", b2 " << nw_in["b2"] << ", b3 " << nw_in["b3"]);
+  REQUIRE(total > 0);
+  // In band at ±10% of utilisation: b3 holds 45-55% of the traffic, b1 and b2 22.5-27.5% each.
+  CHECK(nw_in["b3"] >= 0.44 * total);
+  CHECK(nw_in["b3"] >= 1.5 * std::max(nw_in["b1"], nw_in["b2"]));
+  CHECK(nw_in["b1"] >= 0.2 * total);
+  CHECK(nw_in["b2"] >= 0.2 * total);
 }
 
 TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting", "[e2e][autobalance][fence]") {

@@ -4,10 +4,10 @@
 // it accepts it. That can leave it stuck: a broker below the PARTITION_COUNT band whose network load is at the top
 // of its band can take no partition, although trading one of its busier partitions for a quieter one first would
 // make room. For the first goal still unmet, the finisher looks for such pairs around the brokers that violate it:
-// a first action (a move to or from such a broker, or a trade with it) after which the goals above it and the goal
-// itself are no worse off (standings.hpp), then a move to or from the same broker after which the goals above are
-// still no worse off than before the pair and the goal's summed violation is strictly lower. A single action that
-// already does that is a pair without a second step. A broker out of band by less than the goal's MinChange is left
+// a first action (a move to or from such a broker, or a trade with it), then a move to or from the same broker, after
+// which, judged as a whole (standings.hpp), the goals above it are no worse off than before the pair, and the goal
+// itself no worse off and its summed violation strictly lower. The first action alone may leave any of them worse
+// off for the moment: that is what makes room. A single action that already does it is a pair without a second step. A broker out of band by less than the goal's MinChange is left
 // there, as the goal itself leaves it. Of the pairs found it takes the one that removes the most
 // violation per byte it adds to the plan (pairs that save bytes first), and repeats while the budget lasts and
 // something helps; each pair lowers a goal's violation without raising any above it, so this terminates.
@@ -164,25 +164,24 @@ class finisher {
         if (count1 > room) continue;
         work_.apply(a1);
         const broker_index touched1[] = {a1.src, a1.dest};
-        if (base.no_worse_at(work_, goals_, k + 1, touched1, sums.data())) {
-          if (sums[k] < base.sum(k) - standings::eps) {
-            pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
+        if (base.no_worse_at(work_, goals_, k + 1, touched1, sums.data()) && sums[k] < base.sum(k) - standings::eps) {
+          pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
+          if (!best || better(p, *best)) best = p;
+        }
+        // A second step follows any first one: a trade that leaves some goal worse off for the moment may make room
+        // for a move after which the pair, judged as a whole, leaves it no worse off.
+        for (const action& a2 : actions_around(u, partners, false)) {
+          if (!work_.valid(a2)) continue;
+          ++evaluations_;
+          const auto [bytes2, count2] = cost_of(a2);
+          if (count1 + count2 > room) continue;
+          work_.apply(a2);
+          const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
+          if (base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) && sums[k] < base.sum(k) - standings::eps) {
+            pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
             if (!best || better(p, *best)) best = p;
           }
-          for (const action& a2 : actions_around(u, partners, false)) {
-            if (!work_.valid(a2)) continue;
-            ++evaluations_;
-            const auto [bytes2, count2] = cost_of(a2);
-            if (count1 + count2 > room) continue;
-            work_.apply(a2);
-            const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
-            if (base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) &&
-                sums[k] < base.sum(k) - standings::eps) {
-              pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
-              if (!best || better(p, *best)) best = p;
-            }
-            work_.undo(a2);
-          }
+          work_.undo(a2);
         }
         work_.undo(a1);
       }

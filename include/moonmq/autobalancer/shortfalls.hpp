@@ -113,6 +113,9 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
                        "after a move)"
                      : "no partition that would help may move (internal or excluded topics, not yet measured, moving, "
                        "or settling after a move)";
+      } else if (g->broker_violation(s, b) < g->params().min_change) {
+        f.why = "it is out of band by less than MinChange (" + std::to_string(std::lround(g->params().min_change * 100)) +
+                "% of its target): a correction this small is not worth the data it would copy";
       } else {
         std::map<std::string, std::size_t> refused;  // by the earlier goal that refused first
         std::size_t open = 0;

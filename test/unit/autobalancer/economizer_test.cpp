@@ -191,6 +191,34 @@ TEST_CASE("finisher: a trade that makes room lets a stuck PARTITION_COUNT goal f
   }
 }
 
+TEST_CASE("finisher: the first step of a pair may leave the goal worse off for the moment", "[finisher][capacity]") {
+  // The placement a live cluster settled in (test e2e "with capacities stated"): b3 can carry twice what b1 and b2
+  // can. Inbound rates 226..726; b1 holds the 626 (band 642.6..785.4: 16.6 short), b2 the 726, b3 the other four
+  // (1504, band 1285.2..1570.8). No single move or trade helps b1 without taking another broker out of band. Trading
+  // b1's 626 for b3's 526 takes b1 further down and b3 out of band; moving b3's 226 to b1 then puts all three in band.
+  snapshot s = brokers(3);
+  for (int i = 0; i < 4; ++i) add(s, "t", i, 2, 226 + 100 * i);
+  add(s, "t", 4, 0, 626);
+  add(s, "t", 5, 1, 726);
+  for (broker_index b = 0; b < 3; ++b) s.set_capacity(b, resource::nw_in, (b == 2 ? 2 : 1) * 4096 * MiB);
+  autobalance_config c;
+  c.goals = {{"NW_IN", 0.1, 0.0, 0.0}};
+
+  snapshot work = s;
+  auto goals = prepared_goals(c, work);
+  auto g = pointers(goals);
+  std::vector<action> raw;
+  optimization ctx(work, std::span<goal* const>(g.data(), 0), raw, 100);
+  g[0]->optimize(ctx);
+  REQUIRE(raw.empty());  // the goal alone has nothing to offer
+  REQUIRE_FALSE(goals[0]->satisfied(work));
+
+  CHECK(finisher::run(s, work, g, raw, 100) == 1);
+  REQUIRE(raw.size() == 2);
+  CHECK(raw[0].type == action_type::swap);
+  CHECK(goals[0]->satisfied(work));
+}
+
 TEST_CASE("economizer and finisher: a goal that cannot judge a sequence keeps them to single accepted steps",
           "[economizer][finisher]") {
   // A custom goal that guards its result (accepts() refuses whatever undoes it) but does not report violations: a

@@ -85,6 +85,22 @@ TEST_CASE("explain: a broker left out of band says why", "[explain]") {
       }
     CHECK(named);
   }
+  SECTION("it is out of band by less than MinChange") {
+    // b1 is 16.6 short of its band (2.3% of its target of 714) and only a pair of actions would help: at
+    // MinChange 5% the goal leaves it, and so does the finisher.
+    snapshot s = brokers(3);
+    for (int i = 0; i < 4; ++i) add(s, "t", i, 2, 226 + 100 * i);
+    add(s, "t", 4, 0, 626);
+    add(s, "t", 5, 1, 726);
+    for (broker_index b = 0; b < 3; ++b) s.set_capacity(b, resource::nw_in, (b == 2 ? 2 : 1) * 4096 * MiB);
+    autobalance_config c = only_goals({"NW_IN"}, 0.1, 0.05);
+    auto d = make_detector(c);
+    planner_report r = run_planner(s, d, true, 10, true);
+    CHECK(r.actions.empty());
+    REQUIRE(r.out_of_band.size() == 1);
+    CHECK(r.out_of_band[0].broker == "b1");
+    CHECK_THAT(r.out_of_band[0].why, Catch::Contains("less than MinChange (5% of its target)"));
+  }
   SECTION("the plan reached MaxActionsPerDetect") {
     snapshot s = brokers(2);
     for (int i = 0; i < 10; ++i) add(s, "t", i, 0, 1);
