@@ -30,7 +30,7 @@ test: build
 # Three moonmqd on loopback balance themselves under traffic (scripts/demo.py), print the web console's address,
 # then stop (KEEP=1: keep running until Ctrl-C).
 demo: build
-	KEEP=$(KEEP) python3 scripts/demo.py $(BUILD)/moonmqd
+	KEEP=$(KEEP) CAPACITY=$(CAPACITY) python3 scripts/demo.py $(BUILD)/moonmqd
 
 # The offline planner on a skewed four-broker snapshot.
 demo-plan: build

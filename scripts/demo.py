@@ -6,7 +6,9 @@ every 2 s, not a dry run) moves partitions to b2 and b3. Each pass prints every 
 the plan, and the moves in progress. When the cluster is in band the demo checks that every acknowledged record is
 on its partition's owner and prints the web console's address. With KEEP=1 in the environment (`make demo KEEP=1`)
 the brokers keep running until Ctrl-C, so that a person can look at the console and try moonmqctl; otherwise they
-are stopped with SIGTERM and their data removed. Standard library only.
+are stopped with SIGTERM and their data removed. With CAPACITY=1 (`make demo CAPACITY=1`) b3 is stated to carry twice
+what b1 and b2 can (Server.Autobalance.Capacity): the goals then balance utilisation, and b3 ends with about half the
+traffic. Standard library only.
 """
 import json
 import os
@@ -22,6 +24,10 @@ import urllib.error
 import urllib.request
 
 TOPICS = {"orders": 6, "clicks": 3}
+CAPACITY = os.environ.get("CAPACITY") == "1"
+# With CAPACITY=1: bytes/s and bytes each broker can carry; b3 is twice the others.
+SMALL = {"NwIn": 4 << 20, "NwOut": 4 << 20, "Disk": 1 << 30}
+BIG = {k: 2 * v for k, v in SMALL.items()}
 PASS_INTERVAL = 2
 DEADLINE_SECONDS = 150
 
@@ -73,6 +79,13 @@ class Cluster:
                 "Enabled": True, "IntervalSeconds": PASS_INTERVAL, "DryRun": False, "MaxMovesPerBroker": 2,
                 "Goals": [{"Name": "NW_IN", "DetectThreshold": 4096}, {"Name": "NW_OUT", "DetectThreshold": 4096},
                           {"Name": "DISK"}, {"Name": "PARTITION_COUNT"}]}
+            if CAPACITY:
+                # Utilisation is balanced; a partition count is not a utilisation, so PARTITION_COUNT is left out.
+                # MinChange 0: with nine partitions the last correction is often a small one.
+                server["Autobalance"]["Goals"] = [
+                    {"Name": "NW_IN", "DetectThreshold": 4096, "MinChange": 0},
+                    {"Name": "NW_OUT", "DetectThreshold": 4096, "MinChange": 0}, {"Name": "DISK", "MinChange": 0}]
+                server["Autobalance"]["Capacity"] = {"Default": SMALL, "Brokers": {"b3": BIG}}
         return {"Server": server}
 
     def start(self):
@@ -234,10 +247,13 @@ def human(n, unit):
 def show(status):
     print(f"\n-- pass {status['passes']} ({status['last_pass']['result']}, detect "
           f"{status['last_pass']['detect_seconds'] * 1000:.2f} ms){'  in band' if status['satisfied'] else ''}")
-    print(f"   {'broker':<7}{'nw_in':>14}{'nw_out':>14}{'disk':>13}{'partitions':>12}")
+    print(f"   {'broker':<7}{'nw_in':>14}{'nw_out':>14}{'disk':>13}{'partitions':>12}"
+          f"{'  share of nw_in' if CAPACITY else ''}")
+    total_in = sum(b["nw_in"] for b in status["brokers"]) or 1
     for b in status["brokers"]:
+        share = f"{100 * b['nw_in'] / total_in:12.0f} %" if CAPACITY else ""
         print(f"   {b['id']:<7}{human(b['nw_in'], 'B/s'):>14}{human(b['nw_out'], 'B/s'):>14}"
-              f"{human(b['disk'], 'B'):>13}{b['partitions']:>12}{'' if b['active'] else '  (unreachable)'}")
+              f"{human(b['disk'], 'B'):>13}{b['partitions']:>12}{share}{'' if b['active'] else '  (unreachable)'}")
     plan = ", ".join(f"{a['type']} {a['topic']}-{a['partition']} {a['src']}->{a['dest']}" for a in status["plan"])
     print(f"   plan: {plan or 'nothing to do'}")
     for m in status["moves"]:
@@ -260,6 +276,9 @@ def main():
         print("topics " + ", ".join(f"{t} ({n} partitions)" for t, n in TOPICS.items()) +
               " created on b1; producers running, and consumer group 'demo' with a member on each broker; b1's "
               f"autobalancer passes every {PASS_INTERVAL} s")
+        if CAPACITY:
+            print("CAPACITY=1: b3 can carry twice what b1 and b2 can; the goals balance utilisation, so b3 should "
+                  "end with about half the traffic")
         traffic = Traffic(c)
         traffic.start()
         seen = 0
