@@ -98,16 +98,18 @@ struct orders_producer {
   }
 };
 
-/// Polls `b`'s balance loop (up to two minutes) until a pass found every goal met, with nothing planned or moving;
-/// returns its last status and whether that happened.
+/// Polls `b`'s balance loop (up to two minutes) until a pass, at least the third since the call (so that it measured
+/// the traffic started before it), found every goal met, with nothing planned or moving; returns its last status and
+/// whether that happened.
 std::pair<rapidjson::Document, bool> wait_until_balanced(const moonmqd_process& b) {
-  rapidjson::Document status;
+  rapidjson::Document status = get_json(b, "/v1/autobalancer");
+  const std::uint64_t first = status.IsObject() ? status["passes"].GetUint64() : 0;
   for (int i = 0; i < 240; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     status = get_json(b, "/v1/autobalancer");
     if (!status.IsObject()) continue;
-    if (status["passes"].GetUint64() >= 3 && status["satisfied"].GetBool() && status["moves"].GetArray().Empty() &&
-        status["plan"].GetArray().Empty())
+    if (status["passes"].GetUint64() >= first + 3 && status["satisfied"].GetBool() &&
+        status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty())
       return {std::move(status), true};
   }
   return {std::move(status), false};

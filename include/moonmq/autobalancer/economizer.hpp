@@ -283,9 +283,13 @@ class economizer {
           ++looked_at_;
           const action a = action::move(q, from, to);
           const double was = weighted_violation(a);
-          work_.apply(a);
-          const double is = weighted_violation(a);
-          work_.undo(a);
+          double is = 0;
+          {
+            const snapshot::trial tried(work_);
+            work_.apply(a);
+            is = weighted_violation(a);
+            work_.undo(a);
+          }
           const repair_move m{a, e, was - is};
           if (m.gain <= 1e-9) continue;
           if (!best || better(m, *best)) best = m;

@@ -10,16 +10,19 @@
 // off for the moment: that is what makes room. A single action that already does it is a pair without a second step. A broker out of band by less than the goal's MinChange is left
 // there, as the goal itself leaves it. Of the pairs found it takes the one that removes the most
 // violation per byte it adds to the plan (pairs that save bytes first), and repeats while the budget lasts and
-// something helps; each pair lowers a goal's violation without raising any above it, so this terminates.
+// something helps; each pair lowers a goal's violation without raising any above it, so this terminates. Neither step
+// may add to a broker that then passes a goal's ceiling (MaxUtilization), as no goal's action may.
 //
 // The work is bounded whatever the cluster's size: `max_targets` violating brokers, `max_scanned` partitions per
 // broker and side, `max_partners` other brokers (in a larger cluster, those violating the goal), `max_steps` pairs,
-// and `max_evaluations` candidate placements judged in all. It does nothing when the budget is spent: a goal that is
+// and `max_evaluations` candidate placements judged in all, at most `max_step_evaluations` of them for one pair
+// (shared by its targets, so that every target gets looked at). It does nothing when the budget is spent: a goal that is
 // unmet only because the plan is full continues in the next detection.
 // Thread safety: pure function over its arguments.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <vector>
@@ -38,8 +41,9 @@ class finisher {
   static constexpr std::size_t max_scanned = 16;
   static constexpr std::size_t max_partners = 16;
   static constexpr int max_steps = 16;
-  /// Candidate placements judged per run, whatever the cluster's size.
-  static constexpr std::size_t max_evaluations = 200'000;
+  /// Candidate placements judged per run, whatever the cluster's size, and per step (shared by its targets).
+  static constexpr std::size_t max_evaluations = 400'000;
+  static constexpr std::size_t max_step_evaluations = 100'000;
 
   /// `before` is the placement the plan starts from, `work` where the goals got to (changed here), `goals` all
   /// goals in priority order, `raw` the actions so far (appended to), `budget` the partitions the plan may move in
@@ -64,7 +68,17 @@ class finisher {
 
   finisher(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
            std::size_t budget)
-      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {}
+      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {
+    for (goal* g : goals_) {
+      const auto* d = dynamic_cast<const distribution_goal*>(g);
+      if (!d || !d->enabled()) continue;
+      for (broker_index b = 0; b < work_.broker_count(); ++b)
+        if (work_.active(b) && std::isfinite(d->broker_ceiling(work_, b))) {
+          capped_.push_back(d);
+          break;
+        }
+    }
+  }
 
   /// Bytes the plan copies in addition when `a` is carried out now, and the change in partitions moved.
   std::pair<double, long> cost_of(const action& a) const {
@@ -79,6 +93,34 @@ class finisher {
     if (a.type == action_type::swap) one(a.swap_partition, a.src, bytes, count);
     return {bytes, count};
   }
+
+  /// Whether an action, once carried out, left its two brokers under every ceiling they were under (a ceiling is a
+  /// limit, not a preference: distribution_goal::accepts() refuses any action that adds to a broker above it, and a
+  /// pair's steps are held to that one by one). Built before the action, asked after it.
+  class ceiling_check {
+   public:
+    ceiling_check(const finisher& f, broker_index x, broker_index y) : f_(f), brokers_{x, y} {
+      if (f_.capped_.empty()) return;
+      for (std::size_t i = 0; i < 2; ++i)
+        for (const distribution_goal* d : f_.capped_) before_[i].push_back(d->broker_value(f_.work_, brokers_[i]));
+    }
+    bool passed() const {
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t g = 0; g < f_.capped_.size(); ++g) {
+          const distribution_goal* d = f_.capped_[g];
+          const double now = d->broker_value(f_.work_, brokers_[i]);
+          if (now <= before_[i][g]) continue;
+          const double ceiling = d->broker_ceiling(f_.work_, brokers_[i]);
+          if (now > ceiling + standings::eps * std::max(1.0, ceiling)) return false;
+        }
+      return true;
+    }
+
+   private:
+    const finisher& f_;
+    broker_index brokers_[2];
+    std::vector<double> before_[2];  ///< per goal in capped_
+  };
 
   /// Up to max_scanned movable partitions of `b`.
   std::vector<partition_index> some_of(broker_index b) const {
@@ -154,36 +196,50 @@ class finisher {
     const standings base(work_, goals_);
     std::vector<double> sums(k + 1);
     std::optional<pair> best;
-    for (std::size_t t = 0; t < violating.size() && t < max_targets; ++t) {
-      const broker_index u = violating[t];
-      for (const action& a1 : actions_around(u, partners, true)) {
-        if (evaluations_ >= max_evaluations) break;
-        if (!work_.valid(a1)) continue;
-        ++evaluations_;
-        const auto [bytes1, count1] = cost_of(a1);
-        if (count1 > room) continue;
-        work_.apply(a1);
-        const broker_index touched1[] = {a1.src, a1.dest};
-        if (base.no_worse_at(work_, goals_, k + 1, touched1, sums.data()) && sums[k] < base.sum(k) - standings::eps) {
-          pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
-          if (!best || better(p, *best)) best = p;
-        }
-        // A second step follows any first one: a trade that leaves some goal worse off for the moment may make room
-        // for a move after which the pair, judged as a whole, leaves it no worse off.
-        for (const action& a2 : actions_around(u, partners, false)) {
-          if (!work_.valid(a2)) continue;
+    {
+      const snapshot::trial trying(work_);  // every action tried here is taken back
+      const std::size_t step_end = std::min(max_evaluations, evaluations_ + max_step_evaluations);
+      for (std::size_t t = 0; t < violating.size() && t < max_targets; ++t) {
+        const broker_index u = violating[t];
+        // Each target may use its share of what the step has left, and leaves what it does not use to the next.
+        const std::size_t targets_left = std::min(violating.size(), max_targets) - t;
+        const std::size_t target_end = evaluations_ + (step_end - std::min(step_end, evaluations_)) / targets_left;
+        for (const action& a1 : actions_around(u, partners, true)) {
+          if (evaluations_ >= target_end) break;
+          if (!work_.valid(a1)) continue;
           ++evaluations_;
-          const auto [bytes2, count2] = cost_of(a2);
-          if (count1 + count2 > room) continue;
-          work_.apply(a2);
-          const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
-          if (base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) && sums[k] < base.sum(k) - standings::eps) {
-            pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
+          const auto [bytes1, count1] = cost_of(a1);
+          if (count1 > room) continue;
+          const ceiling_check ceilings(*this, a1.src, a1.dest);
+          work_.apply(a1);
+          const broker_index touched1[] = {a1.src, a1.dest};
+          if (ceilings.passed() && base.no_worse_at(work_, goals_, k + 1, touched1, sums.data()) &&
+              sums[k] < base.sum(k) - standings::eps) {
+            pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
             if (!best || better(p, *best)) best = p;
           }
-          work_.undo(a2);
+          // A second step follows any first one that passes no ceiling: a trade that leaves some goal worse off for
+          // the moment may make room for a move after which the pair, judged as a whole, leaves it no worse off.
+          if (ceilings.passed()) {
+            for (const action& a2 : actions_around(u, partners, false)) {
+              if (evaluations_ >= target_end) break;
+              if (!work_.valid(a2)) continue;
+              ++evaluations_;
+              const auto [bytes2, count2] = cost_of(a2);
+              if (count1 + count2 > room) continue;
+              const ceiling_check ceilings2(*this, a2.src, a2.dest);
+              work_.apply(a2);
+              const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
+              if (ceilings2.passed() && base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) &&
+                  sums[k] < base.sum(k) - standings::eps) {
+                pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
+                if (!best || better(p, *best)) best = p;
+              }
+              work_.undo(a2);
+            }
+          }
+          work_.undo(a1);
         }
-        work_.undo(a1);
       }
     }
     if (!best) return false;
@@ -202,6 +258,7 @@ class finisher {
   std::vector<action>& raw_;
   std::size_t budget_;
   std::size_t evaluations_ = 0;
+  std::vector<const distribution_goal*> capped_;  ///< the enabled distribution goals with a ceiling on some broker
 };
 
 }  // namespace moonmq::autobalancer

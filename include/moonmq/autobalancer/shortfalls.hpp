@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <span>
@@ -113,9 +114,6 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
                        "after a move)"
                      : "no partition that would help may move (internal or excluded topics, not yet measured, moving, "
                        "or settling after a move)";
-      } else if (g->broker_violation(s, b) < g->params().min_change) {
-        f.why = "it is out of band by less than MinChange (" + std::to_string(std::lround(g->params().min_change * 100)) +
-                "% of its target): a correction this small is not worth the data it would copy";
       } else {
         std::map<std::string, std::size_t> refused;  // by the earlier goal that refused first
         std::size_t open = 0;
@@ -134,6 +132,12 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
           f.why = "every move that would help is refused by an earlier goal: " + names;
         } else if (budget_spent) {
           f.why = "the plan reached MaxActionsPerDetect; the next pass continues";
+        } else if (g->broker_violation(s, b) < g->params().min_change) {
+          char percent[32];
+          std::snprintf(percent, sizeof percent, "%g", g->params().min_change * 100);
+          f.why = std::string("it is out of band by less than MinChange (") + percent +
+                  "% of its target), and no single move helps: the goal and the finisher leave a correction this "
+                  "small, as not worth the data it would copy";
         } else {
           f.why = "no single move brings it nearer without taking another broker as far out (the band is narrow "
                   "for the partitions' sizes)";

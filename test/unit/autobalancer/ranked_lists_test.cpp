@@ -70,15 +70,19 @@ TEST_CASE("a ranked list is what ranking afresh gives, however partitions moved 
     };
     for (int run = 0; run < 8; ++run) {
       lists.start_run(s);
-      // First use in the run: exactly the fresh ranking.
+      // First use in the run: exactly the fresh ranking. Some lists sit out a whole run, and catch up on two runs'
+      // moves in a later one.
+      std::vector<char> used(s.broker_count(), 0);
       for (broker_index b = 0; b < s.broker_count(); ++b) {
-        if (rng() % 3 == 0) continue;  // some lists sit out a run, and catch up on two runs' moves later
+        if (rng() % 3 == 0) continue;
+        used[b] = 1;
         REQUIRE(indices(lists.of(s, b, r)) == indices(afresh(s, b)));
       }
       // The goal's own moves during the run keep the lists it made complete: scans see the fresh ranking.
       for (int i = 0; i < 25; ++i) {
         random_move(true);
         for (broker_index b = 0; b < s.broker_count(); ++b) {
+          if (!used[b]) continue;
           const auto& list = lists.of(s, b, r);
           REQUIRE(live(s, b, list) == indices(afresh(s, b)));
           const std::size_t from = lists.first_live(s, b);

@@ -10,8 +10,9 @@
 // something moves. A goal that tries many partitions against the same few brokers (PARTITION_COUNT, to which every
 // partition weighs the same) then asks the goals above it about a few partition sizes instead of every partition.
 //
-// Answers are exactly those optimization::acceptable() would give: only refusals are remembered, and only those
-// of goals that refuse by measure.
+// Only refusals are remembered, and only those of goals that refuse by measure, so a remembered answer is the one
+// acceptable() would give: exactly for the band and ceiling conditions, and for the summed violation up to rounding
+// (computed in floating point it is convex only to within a few ulps, far inside the goal's own tolerance eps).
 // Thread safety: one optimize() at a time.
 #pragma once
 

@@ -5,7 +5,8 @@
 // the run of such entries at the head). In a later run of the same detection, a list is brought up to date from
 // the partitions that arrived at its broker since (snapshot::arrivals()) instead of being ranked afresh, and is then
 // exactly what ranking afresh would give: the lists of a cluster whose other goals moved a few thousand partitions
-// cost those partitions, not the million that stayed.
+// cost those partitions, not the million that stayed (trial moves that are taken back leave no arrivals:
+// snapshot::trial).
 //
 // The goal ranks by its own figures: `Ranker` has `partition_value(snapshot, p)` and `preference(snapshot, p)`,
 // both fixed for a partition within one detection.
