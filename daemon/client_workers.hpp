@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -31,8 +32,13 @@ class client_workers final : public httplib::TaskQueue {
     jobs_.push_back(std::move(fn));
     // A worker for every connection waiting beyond those the idle workers will take, up to the cap.
     if (jobs_.size() > idle_ && running_ < max_) {
-      ++running_;
-      threads_.emplace_back([this] { work(); });
+      try {
+        threads_.emplace_back([this] { work(); });
+        ++running_;
+      } catch (const std::system_error&) {
+        // No thread now (the process is at its limit): the connection waits for a worker that exists to finish one.
+        cv_.notify_one();
+      }
     } else {
       cv_.notify_one();
     }

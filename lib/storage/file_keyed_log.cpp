@@ -124,10 +124,13 @@ class file_keyed_log final : public keyed_log {
       auto s = posix::sync_data(fd, path_);
       lock.lock();
       syncing_ = false;
-      if (s)
+      if (s) {
         synced_ = std::max(synced_, covers);
-      else
+      } else {
         failed_ = s;
+        log_->error("state", path_ + ": fdatasync failed, every later change is refused until a restart: " +
+                                 s.message());
+      }
       synced_cv_.notify_all();
     }
   }
@@ -146,8 +149,14 @@ class file_keyed_log final : public keyed_log {
     file_ = std::move(*f);
     end_ = all.size();
     live_bytes_ = all.size();
+    // Until the directory is synced the rename may not survive a crash, and with it every record in the new file:
+    // a failure there fails the log as a failed fdatasync does.
+    if (auto d = posix::sync_directory(directory_of(path_)); !d) {
+      failed_ = d;
+      return d;
+    }
     synced_ = written_;
-    return posix::sync_directory(directory_of(path_));
+    return {};
   }
 
   std::string path_;

@@ -22,7 +22,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <span>
 #include <vector>
@@ -68,17 +67,7 @@ class finisher {
 
   finisher(const snapshot& before, snapshot& work, std::span<goal* const> goals, std::vector<action>& raw,
            std::size_t budget)
-      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {
-    for (goal* g : goals_) {
-      const auto* d = dynamic_cast<const distribution_goal*>(g);
-      if (!d || !d->enabled()) continue;
-      for (broker_index b = 0; b < work_.broker_count(); ++b)
-        if (work_.active(b) && std::isfinite(d->broker_ceiling(work_, b))) {
-          capped_.push_back(d);
-          break;
-        }
-    }
-  }
+      : before_(before), work_(work), goals_(goals), raw_(raw), budget_(budget) {}
 
   /// Bytes the plan copies in addition when `a` is carried out now, and the change in partitions moved.
   std::pair<double, long> cost_of(const action& a) const {
@@ -94,33 +83,13 @@ class finisher {
     return {bytes, count};
   }
 
-  /// Whether an action, once carried out, left its two brokers under every ceiling they were under (a ceiling is a
-  /// limit, not a preference: distribution_goal::accepts() refuses any action that adds to a broker above it, and a
-  /// pair's steps are held to that one by one). Built before the action, asked after it.
-  class ceiling_check {
-   public:
-    ceiling_check(const finisher& f, broker_index x, broker_index y) : f_(f), brokers_{x, y} {
-      if (f_.capped_.empty()) return;
-      for (std::size_t i = 0; i < 2; ++i)
-        for (const distribution_goal* d : f_.capped_) before_[i].push_back(d->broker_value(f_.work_, brokers_[i]));
-    }
-    bool passed() const {
-      for (std::size_t i = 0; i < 2; ++i)
-        for (std::size_t g = 0; g < f_.capped_.size(); ++g) {
-          const distribution_goal* d = f_.capped_[g];
-          const double now = d->broker_value(f_.work_, brokers_[i]);
-          if (now <= before_[i][g]) continue;
-          const double ceiling = d->broker_ceiling(f_.work_, brokers_[i]);
-          if (now > ceiling + standings::eps * std::max(1.0, ceiling)) return false;
-        }
-      return true;
-    }
-
-   private:
-    const finisher& f_;
-    broker_index brokers_[2];
-    std::vector<double> before_[2];  ///< per goal in capped_
-  };
+  /// Whether `a`, just carried out, took neither of its brokers further above any goal's ceiling than `base` saw.
+  bool raises_no_ceiling(const standings& base, const action& a) const {
+    for (std::size_t g = 0; g < goals_.size(); ++g)
+      for (broker_index b : {a.src, a.dest})
+        if (goals_[g]->ceiling_excess(work_, b) > base.excess(g, b) + standings::eps) return false;
+    return true;
+  }
 
   /// Up to max_scanned movable partitions of `b`.
   std::vector<partition_index> some_of(broker_index b) const {
@@ -210,27 +179,25 @@ class finisher {
           ++evaluations_;
           const auto [bytes1, count1] = cost_of(a1);
           if (count1 > room) continue;
-          const ceiling_check ceilings(*this, a1.src, a1.dest);
           work_.apply(a1);
           const broker_index touched1[] = {a1.src, a1.dest};
-          if (ceilings.passed() && base.no_worse_at(work_, goals_, k + 1, touched1, sums.data()) &&
-              sums[k] < base.sum(k) - standings::eps) {
+          if (base.no_worse_at(work_, goals_, k + 1, touched1, sums.data()) && sums[k] < base.sum(k) - standings::eps) {
             pair p{a1, std::nullopt, bytes1, base.sum(k) - sums[k]};
             if (!best || better(p, *best)) best = p;
           }
-          // A second step follows any first one that passes no ceiling: a trade that leaves some goal worse off for
-          // the moment may make room for a move after which the pair, judged as a whole, leaves it no worse off.
-          if (ceilings.passed()) {
+          // A second step follows any first one that takes no broker further above a ceiling (a ceiling is a limit,
+          // not a preference): a trade that leaves some goal worse off for the moment may make room for a move after
+          // which the pair, judged as a whole, leaves it no worse off.
+          if (raises_no_ceiling(base, a1)) {
             for (const action& a2 : actions_around(u, partners, false)) {
               if (evaluations_ >= target_end) break;
               if (!work_.valid(a2)) continue;
               ++evaluations_;
               const auto [bytes2, count2] = cost_of(a2);
               if (count1 + count2 > room) continue;
-              const ceiling_check ceilings2(*this, a2.src, a2.dest);
               work_.apply(a2);
               const broker_index touched2[] = {a1.src, a1.dest, a2.src, a2.dest};
-              if (ceilings2.passed() && base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) &&
+              if (base.no_worse_at(work_, goals_, k + 1, touched2, sums.data()) &&
                   sums[k] < base.sum(k) - standings::eps) {
                 pair p{a1, a2, bytes1 + bytes2, base.sum(k) - sums[k]};
                 if (!best || better(p, *best)) best = p;
@@ -258,7 +225,6 @@ class finisher {
   std::vector<action>& raw_;
   std::size_t budget_;
   std::size_t evaluations_ = 0;
-  std::vector<const distribution_goal*> capped_;  ///< the enabled distribution goals with a ceiling on some broker
 };
 
 }  // namespace moonmq::autobalancer

@@ -75,6 +75,30 @@ TEST_CASE("standings: a broker that met a goal must still meet it, and the summe
   }
 }
 
+TEST_CASE("standings: no broker may get further above a goal's ceiling, even when the summed violation holds",
+          "[standings][capacity]") {
+  // Capacity 10 MiB/s each, MaxUtilization 0.5: a ceiling of 5, and a band of 4.5..5 around the mean of 5.
+  // b1 6 (1 above), b2 0, b3 9 = 8 + 1. Moving b3's 1 to b1 takes b1 one further above its ceiling and b3 one
+  // nearer its band: the summed violation is the same, and no broker that met the goal stops meeting it.
+  snapshot s = brokers(3);
+  add(s, "t", 0, 0, 6);
+  add(s, "t", 1, 2, 8);
+  add(s, "t", 2, 2, 1);
+  s.set_max_utilization(0.5);
+  for (broker_index b = 0; b < 3; ++b) s.set_capacity(b, resource::nw_in, 10 * MiB);
+  auto goals = prepared_goals(only_goals({"NW_IN"}), s);
+  auto g = pointers(goals);
+  const standings base(s, g);
+  const broker_index all[] = {0, 1, 2};
+  double sums[1];
+  s.apply(action::move(2, 2, 0));
+  CHECK_FALSE(base.no_worse_at(s, g, 1, all, sums));
+  CHECK(sums[0] == Approx(base.sum(0)));  // only the ceiling refuses it
+  s.undo(action::move(2, 2, 0));
+  s.apply(action::move(2, 2, 1));  // to b2, under its ceiling: no worse
+  CHECK(base.no_worse_at(s, g, 1, all));
+}
+
 TEST_CASE("standings: a growing summed violation is worse even when every met broker stays met", "[standings]") {
   snapshot s = brokers(3);
   for (int i = 0; i < 6; ++i) add(s, "t", i, 0, 1);  // b1 6, b2 1, b3 3: mean 3.33, band 3..3.67

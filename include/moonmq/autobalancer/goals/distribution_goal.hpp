@@ -150,6 +150,11 @@ class distribution_goal : public goal {
     return violation(b, broker_value(s, b)) / unit_;
   }
 
+  double ceiling_excess(const snapshot& s, broker_index b) const override {
+    if (!enabled_ || !s.active(b)) return 0.0;
+    return std::max(0.0, broker_value(s, b) - ceiling_[b]) / weight_[b] / unit_;
+  }
+
   bool satisfied(const snapshot& s) const override {
     if (!enabled_) return true;
     for (broker_index b = 0; b < s.broker_count(); ++b)
@@ -267,9 +272,6 @@ class distribution_goal : public goal {
   /// `b`'s list (ranked_lists.hpp) and the first entry of it that may be live.
   const std::vector<ranked_partition>& ranked(const snapshot& s, broker_index b) { return lists_.of(s, b, *this); }
   std::size_t first_live(const snapshot& s, broker_index b) { return lists_.first_live(s, b); }
-  static std::size_t first_at_most(const std::vector<ranked_partition>& list, double limit) {
-    return ranked_lists::first_at_most(list, limit);
-  }
 
   bool over(const snapshot& s, broker_index b) const { return broker_value(s, b) > bands_[b].upper + eps_; }
   bool under(const snapshot& s, broker_index b) const { return broker_value(s, b) < bands_[b].lower - eps_; }
@@ -280,7 +282,7 @@ class distribution_goal : public goal {
 
   void shed(optimization& ctx, broker_index b) {
     const snapshot& s = ctx.snap();
-    const std::vector<ranked_partition> candidates = ranked(s, b);  // copy: b's list may be rebuilt meanwhile
+    const std::vector<ranked_partition> candidates = ranked(s, b);  // copy: arrivals are inserted into b's list
     move_refusals refusals(ctx);
     for (std::size_t i = first_live(s, b); i < candidates.size(); ++i) {
       const auto& c = candidates[i];
@@ -350,7 +352,7 @@ class distribution_goal : public goal {
     double wanted = std::min(vh - target(heavy), target(light) - vl);
     if (wanted <= 0) wanted = vh - bands_[heavy].upper;
     const auto& list = ranked(s, light);
-    std::size_t ideal = first_at_most(list, c.value - wanted);
+    std::size_t ideal = ranked_lists::first_at_most(list, c.value - wanted);
     std::size_t from = std::max(ideal > partition_tries / 2 ? ideal - partition_tries / 2 : 0, first_live(s, light));
     std::vector<partition_index> out;
     for (std::size_t i = from; i < list.size() && out.size() < static_cast<std::size_t>(partition_tries); ++i)
@@ -382,8 +384,8 @@ class distribution_goal : public goal {
         const auto& list = ranked(s, src);
         // First the partitions that would bring `u` no further than the mean, largest first; then the larger ones
         // that still keep it inside the band.
-        std::size_t centred = first_at_most(list, std::min(target(u) - vu, broker_value(s, src) - target(src)));
-        std::size_t fitting = first_at_most(list, bands_[u].upper - vu);
+        std::size_t centred = ranked_lists::first_at_most(list, std::min(target(u) - vu, broker_value(s, src) - target(src)));
+        std::size_t fitting = ranked_lists::first_at_most(list, bands_[u].upper - vu);
         moved = move_one_of(ctx, refusals, list, centred, list.size(), src, u) ||
                 move_one_of(ctx, refusals, list, fitting, centred, src, u);
         if (!moved && uses_swaps()) {

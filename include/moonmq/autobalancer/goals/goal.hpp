@@ -76,6 +76,12 @@ class goal {
   /// the partitions `b` holds (and on what prepare() computed). The default says 0.
   virtual double broker_violation(const snapshot& /*snap*/, broker_index /*b*/) const { return 0.0; }
 
+  /// How far broker `b` is above the most this goal ever lets it hold (a ceiling, such as MaxUtilization of a
+  /// capacity), on the same scale as broker_violation(); 0 below it. A sequence of actions judged as a whole may not
+  /// raise it for any broker, as accepts() refuses any one action that adds to a broker above its ceiling. The
+  /// default says 0: no ceiling.
+  virtual double ceiling_excess(const snapshot& /*snap*/, broker_index /*b*/) const { return 0.0; }
+
   /// Whether broker_violation() says all that accepts() judges, so that a sequence of actions no single step of which
   /// this goal would accept may be judged as a whole by it (the economizer's repairs, the finisher's pairs). The
   /// default says no, and those steps then do not run. A distribution goal says yes; a subclass that adds rules of

@@ -161,6 +161,10 @@ class snapshot {
     arrivals_.resize(brokers_.size());
   }
   bool recording_arrivals() const noexcept { return recording_; }
+  /// The partitions that arrived at `b` since record_arrivals(), oldest first; some may have left again.
+  /// REQUIRES: recording_arrivals().
+  const std::vector<partition_index>& arrivals(broker_index b) const { return arrivals_[b]; }
+
 
   /// While one lives, apply() and undo() leave no trace in arrivals(): for trying actions that are all taken back
   /// before it ends (the placement is then what it was, so there is nothing to record).
@@ -175,9 +179,6 @@ class snapshot {
     snapshot& s_;
     bool was_;
   };
-  /// The partitions that arrived at `b` since record_arrivals(), oldest first; some may have left again.
-  /// REQUIRES: recording_arrivals().
-  const std::vector<partition_index>& arrivals(broker_index b) const { return arrivals_[b]; }
 
   // ---- changing -------------------------------------------------------------------------------------------------
 
