@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <stdexcept>
 #include <thread>
@@ -208,12 +209,20 @@ int run(int units, int producers) {
       std::vector<way> own(static_cast<std::size_t>(producers));
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<std::thread> threads;
+      // A client's failure is carried out of its thread and thrown here, so that the daemons are still stopped.
+      std::vector<std::exception_ptr> failed(static_cast<std::size_t>(producers));
       for (int i = 0; i < producers; ++i)
         threads.emplace_back([&, i] {
-          for (int n = 0; n < per_phase; ++n)
-            unit(crowd[static_cast<std::size_t>(i)], own[static_cast<std::size_t>(i)], crowd_kinds[k]);
+          try {
+            for (int n = 0; n < per_phase; ++n)
+              unit(crowd[static_cast<std::size_t>(i)], own[static_cast<std::size_t>(i)], crowd_kinds[k]);
+          } catch (...) {
+            failed[static_cast<std::size_t>(i)] = std::current_exception();
+          }
         });
       for (auto& th : threads) th.join();
+      for (const auto& e : failed)
+        if (e) std::rethrow_exception(e);
       if (phase < 0) continue;
       auto& w = crowd_ways[k];
       w.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
