@@ -63,6 +63,7 @@ status read_autobalance_config(const rapidjson::Value& v, const std::string& pat
   r.get("MaxActionsPerDetect", c.max_actions_per_detect);
   r.get("Window", c.window);
   r.get("MinValid", c.min_valid);
+  r.get("SettleSamples", c.settle_samples);
   r.get("Percentile", c.percentile);
   r.get("MaxMovesPerBroker", c.max_moves_per_broker);
   r.get("ExcludedTopics", c.excluded_topics);
@@ -92,6 +93,7 @@ status read_autobalance_config(const rapidjson::Value& v, const std::string& pat
   if (c.max_actions_per_detect < 1) r.fail("MaxActionsPerDetect", "must be at least 1");
   if (c.window < 1 || c.window > 65535) r.fail("Window", "must be from 1 to 65535");
   if (c.min_valid > c.window) r.fail("MinValid", "must not exceed Window");
+  if (c.settle_samples > c.window) r.fail("SettleSamples", "must not exceed Window");
   if (!(c.percentile > 0 && c.percentile <= 1)) r.fail("Percentile", "must be in (0, 1]");
   if (c.max_moves_per_broker < 1) r.fail("MaxMovesPerBroker", "must be at least 1");
   if (!(c.max_utilization > 0 && c.max_utilization <= 1)) r.fail("MaxUtilization", "must be in (0, 1]");

@@ -263,10 +263,13 @@ struct balance_loop::impl {
     co_return inactive;
   }
 
-  bool moving(const topic_partition& tp) const {
-    return std::any_of(inflight.begin(), inflight.end(),
-                       [&](const tracked& t) { return t.move.progress.partition == tp; });
+  /// The loop's running move of `tp`, if any.
+  const tracked* running(const topic_partition& tp) const {
+    auto it = std::find_if(inflight.begin(), inflight.end(),
+                           [&](const tracked& t) { return t.move.progress.partition == tp; });
+    return it == inflight.end() ? nullptr : &*it;
   }
+  bool moving(const topic_partition& tp) const { return running(tp) != nullptr; }
 
   void fail_later(const topic_partition& tp, const char* type, const std::string& why) {
     backoff& b = backoffs[tp];
@@ -471,13 +474,24 @@ struct balance_loop::impl {
       }
       co_await offload(pool, [&] {
         snap = model.freeze();
+        views = views_of(snap);  // the loads as measured, before running moves are placed where they go
         for (const auto& b : drained) snap.exclude_broker(b);
         for (autobalancer::partition_index p = 0; p < snap.partition_count(); ++p) {
           topic_partition tp{snap.topic(p), snap.partition_number(p)};
+          // A running move's partition is planned as where it will be: counted on its source, it would make the
+          // goals move more off the source for load already leaving it (docs/autobalancer.md, "Settling").
+          if (const tracked* t = running(tp)) {
+            const auto dest = snap.find_broker(t->move.progress.dest);
+            if (dest != autobalancer::no_index)
+              snap.place_moving(p, dest);
+            else
+              snap.pin(p);
+            continue;
+          }
           auto b = backoffs.find(tp);
           auto busy = open_streak.find(tp);
           const bool in_transaction = busy != open_streak.end() && busy->second <= max_transaction_passes;
-          if (moving(tp) || in_transaction || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
+          if (in_transaction || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
         }
         const double d0 = steady_now();
         autobalancer::plan plan = detector.detect(snap);
@@ -492,7 +506,6 @@ struct balance_loop::impl {
           autobalancer::apply_plan(after, plan);
           shortfalls = detector.shortfalls(after, plan.partition_moves() >= opt.config.max_actions_per_detect);
         }
-        views = views_of(snap);
         return true;
       });
       st.metrics.observe(metrics::ab_detect_duration, detect_seconds);

@@ -38,6 +38,8 @@ struct autobalance_config {
   std::uint32_t max_actions_per_detect = 50;
   std::uint32_t window = 60;               ///< load samples kept per partition
   std::uint32_t min_valid = 1;             ///< samples needed before a partition's load counts
+  std::uint32_t settle_samples = 2;        ///< inbound samples a moved partition's new owner reports before it may
+                                           ///< move again (at most Window)
   double percentile = 0.9;                 ///< load figure taken from the window
   std::uint32_t max_moves_per_broker = 1;  ///< concurrent moves a broker runs at once (execution, not planning)
   std::vector<goal_config> goals = default_goals();

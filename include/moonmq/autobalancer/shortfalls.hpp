@@ -4,7 +4,8 @@
 // For every distribution goal and every active broker outside its band, `find_shortfalls()` looks at the moves that
 // would bring that broker nearer its band (partitions leaving a broker above it, arriving at one below it) and says
 // what stands in the way, in this order: the broker may not receive (excluded, draining) or has nothing that may move
-// (internal or excluded topics, partitions not measured yet or moving); no other broker can take part; every move that
+// (internal or excluded topics, partitions not measured yet or moving), or what would help is settling after a move
+// (with how many samples the first still waits for); no other broker can take part; every move that
 // would help is refused by an earlier goal (named, with how many moves it refused); the plan reached
 // MaxActionsPerDetect; or moves exist that no goal refuses but none lowers both brokers' violation (the band is
 // narrower than the partitions are large). A band capped by MaxUtilization of the broker's capacity says so too.
@@ -13,9 +14,9 @@
 // Thread safety: pure function over its arguments (the goals must be prepared on `s`).
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <span>
@@ -53,6 +54,33 @@ inline std::vector<partition_index> movable_on(const snapshot& s, broker_index b
   return out;
 }
 
+/// Partitions of `b` that only settling keeps from moving and that carry some of `g`'s figure.
+struct settling_count {
+  std::size_t partitions = 0;
+  std::uint16_t fewest_samples = 0;  ///< the least any of them still waits for
+};
+inline void count_settling(const snapshot& s, broker_index b, const distribution_goal& g, settling_count& c) {
+  for (partition_index p : s.partitions_on(b)) {
+    if (!s.only_settling(p) || g.partition_value(s, p) <= 0) continue;
+    ++c.partitions;
+    const std::uint16_t n = s.settling(p);
+    if (c.fewest_samples == 0 || n < c.fewest_samples) c.fewest_samples = n;
+  }
+}
+
+inline std::string settling_text(const settling_count& c) {
+  return std::to_string(c.partitions) + (c.partitions == 1 ? " partition" : " partitions") +
+         " that would help settling after a move: the first may move again once its new owner has reported " +
+         std::to_string(c.fewest_samples) + " more load sample" + (c.fewest_samples == 1 ? "" : "s") +
+         " (Autobalance.SettleSamples)";
+}
+
+inline std::string number_text(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);  // as %g
+  return std::string(buf, r.ptr);
+}
+
 }  // namespace detail
 
 /// `goals` in priority order, prepared on `s` (the placement the plan reaches); `budget_spent` = the plan holds
@@ -83,7 +111,9 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
       std::vector<action> helpful;
       std::size_t peers = 0;
       bool any_partition = false, any_peer = false;
+      detail::settling_count settling;  // what would help but waits after a move
       const std::vector<partition_index> own = over ? detail::movable_on(s, b) : std::vector<partition_index>{};
+      if (over) detail::count_settling(s, b, *g, settling);
       for (broker_index x = 0; x < s.broker_count() && peers < detail::shortfall_max_peers; ++x) {
         if (x == b || !s.active(x)) continue;
         if (over) {
@@ -98,6 +128,7 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
           if (!s.can_receive(b)) break;
           ++peers;
           any_peer = true;
+          detail::count_settling(s, x, *g, settling);
           for (partition_index p : detail::movable_on(s, x)) {
             any_partition = true;
             if (g->partition_value(s, p) > 0) helpful.push_back(action::move(p, x, b));
@@ -109,6 +140,9 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
       } else if (!any_peer) {
         f.why = over ? "no other broker may receive (excluded, draining or unreachable)"
                      : "no other broker can give (unreachable)";
+      } else if ((!any_partition || helpful.empty()) && settling.partitions > 0) {
+        f.why = "it waits: " + detail::settling_text(settling);
+        settling = {};
       } else if (!any_partition || helpful.empty()) {
         f.why = over ? "none of its partitions may move (internal or excluded topics, not yet measured, moving, or settling "
                        "after a move)"
@@ -133,9 +167,7 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
         } else if (budget_spent) {
           f.why = "the plan reached MaxActionsPerDetect; the next pass continues";
         } else if (g->broker_violation(s, b) < g->params().min_change) {
-          char percent[32];
-          std::snprintf(percent, sizeof percent, "%g", g->params().min_change * 100);
-          f.why = std::string("it is out of band by less than MinChange (") + percent +
+          f.why = "it is out of band by less than MinChange (" + detail::number_text(g->params().min_change * 100) +
                   "% of its target), and no single move helps: the goal and the finisher leave a correction this "
                   "small, as not worth the data it would copy";
         } else {
@@ -143,6 +175,8 @@ inline std::vector<shortfall> find_shortfalls(const snapshot& s, std::span<goal*
                   "for the partitions' sizes)";
         }
       }
+      if (settling.partitions > 0 && any_peer && (over || s.can_receive(b)))
+        f.why += "; also " + detail::settling_text(settling);
       f.why += capped;
       out.push_back(std::move(f));
     }

@@ -8,6 +8,7 @@
 // Thread safety: none; the balance loop owns its model.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -23,11 +24,18 @@ namespace moonmq::autobalancer {
 class cluster_model {
  public:
   /// `window` samples kept per partition and resource; `min_valid` needed before a partition's rates count;
-  /// `percentile` is the load figure taken from the window.
-  explicit cluster_model(std::uint32_t window = 60, std::uint32_t min_valid = 1, double percentile = 0.9)
-      : min_valid_(min_valid), percentile_(percentile), nw_in_(window), nw_out_(window) {}
+  /// `percentile` is the load figure taken from the window; `settle_samples` inbound samples a moved partition's new
+  /// owner reports before it may move again (capped at `window`).
+  explicit cluster_model(std::uint32_t window = 60, std::uint32_t min_valid = 1, double percentile = 0.9,
+                         std::uint32_t settle_samples = 2)
+      : min_valid_(min_valid),
+        settle_samples_(static_cast<std::uint16_t>(std::min(settle_samples, window))),
+        percentile_(percentile),
+        nw_in_(window),
+        nw_out_(window) {}
 
-  explicit cluster_model(const autobalance_config& c) : cluster_model(c.window, c.min_valid, c.percentile) {}
+  explicit cluster_model(const autobalance_config& c)
+      : cluster_model(c.window, c.min_valid, c.percentile, c.settle_samples) {}
 
   /// Adds a broker or changes its active flag.
   void set_broker(const std::string& id, bool active) {
@@ -46,21 +54,22 @@ class cluster_model {
   }
 
   /// Adds a partition on `owner` (adding the broker, active, if unknown) or changes its owner. A partition whose
-  /// owner changes settles: until its window holds only samples taken on the new owner (Window more inbound samples),
-  /// freeze() pins it, so that a figure that still mixes both owners' samples never plans it straight back.
+  /// owner changes settles: until its new owner has reported `settle_samples` inbound samples, freeze() pins it
+  /// (snapshot::settle), so that no plan moves it again before its traffic has been measured where it now lives.
+  /// Its window keeps the samples taken on the previous owner: they measured the same partition's traffic.
   void set_owner(const topic_partition& tp, const std::string& owner) {
     set_broker_if_missing(owner);
     const bool known = partition_index_.count(tp) != 0;
     partition_state& s = state_of(tp);
     const auto b = static_cast<std::uint32_t>(broker_index_.at(owner));
-    if (known && s.owner != b) s.settling = static_cast<std::uint16_t>(nw_in_.capacity());
+    if (known && s.owner != b) s.settling = settle_samples_;
     s.owner = b;
   }
 
-  /// Whether `tp` moved and its window still holds samples taken on its previous owner.
-  bool settling(const topic_partition& tp) const {
+  /// Inbound samples still to be reported by `tp`'s new owner before it may move again (0: not settling).
+  std::uint16_t settling(const topic_partition& tp) const {
     auto i = index_of(tp);
-    return i != npos && partitions_[i].settling > 0;
+    return i == npos ? 0 : partitions_[i].settling;
   }
 
   /// Forgets a partition (deleted topic, or no longer reported by anyone).
@@ -122,7 +131,7 @@ class cluster_model {
       load_vector l{{valid ? nw_in_.percentile(i, percentile_) : 0.0, valid ? nw_out_.percentile(i, percentile_) : 0.0,
                      static_cast<double>(partitions_[i].disk)}};
       auto p = snap.add_partition(keys_[i].topic, keys_[i].partition, partitions_[i].owner, l, valid);
-      if (partitions_[i].settling > 0) snap.pin(p);
+      if (partitions_[i].settling > 0) snap.settle(p, partitions_[i].settling);
     }
     return snap;
   }
@@ -161,6 +170,7 @@ class cluster_model {
   }
 
   std::uint32_t min_valid_;
+  std::uint16_t settle_samples_;
   double percentile_;
   std::vector<broker_state> brokers_;
   std::unordered_map<std::string, std::size_t> broker_index_;

@@ -120,6 +120,31 @@ class snapshot {
   /// Partition `p` counts but is not planned (the balance loop pins partitions that are moving or backing off).
   void pin(partition_index p) { flags_[p] |= flag_pinned; }
 
+  /// A move of `p` to `dest` is running: `p` counts on `dest`, where it will be, and is not planned. Counted on its
+  /// source instead, it would make the goals plan more moves off the source for load that is already leaving, and
+  /// the destinations overshoot when the moves land. REQUIRES: before any action is applied.
+  void place_moving(partition_index p, broker_index dest) {
+    if (owner_[p] != dest) relocate(p, owner_[p], dest);
+    flags_[p] |= flag_pinned;
+  }
+
+  /// Partition `p` moved lately and counts but is not planned until its new owner has reported `samples` more
+  /// inbound samples (cluster_model::set_owner). Kept apart from pin() so that explain can say why a broker waits.
+  void settle(partition_index p, std::uint16_t samples) {
+    flags_[p] |= flag_settling;
+    settling_[p] = samples;
+  }
+  /// Samples `p` still waits for after a move; 0 = not settling.
+  std::uint16_t settling(partition_index p) const {
+    if (!(flags_[p] & flag_settling)) return 0;
+    auto it = settling_.find(p);
+    return it == settling_.end() ? 0 : it->second;
+  }
+  /// Whether settling is all that keeps `p` from moving.
+  bool only_settling(partition_index p) const {
+    return flags_[p] == flag_settling && brokers_[owner_[p]].active;
+  }
+
   /// Broker `id` never receives (configuration's ExcludedBrokers). Unknown ids are ignored.
   void exclude_broker(std::string_view id) {
     if (auto b = find_broker(id); b != no_index) brokers_[b].can_receive = false;
@@ -207,7 +232,8 @@ class snapshot {
 
  private:
   static constexpr std::uint8_t flag_invalid = 1;  // load not known yet
-  static constexpr std::uint8_t flag_pinned = 2;   // internal or excluded topic
+  static constexpr std::uint8_t flag_pinned = 2;   // internal or excluded topic, moving, backing off
+  static constexpr std::uint8_t flag_settling = 4; // moved lately (settle())
 
   struct broker_info {
     std::string id;
@@ -269,6 +295,7 @@ class snapshot {
   std::vector<broker_index> owner_;
   std::vector<load_vector> load_;
   std::vector<std::uint8_t> flags_;
+  std::unordered_map<partition_index, std::uint16_t> settling_;  ///< the few partitions settle() marked
   std::vector<std::uint32_t> position_;  // index of the partition in members_[owner]
 };
 
