@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   c2.set_keep_alive(true);
   c1.set_tcp_nodelay(true);
   c2.set_tcp_nodelay(true);
-  c1.Post("/v1/topics", R"({"name":"fw","partitions":2})", "application/json");
+  c1.Post("/v1/topics", R"({"name":"fw","partitions":2,"placement":"local"})", "application/json");
   c1.Post("/v1/reassignments", R"({"topic":"fw","partition":1,"dest":"b2"})", "application/json");
   for (int i = 0; i < 500; ++i) {
     auto p = c1.Get("/v1/reassignments");

@@ -161,7 +161,7 @@ int run(int units, int producers) {
   auto c = b1.api();
   c.set_keep_alive(true);
   c.set_tcp_nodelay(true);
-  must(c.Post("/v1/topics", R"({"name":"tx","partitions":3})", "application/json"), "create");
+  must(c.Post("/v1/topics", R"({"name":"tx","partitions":3,"placement":"local"})", "application/json"), "create");
   move(c, 1, "b2");
   move(c, 2, "b3");
 

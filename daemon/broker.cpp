@@ -46,6 +46,7 @@
 #include "reclaim_api.hpp"
 #include "record_api.hpp"
 #include "status_api.hpp"
+#include "topic_api.hpp"
 #include "txn_api.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
@@ -63,6 +64,7 @@
 #include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/raft/file_storage.hpp"
@@ -186,6 +188,11 @@ class running_broker final : public broker {
         *transport_, cluster::peer_directory{self_, token, peer_tokens, timeout}, metrics_);
     if (clustered && cfg_.cluster->raft.enabled)
       if (auto s = open_raft(); !s) return s;
+    if (!topics_) {
+      auto t = cluster::topic_directory::open(topic_parts(), storage::make_file_state_file(dir + "/topics.json"));
+      if (!t) return t.err();
+      topics_ = std::move(*t);
+    }
     cluster::cluster_state st = state();
     service_ = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{self_, token, peer_tokens,
@@ -198,11 +205,14 @@ class running_broker final : public broker {
                                          [this](const transport::request& r) { return group_routes_->handle_cluster(r); },
                                          [this](const transport::request& r) { return txns_->handle_cluster(r); },
                                          [this](const transport::request& r) {
+                                           if (r.path.starts_with("/cluster/admin/topics/"))
+                                             return topic_api_->handle_cluster(r);
                                            if (r.path == "/cluster/admin/drain") return drain_api_->handle_cluster(r);
                                            if (r.path == "/cluster/admin/reclaim")
                                              return reclaim_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
-                                         }},
+                                         },
+                                         [this](const std::string& t) { return topics_->find(t); }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     auto requests = move_requests::open(storage::make_file_state_file(dir + "/move-requests.json"));
@@ -288,6 +298,9 @@ class running_broker final : public broker {
       cluster_listener_ = std::move(*l);
       log_->info("moonmqd", "cluster endpoint on " + lo.host + ":" + std::to_string(cluster_listener_->port()) +
                                 (tls ? " (TLS" + std::string(tls->verify_peer ? ", mutual)" : ")") : ""));
+      // Without Raft: the topic records decided while this broker was away, from their coordinators (a peer that
+      // is not up yet answers at once that it is not).
+      if (!raft_) topic_api_->catch_up();
     }
 
     api_ = std::make_unique<httplib::Server>();
@@ -332,6 +345,7 @@ class running_broker final : public broker {
     txn_api_->routes(*api_);
     status_api_->routes(*api_);
     record_api_->routes(*api_);
+    topic_api_->routes(*api_);
     move_api_->routes(*api_);
     cluster_api_->routes(*api_);
     balancer_api_->routes(*api_);
@@ -382,6 +396,13 @@ class running_broker final : public broker {
   }
 
  private:
+  cluster::topic_directory::parts topic_parts() {
+    std::vector<broker_id> brokers{self_};
+    if (cfg_.cluster)
+      for (const auto& p : cfg_.cluster->peers) brokers.emplace_back(p.id);
+    return {self_, std::move(brokers), *store_, *ownership_, gates_, *log_};
+  }
+
   /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as
   /// the controller fence.
   status open_raft() {
@@ -392,6 +413,8 @@ class running_broker final : public broker {
     auto table = std::make_unique<cluster::raft_ownership_table>(self_, std::move(ownership_));
     raft_table_ = table.get();
     ownership_ = std::move(table);
+    topics_ = cluster::topic_directory::replicated(topic_parts());
+    raft_table_->attach_topics(*topics_);
     raft::service_options ro;
     ro.self = self_.value();
     for (const auto& p : cfg_.cluster->peers) ro.peers.push_back(p.id);
@@ -407,6 +430,7 @@ class running_broker final : public broker {
     if (!svc) return error{svc.code(), "Raft: " + svc.message()};
     raft_ = std::move(*svc);
     raft_table_->attach(*raft_);
+    topics_->attach([this](raft::entry_kind k, std::string data) { return raft_->propose_blocking(k, std::move(data)); });
     fence_ = std::make_unique<cluster::raft_fence>(self_, *raft_);
     return {};
   }
@@ -432,6 +456,9 @@ class running_broker final : public broker {
         self_, peers, *peers_,
         [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
         [this] { return cluster::unserved_bytes(*store_, *ownership_, self_); });
+    topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *store_, [this] {
+      return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()).size();
+    });
     cluster_api_ = std::make_unique<cluster_api>(
         *view_, [this] { return controller_id(); },
         [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },
@@ -766,6 +793,8 @@ class running_broker final : public broker {
   std::unique_ptr<status_api> status_api_;
   std::unique_ptr<move_api> move_api_;
   std::unique_ptr<cluster_api> cluster_api_;
+  std::unique_ptr<cluster::topic_directory> topics_;
+  std::unique_ptr<topic_api> topic_api_;
   std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<drain_api> drain_api_;
   std::unique_ptr<reclaim_api> reclaim_api_;

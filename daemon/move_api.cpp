@@ -16,8 +16,6 @@ namespace {
 using json::put;
 using json_writer = json::writer;
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 
 /// One broker's moves and throttle, from its GET /cluster/moves answer.
 struct broker_moves {

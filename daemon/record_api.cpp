@@ -30,10 +30,6 @@ std::int64_t now_ms() {
 }  // namespace
 
 void record_api::routes(httplib::Server& api) {
-  api.Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create_topic(req, res); });
-  api.Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) { list_topics(res); });
-  api.Post(R"(/v1/topics/([^/]+)/partitions)",
-           [this](const httplib::Request& req, httplib::Response& res) { grow_topic(req, res); });
   api.Post(R"(/v1/topics/([^/]+)/records)",
            [this](const httplib::Request& req, httplib::Response& res) { produce(req, res); });
   api.Get(R"(/v1/topics/([^/]+)/partitions/(\d+)/records)",
@@ -42,58 +38,6 @@ void record_api::routes(httplib::Server& api) {
            [this](const httplib::Request& req, httplib::Response& res) { commit(req, res); });
   api.Get(R"(/v1/groups/([^/]+)/offsets)",
           [this](const httplib::Request& req, httplib::Response& res) { committed(req, res); });
-}
-
-void record_api::create_topic(const httplib::Request& req, httplib::Response& res) {
-  rapidjson::Document d;
-  if (!parse_body(req, res, d)) return;
-  json::object_reader r(d, "");
-  std::string name;
-  std::uint32_t partitions = 1;
-  r.get("name", name, true);
-  r.get("partitions", partitions);
-  if (r.ok())
-    if (auto v = validate_topic_name(name); !v) r.fail("name", v.message());
-  if (auto s = r.finish(); !s) return reply_error(res, s.err());
-  std::lock_guard topics(gates_.topics());  // never interleaved with a peer's ensure (cluster_service.cpp)
-  auto n = store_->ensure_topic(name, static_cast<std::int32_t>(partitions));
-  if (!n) return reply_error(res, n.err());
-  reply(res, 200, json_object([&](json_writer& w) {
-          put(w, "name", name);
-          put(w, "partitions", *n);
-        }));
-}
-
-void record_api::list_topics(httplib::Response& res) {
-  reply(res, 200, json_object([&](json_writer& w) {
-          w.Key("topics");
-          w.StartArray();
-          for (const auto& t : store_->topics()) {
-            w.StartObject();
-            put(w, "name", t);
-            put(w, "partitions", store_->partition_count(t).ok() ? *store_->partition_count(t) : 0);
-            w.EndObject();
-          }
-          w.EndArray();
-        }));
-}
-
-void record_api::grow_topic(const httplib::Request& req, httplib::Response& res) {
-  const std::string topic = req.matches[1];
-  rapidjson::Document d;
-  if (!parse_body(req, res, d)) return;
-  json::object_reader r(d, "");
-  std::uint32_t count = 0;
-  r.get("count", count, true);
-  if (auto s = r.finish(); !s) return reply_error(res, s.err());
-  std::lock_guard topics(gates_.topics());  // never interleaved with a peer's ensure (cluster_service.cpp)
-  if (!store_->partition_count(topic)) return reply_error(res, 404, "not_found", "unknown topic '" + topic + "'");
-  auto n = store_->ensure_topic(topic, static_cast<std::int32_t>(count));
-  if (!n) return reply_error(res, n.err());
-  reply(res, 200, json_object([&](json_writer& w) {
-          put(w, "name", topic);
-          put(w, "partitions", *n);
-        }));
 }
 
 void record_api::produce(const httplib::Request& req, httplib::Response& res) {
@@ -252,6 +196,18 @@ void record_api::not_owner(httplib::Response& res, const topic_partition& tp) {
         }));
 }
 
+/// 416 `offset_out_of_range` with the log's bounds. A log is never cut from the front, so it starts at 0.
+void record_api::out_of_range(httplib::Response& res, const topic_partition& tp, std::uint64_t offset,
+                              std::uint64_t end) {
+  reply(res, 416, json_object([&](json_writer& w) {
+          put(w, "error", "offset_out_of_range");
+          put(w, "message", name_of(tp) + ": offset " + std::to_string(offset) + " is past the end offset " +
+                                std::to_string(end));
+          put(w, "start_offset", std::uint64_t{0});
+          put(w, "end_offset", end);
+        }));
+}
+
 void record_api::fetch(const httplib::Request& req, httplib::Response& res) {
   auto number = whole_number(req.matches[2], INT32_MAX);
   if (!number) return reply_error(res, 400, "invalid_argument", "partition: expected a whole number");
@@ -284,6 +240,14 @@ void record_api::fetch(const httplib::Request& req, httplib::Response& res) {
                    }));
   }
   if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
+  // An offset inside a record reads from the next one (Kafka clients fetch at a record's offset + 1); one past the
+  // end is out of range, with the log's bounds so that a consumer can reset.
+  auto end = store_->end_offset(tp);
+  if (!end) return reply_error(res, end.err());
+  if (offset > *end) return out_of_range(res, tp, offset, *end);
+  auto start = store_->next_record(tp, offset);
+  if (!start) return reply_error(res, start.err());
+  offset = *start;
   // read_committed: the last stable offset and the aborted ranges, taken before the read. Every record of a
   // transaction still open then lies at or past the LSO, so what the read adds later is cut off by it.
   std::optional<cluster::producer_states::committed_view> stable;
@@ -291,9 +255,8 @@ void record_api::fetch(const httplib::Request& req, httplib::Response& res) {
     auto c = producers_->committed(tp, offset);
     if (!c) return reply_error(res, c.err());
     stable = std::move(*c);
-    if (auto end = store_->end_offset(tp))
-      metrics_.set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
-                   static_cast<double>(*end - std::min(*end, stable->last_stable_offset)));
+    metrics_.set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
+                 static_cast<double>(*end - std::min(*end, stable->last_stable_offset)));
   }
   auto r = store_->read(tp, offset, max_bytes);
   if (!r) return reply_error(res, r.err());
@@ -358,6 +321,12 @@ void record_api::commit(const httplib::Request& req, httplib::Response& res) {
   if (!cluster::serves(*ownership_, tp, self_)) return not_owner(res, tp);
   if (auto count = store_->partition_count(topic); !count || tp.partition >= *count)
     return reply_error(res, 404, "not_found", "topic '" + topic + "' has no partition " + std::to_string(partition));
+  // A position past the end would leave the group's consumer stuck there: refused, with the log's bounds (the end
+  // only grows, so the check holds when the commit is written).
+  if (auto end = store_->end_offset(tp); !end)
+    return reply_error(res, end.err());
+  else if (static_cast<std::uint64_t>(offset) > *end)
+    return out_of_range(res, tp, static_cast<std::uint64_t>(offset), *end);
   bool not_served = false, missing = false;
   auto written = group_routes_->fenced_commit(group, member_id, member_epoch, tp, [&]() -> status {
     // Refused where the partition is not served: what a move pushed is then complete.

@@ -1,5 +1,4 @@
-// moonmqd's client routes for data: topics, produce, fetch, and committed group offsets.
-//   POST /v1/topics · GET /v1/topics · POST /v1/topics/{t}/partitions      create / list / grow (this broker)
+// moonmqd's client routes for data: produce, fetch, and committed group offsets (topics: topic_api.hpp).
 //   POST /v1/topics/{t}/records                                           produce, routed to the owner (also of a
 //                                                                         topic this broker has never had)
 //   GET  /v1/topics/{t}/partitions/{p}/records                            fetch (421 with the owner elsewhere)
@@ -73,11 +72,9 @@ class record_api {
   void routes(httplib::Server& api);
 
  private:
-  void create_topic(const httplib::Request& req, httplib::Response& res);
-  void list_topics(httplib::Response& res);
-  void grow_topic(const httplib::Request& req, httplib::Response& res);
   void produce(const httplib::Request& req, httplib::Response& res);
   void not_owner(httplib::Response& res, const topic_partition& tp);
+  void out_of_range(httplib::Response& res, const topic_partition& tp, std::uint64_t offset, std::uint64_t end);
   void fetch(const httplib::Request& req, httplib::Response& res);
   void commit(const httplib::Request& req, httplib::Response& res);
   void committed(const httplib::Request& req, httplib::Response& res);

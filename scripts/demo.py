@@ -292,7 +292,7 @@ def main():
         c.start()
         print(f"three brokers up (client ports {c.api['b1']}, {c.api['b2']}, {c.api['b3']}); data in {c.dir}")
         for t, n in TOPICS.items():
-            call(c.api["b1"], "POST", "/v1/topics", {"name": t, "partitions": n})
+            call(c.api["b1"], "POST", "/v1/topics", {"name": t, "partitions": n, "placement": "local"})
         print("topics " + ", ".join(f"{t} ({n} partitions)" for t, n in TOPICS.items()) +
               " created on b1; producers running, and consumer group 'demo' with a member on each broker; b1's "
               f"autobalancer passes every {PASS_INTERVAL} s")

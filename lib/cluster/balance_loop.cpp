@@ -46,8 +46,6 @@ double steady_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 std::string describe_text(const described_action& a) {
   std::string s = fmt::format("{} {}-{} {}->{}", autobalancer::action_type_name(a.type), a.topic, a.partition, a.src,
                               a.dest);

@@ -5,8 +5,6 @@ namespace moonmq::cluster {
 namespace {
 constexpr std::size_t catch_up_chunk = 4u << 20;
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 /// A control record. A commit or abort marker's sequence field carries the epoch of the coordinator that wrote it.
 storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker,
                         std::uint32_t coordinator_epoch = 0) {

@@ -134,6 +134,10 @@ controller_claim raft_ownership_table::controller() const {
 }
 
 void raft_ownership_table::apply(const raft::entry& e) {
+  if (e.kind == raft::entry_kind::topic) {
+    if (topics_) topics_->apply_entry(e);
+    return;
+  }
   std::lock_guard lock(mu_);
   if (e.kind == raft::entry_kind::controller) {
     controller_ = {epoch(e.term), broker_id(e.data)};
@@ -160,6 +164,7 @@ void raft_ownership_table::apply(const raft::entry& e) {
 }
 
 void raft_ownership_table::restore(const std::string& snapshot) {
+  if (topics_) topics_->restore(snapshot);
   rapidjson::Document d;
   const bool readable = json::parse_object(snapshot, d);
   std::lock_guard lock(mu_);
@@ -177,8 +182,14 @@ void raft_ownership_table::restore(const std::string& snapshot) {
 }
 
 std::string raft_ownership_table::snapshot() const {
+  const std::string topics = topics_ ? topics_->snapshot() : std::string();
   std::lock_guard lock(mu_);
   return json::object([&](json::writer& w) {
+    rapidjson::Document t;
+    if (!topics.empty() && json::parse_object(topics, t) && t.HasMember("topics")) {
+      w.Key("topics");
+      t["topics"].Accept(w);
+    }
     w.Key("owners");
     w.StartArray();
     for (const auto& [tp, e] : replicated_) write_owner(w, e);

@@ -33,8 +33,6 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 constexpr const char* cancelled_by_operator = "cancelled by an operator";
 
 /// Whether a move at `step` has not begun its cutover: a cancel can still roll it back.

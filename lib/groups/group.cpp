@@ -6,8 +6,6 @@ namespace moonmq::groups {
 
 namespace {
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 }  // namespace
 
 group::group(group_state restored, group_timing timing, time_ms now) : timing_(timing), s_(std::move(restored)) {

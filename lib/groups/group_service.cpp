@@ -181,10 +181,7 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
 }  // namespace
 
 broker_id coordinator_of(const std::string& group_id, std::vector<broker_id> brokers) {
-  std::sort(brokers.begin(), brokers.end());
-  brokers.erase(std::unique(brokers.begin(), brokers.end()), brokers.end());
-  if (brokers.empty()) return broker_id();
-  return brokers[fnv1a(group_id) % brokers.size()];
+  return coordinator_by_hash(group_id, std::move(brokers));
 }
 
 group_service::group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p,

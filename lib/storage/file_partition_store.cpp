@@ -211,6 +211,41 @@ class partition_log {
     return r;
   }
 
+  result<std::uint64_t> next_record(std::uint64_t from, const std::string& name) const {
+    const std::uint64_t end_offset = end();
+    if (from > end_offset)
+      return error{errc::invalid_argument, name + ": offset " + std::to_string(from) + " is past the end offset " +
+                                               std::to_string(end_offset)};
+    std::uint64_t pos = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = std::upper_bound(index_.begin(), index_.end(), from);
+      pos = it == index_.begin() ? 0 : *(it - 1);
+    }
+    if (pos == from || from == end_offset) return from;
+    auto file = files_.acquire(path_);
+    if (!file) return file.err();
+    // Walk the frame headers from the indexed start before `from`, reading them a chunk at a time (a frame larger
+    // than a chunk costs one more read for the header after it).
+    std::string chunk;
+    std::uint64_t chunk_at = 0;
+    while (pos < from) {
+      if (pos < chunk_at || pos + frame_header_size > chunk_at + chunk.size()) {
+        chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(index_interval + frame_header_size,
+                                                                      end_offset - pos)));
+        auto got = posix::pread_full((*file)->get(), chunk.data(), chunk.size(), pos, path_);
+        if (!got) return got.err();
+        chunk.resize(*got);
+        chunk_at = pos;
+        if (chunk.size() < frame_header_size)
+          return error{errc::corrupt, name + ": damaged record at offset " + std::to_string(pos) +
+                                          " (incomplete frame header)"};
+      }
+      pos += frame_header_size + detail::get_u32(chunk.data() + (pos - chunk_at));
+    }
+    return std::min(pos, end_offset);
+  }
+
   status sync() {
     dirty_.store(false, std::memory_order_relaxed);
     auto file = files_.acquire(path_);
@@ -294,6 +329,10 @@ class file_partition_store final : public partition_store {
     auto names = posix::list_directory(topics_dir());
     if (!names) return names.err();
     for (const auto& topic : *names) {
+      if (topic.starts_with("+removed+")) {  // a removal that a stop cut short: finish it
+        if (auto s = posix::remove_flat_directory(topics_dir() + "/" + topic); !s) return s;
+        continue;
+      }
       if (!validate_topic_name(topic)) continue;  // not ours
       auto meta = make_file_state_file(topic_dir(topic) + "/topic.json");
       auto doc = meta->read();
@@ -315,20 +354,11 @@ class file_partition_store final : public partition_store {
 
   result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
     if (auto s = validate_topic_name(topic); !s) return s.err();
-    const auto per_topic = std::min<std::int32_t>(max_partitions_per_topic_hard, opt_.max_partitions_per_topic);
-    if (partitions < 1 || partitions > per_topic)
-      return error{errc::invalid_argument, "partition count must be from 1 to " + std::to_string(per_topic) +
-                                               " (Server.Limits.MaxPartitionsPerTopic)"};
     std::unique_lock lock(mu_);
     auto& parts = topics_[topic];
     const auto had = static_cast<std::int32_t>(parts.size());
+    if (auto room = room_locked(had, partitions); !room) return rollback(topic, had, room.err());
     if (partitions <= had) return had;
-    if (total_partitions_ + static_cast<std::size_t>(partitions - had) > opt_.max_partitions_per_broker)
-      return rollback(topic, had,
-                      error{errc::resource_exhausted,
-                            "this broker holds " + std::to_string(total_partitions_) + " partitions; " +
-                                std::to_string(partitions - had) + " more would pass its limit of " +
-                                std::to_string(opt_.max_partitions_per_broker) + " (Server.Limits.MaxPartitionsPerBroker)"});
     if (auto s = posix::make_directories(topic_dir(topic)); !s) return rollback(topic, had, s.err());
     std::vector<std::unique_ptr<partition_log>> added;
     for (std::int32_t i = had; i < partitions; ++i) {
@@ -346,6 +376,32 @@ class file_partition_store final : public partition_store {
     for (auto& l : added) parts.push_back(std::move(l));
     total_partitions_ += added.size();
     return partitions;
+  }
+
+  status room_for(const std::string& topic, std::int32_t partitions) const override {
+    if (auto s = validate_topic_name(topic); !s) return s;
+    std::shared_lock lock(mu_);
+    auto it = topics_.find(topic);
+    return room_locked(it == topics_.end() ? 0 : static_cast<std::int32_t>(it->second.size()), partitions);
+  }
+
+  status remove_topic(const std::string& topic) override {
+    if (auto s = validate_topic_name(topic); !s) return s;
+    std::unique_lock lock(mu_);
+    auto it = topics_.find(topic);
+    if (it == topics_.end() || it->second.empty()) return {errc::not_found, "unknown topic '" + topic + "'"};
+    // First out of the way in one rename (the name is no topic's: open() skips it and clears it away), so that a
+    // crash part-way through leaves either the whole topic or none of it, and a new topic of the name starts empty.
+    const std::string gone = topics_dir() + "/+removed+" + topic + "+" + std::to_string(++removals_);
+    if (auto s = posix::rename_path(topic_dir(topic), gone); !s) return s;
+    if (auto s = posix::sync_directory(topics_dir()); !s) return s;
+    total_partitions_ -= it->second.size();
+    // The logs live on in retired_: a reader or writer that found one before the removal still holds a valid object.
+    for (auto& log : it->second) retired_.push_back(std::move(log));
+    topics_.erase(it);
+    lock.unlock();
+    (void)posix::remove_flat_directory(gone);  // what is left is cleared at the next open()
+    return {};
   }
 
   result<std::int32_t> partition_count(const std::string& topic) const override {
@@ -385,6 +441,12 @@ class file_partition_store final : public partition_store {
     return (*log)->read(from, max_bytes, name(tp));
   }
 
+  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->next_record(offset, name(tp));
+  }
+
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) override {
     auto log = find(tp);
     if (!log) return log.err();
@@ -411,6 +473,21 @@ class file_partition_store final : public partition_store {
   }
 
  private:
+  /// REQUIRES: mu_ held. Whether a topic with `had` partitions here may grow to `partitions`.
+  status room_locked(std::int32_t had, std::int32_t partitions) const {
+    const auto per_topic = std::min<std::int32_t>(max_partitions_per_topic_hard, opt_.max_partitions_per_topic);
+    if (partitions < 1 || partitions > per_topic)
+      return {errc::invalid_argument, "partition count must be from 1 to " + std::to_string(per_topic) +
+                                          " (Server.Limits.MaxPartitionsPerTopic)"};
+    if (partitions > had &&
+        total_partitions_ + static_cast<std::size_t>(partitions - had) > opt_.max_partitions_per_broker)
+      return {errc::resource_exhausted,
+              "this broker holds " + std::to_string(total_partitions_) + " partitions; " +
+                  std::to_string(partitions - had) + " more would pass its limit of " +
+                  std::to_string(opt_.max_partitions_per_broker) + " (Server.Limits.MaxPartitionsPerBroker)"};
+    return {};
+  }
+
   std::string topics_dir() const { return opt_.data_dir + "/topics"; }
   std::string topic_dir(const std::string& t) const { return topics_dir() + "/" + t; }
   static std::string name(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
@@ -473,6 +550,8 @@ class file_partition_store final : public partition_store {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<partition_log>>> topics_;
   std::size_t total_partitions_ = 0;  // guarded by mu_
+  std::uint64_t removals_ = 0;        // guarded by mu_: names the directories of removed topics apart
+  std::vector<std::unique_ptr<partition_log>> retired_;  // guarded by mu_: logs of removed topics (remove_topic)
   std::mutex flush_mu_;
   std::condition_variable flush_cv_;
   bool stopping_ = false;

@@ -101,6 +101,23 @@ bool exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+status rename_path(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return os_error("cannot rename to " + to, from);
+  return {};
+}
+
+status remove_flat_directory(const std::string& dir) {
+  if (!exists(dir)) return {};
+  auto names = list_directory(dir);
+  if (!names) return names.err();
+  for (const auto& n : *names) {
+    const std::string path = dir + "/" + n;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return os_error("cannot remove", path);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return os_error("cannot remove directory", dir);
+  return {};
+}
+
 result<std::string> read_file(const std::string& path) {
   auto f = open_file(path, O_RDONLY);
   if (!f) return f.err();

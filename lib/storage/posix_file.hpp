@@ -56,6 +56,10 @@ status sync_directory(const std::string& dir);
 /// mkdir -p.
 status make_directories(const std::string& dir);
 bool exists(const std::string& path);
+/// rename(2): atomic within one file system.
+status rename_path(const std::string& from, const std::string& to);
+/// Removes the files of a directory that holds no directories, then the directory (absent: ok).
+status remove_flat_directory(const std::string& dir);
 result<std::string> read_file(const std::string& path);
 /// Entries of a directory (no "." or ".."); sorted.
 result<std::vector<std::string>> list_directory(const std::string& dir);

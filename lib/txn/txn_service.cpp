@@ -34,8 +34,6 @@ constexpr std::size_t marker_thread_count = 4;     ///< threads that send marker
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
 
-std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
-
 /// The error a coordinator's or owner's refusal names ({"error","message"}); no answer is unavailable.
 error error_of(const response& r) {
   rapidjson::Document d;

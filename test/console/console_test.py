@@ -81,7 +81,7 @@ def main():
             procs.append(subprocess.Popen([moonmqd, "--config", f"{work}/{b}.json"], stdout=log, stderr=log))
         b1 = ports["b1"][0]
         wait_for("the brokers", lambda: all(call(p[0], "GET", "/v1/health")["status"] == "ok" for p in ports.values()))
-        call(b1, "POST", "/v1/topics", {"name": "orders", "partitions": 2})
+        call(b1, "POST", "/v1/topics", {"name": "orders", "partitions": 2, "placement": "local"})
         for i in range(100):
             call(b1, "POST", "/v1/topics/orders/records",
                  {"partition": 0, "records": [{"value": "v" * 1000} for _ in range(20)]})

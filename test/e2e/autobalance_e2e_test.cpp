@@ -63,7 +63,7 @@ struct orders_producer {
 
   orders_producer(const moonmqd_process& broker, int count) : b(broker), partitions(count) {
     auto cl = b.api();
-    auto r = cl.Post("/v1/topics", "{\"name\":\"orders\",\"partitions\":" + std::to_string(partitions) + "}",
+    auto r = cl.Post("/v1/topics", "{\"name\":\"orders\",\"partitions\":" + std::to_string(partitions) + ",\"placement\":\"local\"}",
                      "application/json");
     REQUIRE(r);
     REQUIRE(r->status == 200);
@@ -279,7 +279,7 @@ TEST_CASE("e2e: with moves waiting for a slot, the next pass starts when a move 
   b3.start();
   b1.start();
   auto cl = b1.api();
-  REQUIRE(cl.Post("/v1/topics", R"({"name":"orders","partitions":6})", "application/json")->status == 200);
+  REQUIRE(cl.Post("/v1/topics", R"({"name":"orders","partitions":6,"placement":"local"})", "application/json")->status == 200);
   for (int p = 0; p < 6; ++p)
     for (int i = 0; i < 20; ++i)
       REQUIRE(cl.Post("/v1/topics/orders/records",

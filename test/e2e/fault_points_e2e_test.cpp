@@ -57,7 +57,7 @@ std::vector<std::pair<std::uint64_t, std::string>> crash_source_at(const char* s
   b1.faults = std::string(step) + "=crash";
   b1.start();
   b2.start();
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":1,"placement":"local"})", "application/json")->status == 200);
   std::vector<std::pair<std::uint64_t, std::string>> acked;
   for (int i = 0; i < 20; ++i) {
     auto more = produce(b1, {"a" + std::to_string(i) + std::string(2000, 'x'), "b" + std::to_string(i)});

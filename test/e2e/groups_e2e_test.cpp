@@ -94,7 +94,7 @@ TEST_CASE("e2e groups: members share what their brokers own, a silent member is 
   for (auto* b : all) b->configure(all, "", timing);
   for (auto* b : all) b->start();
   std::map<std::string, moonmqd_process*> by_id{{"b1", &b1}, {"b2", &b2}, {"b3", &b3}};
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":6})", "application/json")->status == 200);
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":6,"placement":"local"})", "application/json")->status == 200);
   move(b1, 2, "b2");
   move(b1, 3, "b2");
   move(b1, 4, "b3");
@@ -164,7 +164,7 @@ TEST_CASE("e2e groups: a moved partition goes to a member on its new owner, whic
   for (auto* b : all) b->configure(all, "", timing);
   for (auto* b : all) b->start();
   auto api = b1.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2,"placement":"local"})", "application/json")->status == 200);
   std::vector<std::uint64_t> offsets;
   for (int i = 0; i < 10; ++i) {
     auto r = api.Post("/v1/topics/t/records", "{\"partition\":1,\"records\":[{\"value\":\"r" + std::to_string(i) + "\"}]}",

@@ -87,7 +87,7 @@ TEST_CASE("e2e: moonmqctl moves a partition from a broker that does not hold it,
   three_brokers c;
   {
     auto api = c.b1.api();
-    auto r = api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json");
+    auto r = api.Post("/v1/topics", R"({"name":"orders","partitions":2,"placement":"local"})", "application/json");
     REQUIRE(r);
     REQUIRE(r->status == 200);
   }
@@ -164,7 +164,7 @@ TEST_CASE("e2e: moonmqctl refuses bad requests with the broker's reason and docu
   three_brokers c;
   {
     auto api = c.b1.api();
-    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1,"placement":"local"})", "application/json")->status == 200);
   }
   auto unknown = ctl(c.b2, {"move", "nope", "0", "b3"});
   CHECK(unknown.exit_code == 1);
@@ -240,7 +240,7 @@ TEST_CASE("e2e: a drained broker gives every partition away, whole, and receives
   three_brokers c;
   {
     auto api = c.b1.api();
-    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":4})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":4,"placement":"local"})", "application/json")->status == 200);
     for (int p = 0; p < 4; ++p)
       for (int i = 0; i < 10; ++i) {
         std::string body = "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"" +
@@ -285,7 +285,7 @@ TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the 
   three_brokers c;
   {
     auto api = c.b1.api();
-    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2,"placement":"local"})", "application/json")->status == 200);
   }
   produce(c.b1, 2000, 1000);
   REQUIRE(ctl(c.b1, {"throttle", "256K"}).exit_code == 0);
@@ -336,7 +336,7 @@ TEST_CASE("e2e: the copy a move leaves behind is reclaimed by hand, or on its ow
   b2.start();
   {
     auto api = b1.api();
-    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1,"placement":"local"})", "application/json")->status == 200);
   }
   produce(b1, 200, 1000);
   const std::uint64_t id = ctl_json(b1, {"move", "orders", "0", "b2"})["id"].GetUint64();
@@ -414,7 +414,7 @@ TEST_CASE("e2e: broker metrics count produce and fetch per topic, bytes held and
           "promtool", "[e2e][operator][metrics]") {
   three_brokers c;
   auto api = c.b1.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2,"placement":"local"})", "application/json")->status == 200);
   produce(c.b1, 40, 100);  // 40 records of 100 bytes
   REQUIRE(api.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1048576")->status == 200);
   REQUIRE(api.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1048576")->status == 200);
@@ -450,7 +450,7 @@ TEST_CASE("e2e: moonmqctl plan runs the planner on the live cluster the balancer
   b1.start();
   b2.start();
   auto api = b1.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":4})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":4,"placement":"local"})", "application/json")->status == 200);
   for (int p = 0; p < 4; ++p)
     for (int i = 0; i < 5; ++i)
       REQUIRE(api.Post("/v1/topics/orders/records",
@@ -487,7 +487,7 @@ TEST_CASE("e2e: a broker that never had a topic routes produces to its owner and
           "[e2e][operator][routing]") {
   three_brokers c;
   auto b1 = c.b1.api();
-  REQUIRE(b1.Post("/v1/topics", R"({"name":"orders","partitions":3})", "application/json")->status == 200);
+  REQUIRE(b1.Post("/v1/topics", R"({"name":"orders","partitions":3,"placement":"local"})", "application/json")->status == 200);
   auto b3 = c.b3.api();
   auto chosen = b3.Post("/v1/topics/orders/records", R"({"partition":2,"records":[{"value":"via b3"}]})",
                         "application/json");
@@ -509,8 +509,9 @@ TEST_CASE("e2e: a broker that never had a topic routes produces to its owner and
   // A topic nobody has is still a 404.
   auto nowhere = b3.Post("/v1/topics/nope/records", R"({"records":[{"value":"x"}]})", "application/json");
   CHECK(nowhere->status == 404);
-  // b3 never created the topic by routing to it.
-  CHECK(b3.Get("/v1/topics")->body.find("orders") == std::string::npos);
+  // b3 knows the topic from the cluster's catalog, on b1, and never created a log of it by routing to it.
+  CHECK_THAT(b3.Get("/v1/topics")->body, Catch::Contains(R"("name":"orders","partitions":3,"version":1,"owners":["b1","b1","b1"])"));
+  CHECK(b3.Get("/v1/partitions?topic=orders")->body.find("\"b3\"") == std::string::npos);
 }
 
 TEST_CASE("e2e: a destination's drained copy whose confirm is pending is never reclaimed", "[e2e][operator][reclaim]") {
@@ -523,7 +524,7 @@ TEST_CASE("e2e: a destination's drained copy whose confirm is pending is never r
   b2.start();
   {
     auto api = b1.api();
-    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":1,"placement":"local"})", "application/json")->status == 200);
   }
   produce(b1, 100, 1000);
   const std::uint64_t id = ctl_json(b1, {"move", "orders", "0", "b2"})["id"].GetUint64();

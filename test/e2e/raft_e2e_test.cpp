@@ -100,7 +100,7 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   // A move on b1 (wherever the leader is) becomes every broker's knowledge through the log.
   {
     auto c = b1.api();
-    REQUIRE(c.Post("/v1/topics", R"({"name":"orders","partitions":2})", "application/json")->status == 200);
+    REQUIRE(c.Post("/v1/topics", R"({"name":"orders","partitions":2,"placement":"local"})", "application/json")->status == 200);
     for (int i = 0; i < 20; ++i)
       REQUIRE(c.Post("/v1/topics/orders/records", R"({"partition":0,"records":[{"value":"before"}]})",
                      "application/json")

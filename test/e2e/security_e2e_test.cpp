@@ -71,7 +71,7 @@ TEST_CASE("e2e: client tokens and roles guard the client API, and health and met
   b.configure({&b}, "", auth_section());
   b.start();
   auto api = b.api();
-  const std::string topic = R"({"name":"orders","partitions":2})";
+  const std::string topic = R"({"name":"orders","partitions":2,"placement":"local"})";
   const std::string record = R"({"partition":0,"records":[{"value":"v"}]})";
 
   auto anonymous = api.Post("/v1/topics", topic, "application/json");
@@ -110,7 +110,7 @@ TEST_CASE("e2e: a body is JSON whatever its Content-Type says, also a form body 
   b.configure({&b});
   b.start();
   auto api = b.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":1,"placement":"local"})", "application/json")->status == 200);
   const std::string big = R"({"partition":0,"records":[{"value":")" + std::string(20000, 'v') + R"("}]})";
   auto form = api.Post("/v1/topics/t/records", big, "application/x-www-form-urlencoded");  // what curl -d sends
   REQUIRE(form);
@@ -149,7 +149,7 @@ TEST_CASE("e2e: 300 connections that never authenticate do not stop a move towar
   b1.start();
   b2.start();
   auto api = b1.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":1,"placement":"local"})", "application/json")->status == 200);
   for (int i = 0; i < 20; ++i)
     REQUIRE(api.Post("/v1/topics/t/records", R"({"partition":0,"records":[{"value":"before"}]})", "application/json")
                 ->status == 200);
@@ -202,7 +202,7 @@ TEST_CASE("e2e: clients idle on keep-alive connections do not hold up another cl
   auto other = b1.api();
   other.set_read_timeout(std::chrono::seconds(10));
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = other.Post("/v1/topics", R"({"name":"t","partitions":1})", "application/json");
+  auto r = other.Post("/v1/topics", R"({"name":"t","partitions":1,"placement":"local"})", "application/json");
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(std::chrono::steady_clock::now() - t0 < 10s);
@@ -230,7 +230,7 @@ TEST_CASE("e2e: offsets of topics or partitions a broker does not have are refus
   b.configure({&b});
   b.start();
   auto api = b.api();
-  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  REQUIRE(api.Post("/v1/topics", R"({"name":"t","partitions":2,"placement":"local"})", "application/json")->status == 200);
   auto unknown = api.Post("/v1/groups/g/offsets", R"({"topic":"nope","partition":0,"offset":1})", "application/json");
   REQUIRE(unknown);
   CHECK(unknown->status == 404);
@@ -239,7 +239,7 @@ TEST_CASE("e2e: offsets of topics or partitions a broker does not have are refus
   CHECK(beyond->status == 404);
   CHECK(api.Post("/v1/groups/g/offsets", R"({"topic":"t","partition":1,"offset":0})", "application/json")->status ==
         200);
-  auto wide = api.Post("/v1/topics", R"({"name":"wide","partitions":5000})", "application/json");
+  auto wide = api.Post("/v1/topics", R"({"name":"wide","partitions":5000,"placement":"local"})", "application/json");
   REQUIRE(wide);
   CHECK(wide->status == 400);
   CHECK_THAT(wide->body, Catch::Contains("MaxPartitionsPerTopic"));
@@ -253,7 +253,7 @@ TEST_CASE("e2e: a broker holds 20000 partitions under ulimit -n 4096 and recover
   b.start();
   auto api = b.api();
   for (int t = 0; t < 20; ++t) {
-    auto r = api.Post("/v1/topics", "{\"name\":\"t" + std::to_string(t) + "\",\"partitions\":1000}", "application/json");
+    auto r = api.Post("/v1/topics", "{\"name\":\"t" + std::to_string(t) + "\",\"partitions\":1000,\"placement\":\"local\"}", "application/json");
     REQUIRE(r);
     INFO(r->body);
     REQUIRE(r->status == 200);
@@ -269,7 +269,7 @@ TEST_CASE("e2e: a broker holds 20000 partitions under ulimit -n 4096 and recover
   for (int t = 0; t < 20; ++t)
     for (int p = 0; p < 1000; p += 97) produce(t, p, "before");
   // One more topic is one too many for the broker (MaxPartitionsPerBroker 20000).
-  auto over = api.Post("/v1/topics", R"({"name":"over","partitions":1})", "application/json");
+  auto over = api.Post("/v1/topics", R"({"name":"over","partitions":1,"placement":"local"})", "application/json");
   REQUIRE(over);
   CHECK(over->status == 429);
   REQUIRE(b.terminate() == 0);

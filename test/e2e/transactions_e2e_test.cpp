@@ -76,7 +76,7 @@ struct three_owners {
   three_owners() {
     for (auto* b : all) b->configure(all);
     for (auto* b : all) b->start();
-    REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3})", "application/json")->status == 200);
+    REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":3,"placement":"local"})", "application/json")->status == 200);
     move(b1, 1, "b2");
     move(b1, 2, "b3");
   }
@@ -283,7 +283,7 @@ TEST_CASE("e2e transactions: a partition moved in the middle of a transaction ke
   std::vector<moonmqd_process*> all{&b1, &b2};
   for (auto* b : all) b->configure(all);
   for (auto* b : all) b->start();
-  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":2})", "application/json")->status == 200);
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"t","partitions":2,"placement":"local"})", "application/json")->status == 200);
   const std::string tid = "tx-move";
   auto s = init(b2, tid);
   for (int p = 0; p < 2; ++p) {

@@ -180,6 +180,7 @@ struct hooked_store final : storage::partition_store {
     if (after_ensure) after_ensure();
     return r;
   }
+  status remove_topic(const std::string& t) override { return inner.remove_topic(t); }
   result<std::int32_t> partition_count(const std::string& t) const override { return inner.partition_count(t); }
   std::vector<std::string> topics() const override { return inner.topics(); }
   std::vector<topic_partition> list_partitions() const override { return inner.list_partitions(); }
@@ -187,6 +188,9 @@ struct hooked_store final : storage::partition_store {
   result<std::uint64_t> size_bytes(const topic_partition& tp) const override { return inner.size_bytes(tp); }
   result<storage::read_result> read(const topic_partition& tp, std::uint64_t from, std::size_t max) const override {
     return inner.read(tp, from, max);
+  }
+  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
+    return inner.next_record(tp, offset);
   }
   result<std::vector<std::uint64_t>> append(const topic_partition& tp,
                                             const std::vector<storage::record>& records) override {

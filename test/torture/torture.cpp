@@ -262,7 +262,7 @@ class torture {
   bool create_topic() {
     for (int attempt = 0; attempt < 50; ++attempt) {
       auto c = c_.client(0);
-      auto r = c.Post("/v1/topics", "{\"name\":\"" + topic + "\",\"partitions\":" + std::to_string(partitions) + "}",
+      auto r = c.Post("/v1/topics", "{\"name\":\"" + topic + "\",\"partitions\":" + std::to_string(partitions) + ",\"placement\":\"local\"}",
                       "application/json");
       if (r && (r->status == 200 || r->status == 409)) return true;
       std::this_thread::sleep_for(200ms);

@@ -10,6 +10,9 @@
 // nobody here). Of the two layers, the newer entry (ownership_table.hpp's newer_than) is the one that counts.
 // The snapshot of the state machine is the replicated layer as JSON.
 //
+// The same log carries the topic catalog (entries of kind topic): they are handed to the attached topic_directory,
+// and its catalog rides the snapshot as "topics" (a snapshot written before topics were metadata has none).
+//
 // The table is not ready() after a start until the Raft service says its state machine has caught up with what the
 // cluster had committed (raft::state_machine::caught_up): until then the broker serves nothing.
 //
@@ -27,6 +30,7 @@
 
 #include "moonmq/cluster/controller_fence.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/raft/service.hpp"
 
 namespace moonmq::cluster {
@@ -45,6 +49,8 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   }
   /// The same through any proposer (tests drive the table with a log of their own).
   void attach(proposer p) { propose_ = std::move(p); }
+  /// Topic entries go to `topics` from now on. REQUIRES: before the Raft service starts.
+  void attach_topics(topic_directory& topics) { topics_ = &topics; }
 
   std::optional<ownership_entry> entry(const topic_partition& tp) const override;
   status record(const ownership_entry& e, std::optional<ownership_point> expect = {}) override;
@@ -73,6 +79,7 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   controller_claim controller_;
   std::map<std::uint64_t, bool> outcomes_;  ///< recent owner entries by log index: did the compare-and-set apply
   std::atomic<bool> ready_{false};
+  topic_directory* topics_ = nullptr;
 };
 
 class raft_fence final : public controller_fence {

@@ -43,6 +43,9 @@ struct topic_partition {
   bool operator==(const topic_partition&) const = default;
 };
 
+/// The one way a partition is named to a person: "orders-3".
+inline std::string name_of(const topic_partition& tp) { return tp.topic + "-" + std::to_string(tp.partition); }
+
 /// Internal topics (name starting with "__") never move between brokers.
 inline bool is_internal_topic(std::string_view topic) noexcept { return topic.starts_with("__"); }
 

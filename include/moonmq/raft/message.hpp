@@ -18,7 +18,7 @@ namespace moonmq::raft {
 using term_t = std::uint64_t;
 using index_t = std::uint64_t;
 
-enum class entry_kind : std::uint8_t { controller = 1, owner = 2 };
+enum class entry_kind : std::uint8_t { controller = 1, owner = 2, topic = 3 };
 
 struct entry {
   term_t term = 0;

@@ -25,6 +25,16 @@ class memory_partition_store final : public partition_store {
     return static_cast<std::int32_t>(parts.size());
   }
 
+  status remove_topic(const std::string& topic) override {
+    std::unique_lock lock(mu_);
+    auto it = topics_.find(topic);
+    if (it == topics_.end()) return {errc::not_found, "unknown topic '" + topic + "'"};
+    // The partitions live on in retired_: a reader that found one before the removal still holds a valid object.
+    for (auto& p : it->second) retired_.push_back(std::move(p));
+    topics_.erase(it);
+    return {};
+  }
+
   result<std::int32_t> partition_count(const std::string& topic) const override {
     std::shared_lock lock(mu_);
     auto it = topics_.find(topic);
@@ -79,6 +89,18 @@ class memory_partition_store final : public partition_store {
     r.bytes = byte_buffer::copy_of(rest.substr(0, take));
     r.next_offset = from + take;
     return r;
+  }
+
+  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
+    auto p = find(tp);
+    if (!p) return p.err();
+    std::lock_guard lock((*p)->mu);
+    const std::uint64_t end = (*p)->log.size();
+    if (offset > end)
+      return error{errc::invalid_argument, name(tp) + ": offset " + std::to_string(offset) + " is past the end offset " +
+                                               std::to_string(end)};
+    auto it = std::lower_bound((*p)->starts.begin(), (*p)->starts.end(), offset);
+    return it == (*p)->starts.end() ? end : static_cast<std::uint64_t>(*it);
   }
 
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) override {
@@ -148,6 +170,7 @@ class memory_partition_store final : public partition_store {
 
   mutable std::shared_mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<partition>>> topics_;
+  std::vector<std::unique_ptr<partition>> retired_;  ///< partitions of removed topics (see remove_topic)
 };
 
 }  // namespace moonmq::storage

@@ -40,6 +40,20 @@ class partition_store {
   /// has is not an error and changes nothing. Returns the resulting partition count.
   virtual result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) = 0;
 
+  /// Whether ensure_topic(topic, partitions) would pass this store's limits: the error it would give otherwise. A
+  /// topic decided for the cluster asks every broker that is to hold it first, so that no broker is handed a topic
+  /// it then cannot make. No limits: ok.
+  virtual status room_for(const std::string& topic, std::int32_t partitions) const {
+    (void)topic;
+    (void)partitions;
+    return {};
+  }
+
+  /// Removes a topic and its logs, durably (a deleted topic: docs/cluster.md, "Topics"); not_found when there is no
+  /// such topic. Reads and appends racing it fail with not_found or land in a log that no longer exists; a later
+  /// ensure_topic of the name starts empty.
+  virtual status remove_topic(const std::string& topic) = 0;
+
   /// The topic's partition count; not_found for an unknown topic.
   virtual result<std::int32_t> partition_count(const std::string& topic) const = 0;
 
@@ -58,6 +72,12 @@ class partition_store {
   /// Whole frames from `from` (a frame boundary) up to `max_bytes`; at least one frame when one exists there, even if
   /// larger than `max_bytes`. A checksum failure is a `corrupt` error naming the partition and offset.
   virtual result<read_result> read(const topic_partition& tp, std::uint64_t from, std::size_t max_bytes) const = 0;
+
+  /// Where the first record at or after `offset` starts: `offset` itself on a record boundary, the next record's
+  /// start inside a record (as Kafka serves a fetch inside a batch), the end offset when no record starts later. An
+  /// offset past the end is an `invalid_argument` error. A client's fetch reads from here; a migration never does
+  /// (its offsets must be boundaries, and read() refuses any other).
+  virtual result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const = 0;
 
   /// Appends records at the end; returns the offset of each.
   virtual result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) = 0;

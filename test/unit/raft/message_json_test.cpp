@@ -83,7 +83,7 @@ TEST_CASE("raft wire: proposals and the leader's answer read back, and bad ones 
   REQUIRE(p);
   CHECK(p->kind == entry_kind::owner);
   CHECK(p->data == "{\"topic\":\"t\"}");
-  CHECK_THAT(wire::decode_proposal(R"({"kind":3,"data":""})").message(), Catch::Contains("kind: expected 1"));
+  CHECK_THAT(wire::decode_proposal(R"({"kind":4,"data":""})").message(), Catch::Contains("kind: expected 1"));
   CHECK_THAT(wire::decode_proposal(R"({"kind":1})").message(), Catch::Contains("data: is required"));
   CHECK_THAT(wire::decode_proposal(R"({"kind":1,"data":"x","more":1})").message(),
              Catch::Contains("more: unknown key"));

@@ -90,6 +90,43 @@ TEST_CASE("partition store: offsets are byte positions and reads return whole re
   CHECK(s->read({"t", 9}, 0, 1).code() == errc::not_found);
 }
 
+TEST_CASE("partition store: next_record finds the first record at or after any offset", "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  // Many small records (more than one index step of the file log) and one larger than the file log's read chunk.
+  std::vector<record> small;
+  for (int i = 0; i < 3000; ++i) small.push_back(rec("value-" + std::to_string(i)));
+  auto offs = s->append(tp, small);
+  REQUIRE(offs);
+  auto big = s->append(tp, {rec(std::string(200 * 1024, 'x'))});
+  REQUIRE(big);
+  auto last = s->append(tp, {rec("last")});
+  REQUIRE(last);
+  const std::uint64_t end = *s->end_offset(tp);
+
+  CHECK(*s->next_record(tp, 0) == 0);
+  for (std::size_t i : {std::size_t{1}, std::size_t{1500}, std::size_t{2999}}) {
+    CHECK(*s->next_record(tp, (*offs)[i]) == (*offs)[i]);             // a boundary: itself
+    CHECK(*s->next_record(tp, (*offs)[i] - 1) == (*offs)[i]);         // the last byte of the record before
+    CHECK(*s->next_record(tp, (*offs)[i - 1] + 1) == (*offs)[i]);     // just inside the record before
+  }
+  CHECK(*s->next_record(tp, (*offs)[2999] + 1) == (*big)[0]);
+  CHECK(*s->next_record(tp, (*big)[0] + 1) == (*last)[0]);           // inside the large record
+  CHECK(*s->next_record(tp, (*big)[0] + 150 * 1024) == (*last)[0]);
+  CHECK(*s->next_record(tp, (*last)[0] + 1) == end);                 // inside the last record: the end
+  CHECK(*s->next_record(tp, end) == end);
+  auto past = s->next_record(tp, end + 1);
+  CHECK(past.code() == errc::invalid_argument);
+  CHECK_THAT(past.message(), Catch::Contains("past the end offset"));
+  CHECK(s->next_record({"t", 9}, 0).code() == errc::not_found);
+  // What it finds reads: a read from there starts with that record.
+  auto r = s->read(tp, *s->next_record(tp, (*offs)[10] + 2), 1);
+  REQUIRE(r);
+  CHECK(decode_frames(r->bytes.view(), (*offs)[11])[0].value == "value-11");
+}
+
 TEST_CASE("partition store: append_at writes only at the expected offset", "[partition_store]") {
   store_under_test s(GENERATE("memory", "file"));
   INFO(s.kind);

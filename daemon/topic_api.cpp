@@ -1,0 +1,360 @@
+#include "topic_api.hpp"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+
+#include "api_reply.hpp"
+#include "cluster/topic_json.hpp"
+#include "json/object_reader.hpp"
+#include "json/writer.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/storage/partition_store.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+using json::put;
+using json_writer = json::writer;
+using transport::error_response;
+
+transport::response json_response(int status, std::string body) { return {status, std::move(body), "application/json"}; }
+
+transport::response refusal(const error& e) {
+  if (e.code == errc::already_exists) return error_response(409, "topic_exists", e.message);
+  return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message);
+}
+
+std::string owners_text(const std::vector<broker_id>& owners) {
+  std::vector<std::string> ids;
+  for (const auto& o : owners) ids.push_back(o.value());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
+std::string change_body(const std::string& op, const std::string& name, std::uint32_t partitions,
+                        const std::string& placement, const std::vector<std::string>& brokers) {
+  return json::object([&](json_writer& w) {
+    put(w, "op", op);
+    put(w, "name", name);
+    put(w, "partitions", partitions);
+    put(w, "placement", placement);
+    w.Key("brokers");
+    w.StartArray();
+    for (const auto& b : brokers) w.String(b.c_str(), static_cast<rapidjson::SizeType>(b.size()));
+    w.EndArray();
+  });
+}
+
+void write_record(json_writer& w, const cluster::topic_record& r) {
+  put(w, "name", r.name);
+  put(w, "partitions", r.partitions());
+  put(w, "version", r.version);
+  cluster::wire::write_owners(w, "owners", r.owners);
+}
+
+}  // namespace
+
+void topic_api::routes(httplib::Server& api) {
+  api.Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create(req, res); });
+  api.Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) { list(res); });
+  api.Post(R"(/v1/topics/([^/]+)/partitions)",
+           [this](const httplib::Request& req, httplib::Response& res) { grow(req, res); });
+  api.Delete(R"(/v1/topics/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) { remove(req, res); });
+}
+
+void topic_api::create(const httplib::Request& req, httplib::Response& res) {
+  rapidjson::Document d;
+  if (!parse_body(req, res, d)) return;
+  json::object_reader r(d, "");
+  change_request c;
+  c.op = "create";
+  c.partitions = 1;
+  r.get("name", c.name, true);
+  r.get("partitions", c.partitions);
+  r.get("placement", c.placement);
+  r.get("brokers", c.brokers);
+  if (r.ok())
+    if (auto v = validate_topic_name(c.name); !v) r.fail("name", v.message());
+  if (r.ok() && (c.partitions < 1 || c.partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
+    r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
+  if (r.ok() && c.placement != "spread" && c.placement != "local") r.fail("placement", "expected spread or local");
+  if (r.ok() && c.placement == "local" && !c.brokers.empty())
+    r.fail("brokers", "a local placement puts every partition on the receiving broker: name no brokers");
+  for (const auto& b : c.brokers)
+    if (r.ok() && b != view_.self().value() && !view_.is_peer(b)) r.fail("brokers", "unknown broker '" + b + "'");
+  if (auto s = r.finish(); !s) return reply_error(res, s.err());
+  if (c.placement == "local") c.brokers = {view_.self().value()};
+  relay(res, submit(c));
+}
+
+void topic_api::grow(const httplib::Request& req, httplib::Response& res) {
+  rapidjson::Document d;
+  if (!parse_body(req, res, d)) return;
+  json::object_reader r(d, "");
+  change_request c;
+  c.op = "grow";
+  c.name = req.matches[1];
+  r.get("count", c.partitions, true);
+  if (r.ok() && (c.partitions < 1 || c.partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
+    r.fail("count", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
+  if (auto s = r.finish(); !s) return reply_error(res, s.err());
+  if (!topics_.find(c.name) && store_.partition_count(c.name)) {
+    // A topic made before topics were cluster metadata: grown on this broker alone, as it was made.
+    auto n = store_.ensure_topic(c.name, static_cast<std::int32_t>(c.partitions));
+    if (!n) return reply_error(res, n.err());
+    return reply(res, 200, json_object([&](json_writer& w) {
+                   put(w, "name", c.name);
+                   put(w, "partitions", *n);
+                   put(w, "catalog", false);
+                 }));
+  }
+  relay(res, submit(c));
+}
+
+void topic_api::remove(const httplib::Request& req, httplib::Response& res) {
+  change_request c;
+  c.op = "delete";
+  c.name = req.matches[1];
+  if (auto v = validate_topic_name(c.name); !v) return reply_error(res, 400, "invalid_argument", v.message());
+  relay(res, submit(c));
+}
+
+void topic_api::list(httplib::Response& res) {
+  const auto live = topics_.live();
+  reply(res, 200, json_object([&](json_writer& w) {
+          w.Key("topics");
+          w.StartArray();
+          for (const auto& t : live) {
+            w.StartObject();
+            write_record(w, t);
+            w.EndObject();
+          }
+          // This broker's own topics that the catalog does not list (made before topics were cluster metadata).
+          for (const auto& name : store_.topics()) {
+            if (topics_.find(name)) continue;
+            w.StartObject();
+            put(w, "name", name);
+            put(w, "partitions", store_.partition_count(name).ok() ? *store_.partition_count(name) : 0);
+            put(w, "catalog", false);
+            put(w, "broker", view_.self().value());
+            w.EndObject();
+          }
+          w.EndArray();
+        }));
+}
+
+transport::response topic_api::submit(const change_request& c) {
+  if (topics_.replicated()) return decide_here(c);
+  const broker_id coordinator = topics_.coordinator_of(c.name);
+  if (coordinator == view_.self()) return decide_here(c);
+  transport::request fwd;
+  fwd.path = "/cluster/admin/topics/change";
+  fwd.body = change_body(c.op, c.name, c.partitions, c.placement, c.brokers);
+  auto r = view_.ask(coordinator.value(), fwd);
+  if (r.status == 0)
+    return error_response(503, "unavailable",
+                          "topic '" + c.name + "' is decided by its coordinator " + coordinator.value() +
+                              ", which does not answer: no change to it can be made now (" + r.body + ")");
+  return r;
+}
+
+topic_api::survey topic_api::ask_everyone(const std::string& name, std::uint32_t partitions, bool refuse_holders) {
+  survey out;
+  const auto exists = [&](const std::string& b) {
+    return error_response(409, "topic_exists", "topic '" + name + "' already exists: " + b + " holds a log of that name");
+  };
+  answer me{view_.self(), served_(), store_.partition_count(name).ok(),
+            store_.room_for(name, static_cast<std::int32_t>(partitions))};
+  if (refuse_holders && me.holds) {
+    out.refusal = exists(me.broker.value());
+    return out;
+  }
+  out.answers.push_back(std::move(me));
+  transport::request q = transport::get_request("/cluster/admin/topics/holds");
+  q.params["name"] = name;
+  q.params["partitions"] = std::to_string(partitions);
+  std::vector<std::string> silent;
+  for (const auto& a : view_.ask_peers(q)) {
+    rapidjson::Document d;
+    if (!a.response.ok() || !json::parse_object(a.response.body, d) || !d.HasMember("holds") || !d["holds"].IsBool() ||
+        !d.HasMember("served") || !d["served"].IsUint64()) {
+      silent.push_back(a.broker);
+      continue;
+    }
+    if (refuse_holders && d["holds"].GetBool()) {
+      out.refusal = exists(a.broker);
+      return out;
+    }
+    answer got{broker_id(a.broker), d["served"].GetUint64(), d["holds"].GetBool(), {}};
+    if (d.HasMember("no_room") && d["no_room"].IsObject()) {
+      const auto& why = d["no_room"];
+      const bool full = why.HasMember("error") && why["error"].IsString() &&
+                        std::string_view(why["error"].GetString()) == errc_name(errc::resource_exhausted);
+      got.room = {full ? errc::resource_exhausted : errc::invalid_argument,
+                  a.broker + ": " + (why.HasMember("message") && why["message"].IsString() ? why["message"].GetString() : "")};
+    }
+    out.answers.push_back(std::move(got));
+  }
+  if (refuse_holders && !silent.empty()) {
+    std::string names;
+    for (const auto& b : silent) names += (names.empty() ? "" : ", ") + b;
+    out.refusal = error_response(503, "unavailable", names + " might hold a topic named '" + name +
+                                                         "' and did not answer: try again when every broker answers");
+  }
+  return out;
+}
+
+std::vector<std::string> topic_api::tell_everyone(const cluster::topic_record& r) {
+  transport::request tell;
+  tell.path = "/cluster/admin/topics/learn";
+  tell.body = cluster::wire::topic_record_body(r);
+  std::vector<std::string> missed;
+  for (const auto& a : view_.ask_peers(tell))
+    if (!a.response.ok()) missed.push_back(a.broker);
+  return missed;
+}
+
+transport::response topic_api::decide_here(const change_request& c) {
+  const auto existing = topics_.find(c.name);
+  const bool live = existing && !existing->deleted;
+  cluster::topic_change change;
+  change.name = c.name;
+  change.expect = existing ? existing->version : 0;
+  if (c.op == "create") {
+    if (live)
+      return error_response(409, "topic_exists", "topic '" + c.name + "' already exists (its partitions were created on " +
+                                                     owners_text(existing->owners) + ")");
+    change.op = cluster::topic_op::create;
+  } else if (c.op == "grow") {
+    if (!live) return error_response(404, "not_found", "unknown topic '" + c.name + "'");
+    if (static_cast<std::int32_t>(c.partitions) <= existing->partitions())  // a topic never shrinks
+      return json_response(200, json::object([&](json_writer& w) { write_record(w, *existing); }));
+    change.op = cluster::topic_op::grow;
+  } else if (c.op == "delete") {
+    if (!live) return error_response(404, "not_found", "unknown topic '" + c.name + "'");
+    change.op = cluster::topic_op::remove;
+  } else {
+    return error_response(400, "invalid_argument", "op: expected create, grow or delete");
+  }
+
+  if (change.op != cluster::topic_op::remove) {
+    survey s = ask_everyone(c.name, c.partitions, change.op == cluster::topic_op::create);
+    if (s.refusal) return *s.refusal;
+    // A grow makes the new partitions' logs on every broker that holds the topic: each must have room for them.
+    for (const auto& a : s.answers)
+      if (a.holds && !a.room) return refusal(a.room.err());
+    std::vector<std::pair<broker_id, std::size_t>> candidates;
+    std::optional<error> full;  // why a broker that could have taken partitions may not
+    auto consider = [&](const answer& a) {
+      if (a.room)
+        candidates.emplace_back(a.broker, a.served);
+      else if (!full)
+        full = a.room.err();
+    };
+    if (c.brokers.empty()) {
+      for (const auto& a : s.answers) consider(a);
+    } else {
+      for (const auto& b : c.brokers) {
+        auto it = std::find_if(s.answers.begin(), s.answers.end(), [&](const answer& a) { return a.broker.value() == b; });
+        if (it == s.answers.end())
+          return error_response(503, "unavailable", b + " was named for topic '" + c.name + "' but did not answer");
+        if (!it->room) return refusal(it->room.err());
+        consider(*it);
+      }
+    }
+    if (candidates.empty())
+      return full ? refusal(*full) : error_response(503, "unavailable", "no broker can take topic '" + c.name + "'");
+    const std::size_t adding = change.op == cluster::topic_op::create
+                                   ? c.partitions
+                                   : c.partitions - static_cast<std::size_t>(existing->partitions());
+    change.added = cluster::spread_partitions(candidates, adding);
+  }
+
+  auto decided = topics_.decide(change);
+  if (!decided) return refusal(decided.err());
+  const std::vector<std::string> missed = topics_.replicated() ? std::vector<std::string>{} : tell_everyone(*decided);
+  return json_response(200, json::object([&](json_writer& w) {
+                         write_record(w, *decided);
+                         if (decided->deleted) put(w, "deleted", true);
+                         if (!missed.empty()) {
+                           // Decided and durable on the coordinator; these brokers learn it when they next start.
+                           w.Key("not_yet_told");
+                           w.StartArray();
+                           for (const auto& b : missed) w.String(b.c_str(), static_cast<rapidjson::SizeType>(b.size()));
+                           w.EndArray();
+                         }
+                       }));
+}
+
+transport::response topic_api::handle_cluster(const transport::request& req) {
+  const bool post = req.method == "POST", get = req.method == "GET";
+  if (get && req.path == "/cluster/admin/topics/holds") {
+    auto name = req.params.find("name");
+    if (name == req.params.end()) return error_response(400, "invalid_argument", "query parameter name is required");
+    const bool holds = store_.partition_count(name->second).ok();
+    status room;
+    if (auto n = req.params.find("partitions"); n != req.params.end()) {
+      auto count = whole_number(n->second, INT32_MAX);
+      if (!count) return error_response(400, "invalid_argument", "partitions: expected a whole number");
+      room = store_.room_for(name->second, static_cast<std::int32_t>(*count));
+    }
+    return json_response(200, json::object([&](json_writer& w) {
+                           put(w, "holds", holds);
+                           put(w, "served", static_cast<std::uint64_t>(served_()));
+                           if (!room) {
+                             w.Key("no_room");
+                             w.StartObject();
+                             put(w, "error", errc_name(room.code()));
+                             put(w, "message", room.message());
+                             w.EndObject();
+                           }
+                         }));
+  }
+  if (get && req.path == "/cluster/admin/topics/catalog")
+    return json_response(200, json::object([&](json_writer& w) { cluster::wire::write_catalog(w, topics_.catalog()); }));
+  if (post && req.path == "/cluster/admin/topics/learn") {
+    auto r = cluster::wire::read_topic_record(req.body);
+    if (!r) return error_response(400, "invalid_argument", r.message());
+    if (auto s = topics_.learn(*r); !s) return refusal(s.err());
+    return json_response(200, "{}");
+  }
+  if (post && req.path == "/cluster/admin/topics/change") {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
+    json::object_reader r(d, "");
+    change_request c;
+    r.get("op", c.op, true);
+    r.get("name", c.name, true);
+    r.get("partitions", c.partitions, true);
+    r.get("placement", c.placement, true);
+    r.get("brokers", c.brokers, true);
+    if (r.ok())
+      if (auto v = validate_topic_name(c.name); !v) r.fail("name", v.message());
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    if (topics_.replicated() || topics_.coordinator_of(c.name) != view_.self())
+      return error_response(421, "not_coordinator",
+                            view_.self().value() + " does not decide topic '" + c.name + "' (its coordinator is " +
+                                topics_.coordinator_of(c.name).value() + ")");
+    return decide_here(c);
+  }
+  return error_response(404, "not_found", req.method + " " + req.path + " is not a cluster route");
+}
+
+void topic_api::catch_up() {
+  if (topics_.replicated()) return;
+  for (const auto& a : view_.ask_peers(transport::get_request("/cluster/admin/topics/catalog"))) {
+    rapidjson::Document d;
+    if (!a.response.ok() || !json::parse_object(a.response.body, d)) continue;
+    auto c = cluster::wire::read_catalog(d, a.broker);
+    if (!c) continue;
+    for (const auto& t : c->records())
+      if (topics_.coordinator_of(t.name).value() == a.broker) (void)topics_.learn(t);
+  }
+}
+
+}  // namespace moonmq::daemon

@@ -1,0 +1,208 @@
+// Topics as cluster metadata, with real moonmqd: one topic, one set of partitions, whichever broker is asked, with
+// Raft and without (docs/cluster.md, "Topics").
+#include <catch2/catch.hpp>
+
+#include <rapidjson/document.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+#include "support/e2e_cluster.hpp"
+#include "moonmq/core/fnv1a.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+const char* raft_on =
+    "\"Raft\":{\"Enabled\":true,\"HeartbeatMs\":100,\"ElectionTimeoutMinMs\":1000,\"ElectionTimeoutMaxMs\":2000}";
+
+struct cluster3 {
+  explicit cluster3(bool raft) {
+    std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+    for (auto* b : all) b->configure(all, raft ? raft_on : "");
+    for (auto* b : all) b->start();
+  }
+  moonmqd_process& by_id(const std::string& id) { return id == "b1" ? b1 : id == "b2" ? b2 : b3; }
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+};
+
+struct answer {
+  int status = 0;
+  std::string body;
+};
+
+answer post(const moonmqd_process& b, const std::string& path, const std::string& body) {
+  auto r = b.api().Post(path.c_str(), body, "application/json");
+  return r ? answer{r->status, r->body} : answer{};
+}
+
+answer del(const moonmqd_process& b, const std::string& path) {
+  auto r = b.api().Delete(path.c_str());
+  return r ? answer{r->status, r->body} : answer{};
+}
+
+/// POSTs until the answer is not 503 (with Raft, until a leader is elected), for at most 15 s.
+answer post_when_ready(const moonmqd_process& b, const std::string& path, const std::string& body) {
+  answer a;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15); std::chrono::steady_clock::now() < until;) {
+    a = post(b, path, body);
+    if (a.status != 503 && a.status != 0) return a;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return a;
+}
+
+/// The topic as broker `b` lists it (null when it does not).
+rapidjson::Document listed(const moonmqd_process& b, const std::string& topic) {
+  auto r = b.api().Get("/v1/topics");
+  rapidjson::Document out;
+  out.SetNull();
+  if (!r || r->status != 200) return out;
+  auto d = parse(r->body);
+  for (const auto& t : d["topics"].GetArray())
+    if (topic == t["name"].GetString()) out.CopyFrom(t, out.GetAllocator());
+  return out;
+}
+
+/// Waits until every broker lists `topic` with `partitions` (0: does not list it), for at most 10 s.
+bool everyone_lists(cluster3& c, const std::string& topic, int partitions) {
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10); std::chrono::steady_clock::now() < until;) {
+    bool all = true;
+    for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+      auto t = listed(*b, topic);
+      all = all && (partitions == 0 ? t.IsNull() : (!t.IsNull() && t["partitions"].GetInt() == partitions));
+    }
+    if (all) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+/// The same name created on all three brokers at once: exactly one create succeeds.
+void concurrent_creates(cluster3& c, const std::string& name) {
+  std::atomic<int> made{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (auto* b : {&c.b1, &c.b2, &c.b3})
+    threads.emplace_back([&, b] {
+      auto a = post(*b, "/v1/topics", "{\"name\":\"" + name + "\",\"partitions\":2,\"placement\":\"local\"}");
+      if (a.status == 200) ++made;
+      if (a.status == 409 && a.body.find("topic_exists") != std::string::npos) ++refused;
+    });
+  for (auto& t : threads) t.join();
+  CHECK(made == 1);
+  CHECK(refused == 2);
+  // One log per partition: exactly one broker serves each.
+  auto parts = parse(c.b1.api().Get(("/v1/partitions?topic=" + name).c_str())->body);
+  INFO(c.b1.api().Get(("/v1/partitions?topic=" + name).c_str())->body);
+  CHECK(parts["partitions"].Size() == 2);
+}
+
+void the_reproduction(cluster3& c) {
+  // Issue 28: the same topic created on a second broker forked a partition, and a move then dropped a record.
+  auto first = post_when_ready(c.b1, "/v1/topics", R"({"name":"ev2","partitions":1})");
+  REQUIRE(first.status == 200);
+  const std::string owner = parse(first.body)["owners"][0].GetString();
+  auto second = post(c.b3, "/v1/topics", R"({"name":"ev2","partitions":1})");
+  CHECK(second.status == 409);
+  CHECK_THAT(second.body, Catch::Contains("topic_exists") && Catch::Contains(owner));
+  // Produce through two brokers: both records land on the one owner, at distinct offsets.
+  auto via_b1 = post(c.b1, "/v1/topics/ev2/records", R"({"partition":0,"records":[{"value":"via b1"}]})");
+  auto via_b3 = post(c.b3, "/v1/topics/ev2/records", R"({"partition":0,"records":[{"value":"via b3"}]})");
+  REQUIRE(via_b1.status == 200);
+  REQUIRE(via_b3.status == 200);
+  CHECK(std::string(parse(via_b1.body)["broker"].GetString()) == owner);
+  CHECK(std::string(parse(via_b3.body)["broker"].GetString()) == owner);
+  // A move keeps both.
+  const std::string dest = owner == "b2" ? "b3" : "b2";
+  move(c.by_id(owner), 0, dest, "ev2");
+  auto fetched = c.by_id(dest).api().Get("/v1/topics/ev2/partitions/0/records?offset=0");
+  REQUIRE(fetched);
+  CHECK_THAT(fetched->body, Catch::Contains("via b1") && Catch::Contains("via b3"));
+}
+
+void placement_grow_and_delete(cluster3& c) {
+  // Spread by default: three partitions, one on each broker; any broker routes to their owners.
+  auto made = post_when_ready(c.b2, "/v1/topics", R"({"name":"spread","partitions":3})");
+  REQUIRE(made.status == 200);
+  auto d = parse(made.body);
+  std::set<std::string> owners;
+  for (const auto& o : d["owners"].GetArray()) owners.insert(o.GetString());
+  CHECK(owners == std::set<std::string>{"b1", "b2", "b3"});
+  REQUIRE(everyone_lists(c, "spread", 3));
+  for (int p = 0; p < 3; ++p) {
+    auto a = post(c.b1, "/v1/topics/spread/records",
+                  "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"v" + std::to_string(p) + "\"}]}");
+    REQUIRE(a.status == 200);
+    CHECK(std::string(parse(a.body)["broker"].GetString()) == d["owners"][p].GetString());
+  }
+  // Named brokers, and a bad placement.
+  auto named = post(c.b1, "/v1/topics", R"({"name":"named","partitions":2,"brokers":["b3"]})");
+  REQUIRE(named.status == 200);
+  CHECK_THAT(named.body, Catch::Contains(R"("owners":["b3","b3"])"));
+  CHECK(post(c.b1, "/v1/topics", R"({"name":"x","brokers":["b9"]})").status == 400);
+  CHECK(post(c.b1, "/v1/topics", R"({"name":"x","placement":"everywhere"})").status == 400);
+
+  // Grow through another broker: every broker learns the count, and the new partitions take produces.
+  auto grown = post(c.b3, "/v1/topics/spread/partitions", R"({"count":5})");
+  REQUIRE(grown.status == 200);
+  CHECK(parse(grown.body)["version"].GetUint64() == 2);
+  REQUIRE(everyone_lists(c, "spread", 5));
+  CHECK(post(c.b2, "/v1/topics/spread/records", R"({"partition":4,"records":[{"value":"new"}]})").status == 200);
+  CHECK(post(c.b2, "/v1/topics/spread/partitions", R"({"count":2})").status == 200);  // never shrinks
+  REQUIRE(everyone_lists(c, "spread", 5));
+
+  // Delete: gone everywhere; a produce or fetch then gets 404, and nothing makes it again.
+  auto gone = del(c.b1, "/v1/topics/spread");
+  REQUIRE(gone.status == 200);
+  CHECK_THAT(gone.body, Catch::Contains("\"deleted\":true"));
+  REQUIRE(everyone_lists(c, "spread", 0));
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    CHECK(post(*b, "/v1/topics/spread/records", R"({"partition":0,"records":[{"value":"late"}]})").status == 404);
+    CHECK(b->api().Get("/v1/topics/spread/partitions/0/records?offset=0")->status == 404);
+  }
+  CHECK(del(c.b2, "/v1/topics/spread").status == 404);
+  // The name may be used again, for a new topic that starts empty.
+  auto again = post(c.b3, "/v1/topics", R"({"name":"spread","partitions":1,"placement":"local"})");
+  REQUIRE(again.status == 200);
+  CHECK(parse(again.body)["version"].GetUint64() == 4);
+  auto empty = c.b3.api().Get("/v1/topics/spread/partitions/0/records?offset=0");
+  CHECK_THAT(empty->body, Catch::Contains(R"("records":[])"));
+}
+
+}  // namespace
+
+TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per partition, moves keep every record",
+          "[e2e][topics][raft]") {
+  cluster3 c(true);
+  the_reproduction(c);
+  concurrent_creates(c, "race");
+  placement_grow_and_delete(c);
+}
+
+TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it; brokers learn it, also after a restart",
+          "[e2e][topics]") {
+  cluster3 c(false);
+  the_reproduction(c);
+  concurrent_creates(c, "race");
+  placement_grow_and_delete(c);
+
+  // With b2 down, no create can be decided: b2 might hold the name (or coordinates it), and the answer says so.
+  auto held = post(c.b1, "/v1/topics", R"({"name":"ev3","partitions":1})");
+  CHECK(held.status == 503);
+  CHECK_THAT(held.body, Catch::Contains("b2"));
+  // A change b2 missed (a delete decided by another coordinator) reaches it when it starts again.
+  std::string name;
+  for (const char* t : {"ev2", "race", "named"})
+    if (moonmq::coordinator_by_hash(t, {moonmq::broker_id("b1"), moonmq::broker_id("b2"), moonmq::broker_id("b3")})
+            .value() != "b2")
+      name = t;
+  REQUIRE_FALSE(name.empty());
+  REQUIRE(del(c.b3, "/v1/topics/" + name).status == 200);
+  c.b2.start();
+  CHECK(listed(c.b2, name).IsNull());
+  CHECK(post(c.b2, "/v1/topics/" + name + "/records", R"({"partition":0,"records":[{"value":"x"}]})").status == 404);
+}

@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <deque>
+
+#include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/topic_directory.hpp"
+#include "moonmq/storage/memory_partition_store.hpp"
+
+using namespace moonmq;
+using namespace moonmq::cluster;
+
+namespace {
+
+/// One broker's topic directory over in-memory storage.
+struct broker_parts {
+  explicit broker_parts(const std::string& self)
+      : self(self),
+        table(std::move(*open_local_ownership_table(broker_id(self), std::make_unique<storage::memory_state_file>()))) {}
+  topic_directory::parts parts() {
+    return {broker_id(self), {broker_id("b1"), broker_id("b2"), broker_id("b3")}, store, *table, gates, log};
+  }
+  std::string self;
+  storage::memory_partition_store store;
+  std::unique_ptr<ownership_table> table;
+  partition_gates gates;
+  null_logger log;
+};
+
+}  // namespace
+
+TEST_CASE("topic directory without Raft: a decided topic is durable, and each broker makes only what it owns",
+          "[topics]") {
+  broker_parts b2("b2");
+  auto file = std::make_unique<storage::memory_state_file>("topics.json");
+  auto* disk = file.get();
+  auto d = topic_directory::open(b2.parts(), std::move(file));
+  REQUIRE(d);
+  auto made = (*d)->decide({topic_op::create, "t", 0, {broker_id("b1"), broker_id("b2"), broker_id("b3")}});
+  REQUIRE(made);
+  // b2 owns t-1: the topic's logs exist here, and t-0 and t-2 are recorded as b1's and b3's before they exist.
+  CHECK(*b2.store.partition_count("t") == 3);
+  CHECK(serves(*b2.table, {"t", 1}, broker_id("b2")));
+  CHECK_FALSE(serves(*b2.table, {"t", 0}, broker_id("b2")));
+  CHECK(b2.table->entry({"t", 0})->owner == broker_id("b1"));
+  CHECK(b2.table->entry({"t", 2})->owner == broker_id("b3"));
+  REQUIRE(*disk->read());
+  CHECK_THAT(**disk->read(), Catch::Contains(R"("name":"t","version":1)"));
+
+  SECTION("a second create of the name is refused, and a failed write changes nothing") {
+    CHECK((*d)->decide({topic_op::create, "t", 0, {broker_id("b2")}}).code() == errc::already_exists);
+    disk->fail_next_replace();
+    CHECK((*d)->decide({topic_op::create, "u", 0, {broker_id("b2")}}).code() == errc::io_error);
+    CHECK_FALSE((*d)->find("u"));
+  }
+  SECTION("a broker owning none of it makes nothing; a delete removes the logs where they are") {
+    broker_parts b4("b4");
+    auto other = topic_directory::open(b4.parts(), std::make_unique<storage::memory_state_file>());
+    REQUIRE(other);
+    REQUIRE((*other)->learn(*made));
+    CHECK_FALSE(b4.store.partition_count("t"));
+    CHECK((*other)->find("t")->version == 1);
+    auto gone = (*d)->decide({topic_op::remove, "t", 1, {}});
+    REQUIRE(gone);
+    CHECK_FALSE(b2.store.partition_count("t"));
+    CHECK((*d)->live().empty());
+  }
+  SECTION("a restart reads the catalog back and carries it out again") {
+    auto copy = std::make_unique<storage::memory_state_file>("topics.json");
+    REQUIRE(copy->replace(**disk->read()));
+    broker_parts fresh("b2");
+    auto again = topic_directory::open(fresh.parts(), std::move(copy));
+    REQUIRE(again);
+    CHECK((*again)->find("t") == *made);
+    CHECK(*fresh.store.partition_count("t") == 3);
+    CHECK(fresh.table->entry({"t", 2})->owner == broker_id("b3"));
+  }
+  SECTION("a corrupt catalog file is refused, naming it") {
+    auto bad = std::make_unique<storage::memory_state_file>("topics.json");
+    REQUIRE(bad->replace("{\"topics\": [1]}"));
+    broker_parts fresh("b2");
+    auto refused = topic_directory::open(fresh.parts(), std::move(bad));
+    CHECK(refused.code() == errc::corrupt);
+    CHECK_THAT(refused.message(), Catch::Contains("topics.json"));
+  }
+}
+
+TEST_CASE("topic directory with Raft: changes apply in the log's order on every broker, the loser is told",
+          "[topics]") {
+  // A log of our own: proposals are appended and applied on both brokers in order (as raft::service would).
+  broker_parts b1("b1"), b3("b3");
+  auto d1 = topic_directory::replicated(b1.parts());
+  auto d3 = topic_directory::replicated(b3.parts());
+  std::vector<raft::entry> log;
+  auto propose = [&](raft::entry_kind k, std::string data) -> result<raft::index_t> {
+    raft::entry e{1, log.size() + 1, k, std::move(data)};
+    log.push_back(e);
+    d1->apply_entry(e);
+    d3->apply_entry(e);
+    return e.index;
+  };
+  d1->attach(propose);
+  d3->attach(propose);
+  REQUIRE(d1->decide({topic_op::create, "ev2", 0, {broker_id("b1")}}));
+  auto late = d3->decide({topic_op::create, "ev2", 0, {broker_id("b3")}});
+  CHECK(late.code() == errc::already_exists);  // refused before proposing: b3 learned of ev2 from the log
+  CHECK(*b1.store.partition_count("ev2") == 1);
+  CHECK_FALSE(b3.store.partition_count("ev2"));  // b3 owns none of it: no namesake here
+  CHECK(d3->find("ev2")->owners == std::vector<broker_id>{broker_id("b1")});
+
+  SECTION("two changes racing for one version: the one the log orders first applies, the other is refused") {
+    // Both made against version 1; b3's reaches the log second.
+    raft::entry first{1, log.size() + 1, raft::entry_kind::topic,
+                      R"({"op":"grow","name":"ev2","expect":1,"added":["b1"]})"};
+    d1->apply_entry(first);
+    d3->apply_entry(first);
+    log.push_back(first);
+    auto lost = d3->decide({topic_op::grow, "ev2", 1, {broker_id("b3")}});
+    CHECK(lost.code() == errc::conflict);
+    CHECK(d1->find("ev2")->partitions() == 2);
+    CHECK(d3->find("ev2") == d1->find("ev2"));
+  }
+  SECTION("a broker restored from a snapshot has the catalog and makes what it owns") {
+    REQUIRE(d1->decide({topic_op::create, "spread", 0, {broker_id("b1"), broker_id("b3")}}));
+    broker_parts fresh("b3");
+    auto d = topic_directory::replicated(fresh.parts());
+    d->restore(d1->snapshot());
+    CHECK(d->catalog() == d1->catalog());
+    CHECK(*fresh.store.partition_count("spread") == 2);
+    CHECK(fresh.table->entry({"spread", 0})->owner == broker_id("b1"));
+  }
+  SECTION("without a proposer, nothing is decided") {
+    auto alone = topic_directory::replicated(b1.parts());
+    CHECK(alone->decide({topic_op::create, "x", 0, {broker_id("b1")}}).code() == errc::unavailable);
+  }
+}
+
+TEST_CASE("topic directory: the coordinator of a topic is the same on every broker", "[topics]") {
+  broker_parts a("b1"), b("b3");
+  auto d1 = topic_directory::replicated(a.parts());
+  auto d3 = topic_directory::replicated(b.parts());
+  for (const char* t : {"orders", "clicks", "ev2", "t"}) CHECK(d1->coordinator_of(t) == d3->coordinator_of(t));
+}
