@@ -467,12 +467,8 @@ class running_broker final : public broker {
           auto r = view_->ask(b, transport::get_request("/cluster/admin/drain"));
           return r.ok() ? r.body : std::string();
         });
-    auto holds = [this](const topic_partition& tp) {
-      auto n = store_->partition_count(tp.topic);
-      return n.ok() && tp.partition >= 0 && tp.partition < *n;
-    };
     move_api_ = std::make_unique<move_api>(
-        *view_, *reassigner_, *ownership_, holds,
+        *view_, *reassigner_,
         [this](const topic_partition& tp, const broker_id& dest) { return start_hand_move(tp, dest, std::nullopt); },
         [this](std::uint64_t rate) { return set_throttle(rate); },
         [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });

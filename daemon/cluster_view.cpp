@@ -91,10 +91,17 @@ std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string
 }
 
 std::optional<std::string> cluster_view::owner_of(const topic_partition& tp) const {
+  auto all = servers_of(tp);
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+std::vector<std::string> cluster_view::servers_of(const topic_partition& tp) const {
+  std::vector<std::string> out;
   for (const auto& b : brokers())
     for (const auto& l : b.partitions)
-      if (l.partition == tp) return b.id;
-  return std::nullopt;
+      if (l.partition == tp) out.push_back(b.id);
+  return out;
 }
 
 }  // namespace moonmq::daemon

@@ -78,6 +78,9 @@ class cluster_view {
   /// The broker that reports serving `tp`, if any broker does.
   std::optional<std::string> owner_of(const topic_partition& tp) const;
 
+  /// Every broker that reports serving `tp` (more than one: two logs of one partition in the cluster).
+  std::vector<std::string> servers_of(const topic_partition& tp) const;
+
  private:
   broker_id self_;
   std::vector<cluster::peer_config> peers_;

@@ -56,20 +56,23 @@ void move_api::start(const httplib::Request& req, httplib::Response& res) {
     return reply_error(res, 400, "invalid_argument", "internal topics (" + tp.topic + ") never move");
   if (dest != self && !view_.is_peer(dest))
     return reply_error(res, 404, "not_found", "unknown broker '" + dest + "': not this broker nor a configured peer");
-  // Who serves it: this broker knows for itself; otherwise every broker is asked (its own report of what it serves),
-  // so that a bad request is refused now instead of failing later in the background.
-  std::string source;
-  // (The ownership table is sparse: a partition it has no entry for counts as local, so the store must hold it too.)
-  if (holds_(tp) && cluster::serves(ownership_, tp, view_.self())) {
-    source = self;
-  } else {
-    auto owner = view_.owner_of(tp);
-    if (!owner)
-      return reply_error(res, 404, "not_found",
-                         "no reachable broker serves " + name_of(tp) + " (unknown topic or partition, or its owner "
-                         "does not answer)");
-    source = *owner;
+  // Who serves it: every broker is asked (its own report of what it serves), so that a bad request is refused now
+  // instead of failing later in the background, and a partition with two logs in the cluster (a namesake made
+  // before topics were cluster metadata) is never moved: the move would keep one log and drop the other's records.
+  const std::vector<std::string> servers = view_.servers_of(tp);
+  if (servers.empty())
+    return reply_error(res, 404, "not_found",
+                       "no reachable broker serves " + name_of(tp) + " (unknown topic or partition, or its owner "
+                       "does not answer)");
+  if (servers.size() > 1) {
+    std::string names;
+    for (const auto& b : servers) names += (names.empty() ? "" : " and ") + b;
+    return reply_error(res, 409, "conflict",
+                       name_of(tp) + " has more than one log in the cluster, served by " + names +
+                           ": a move would keep one and drop the other's records; keep the one you want (docs/cluster.md, "
+                           "\"Topics\")");
   }
+  const std::string source = servers.front();
   if (source == dest) return reply_error(res, 409, "conflict", name_of(tp) + " is already on " + dest);
   if (draining_(dest))
     return reply_error(res, 409, "conflict", dest + " is draining: nothing moves onto it until it is undrained");

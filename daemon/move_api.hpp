@@ -23,17 +23,14 @@ namespace moonmq::daemon {
 
 class move_api {
  public:
-  /// `holds`: whether this broker's store has the partition. `start_here`: starts a hand-driven move on this broker
+  /// `start_here`: starts a hand-driven move on this broker
   /// (kept so that it resumes after a restart). `set_throttle` applies (and keeps across restarts) this broker's
   /// throttle. `draining`: whether a broker is being drained.
-  move_api(cluster_view& view, cluster::reassigner& reassigner, cluster::ownership_table& ownership,
-           std::function<bool(const topic_partition&)> holds,
+  move_api(cluster_view& view, cluster::reassigner& reassigner,
            std::function<result<std::uint64_t>(const topic_partition&, const broker_id&)> start_here,
            std::function<status(std::uint64_t)> set_throttle, std::function<bool(const std::string&)> draining)
       : view_(view),
         reassigner_(reassigner),
-        ownership_(ownership),
-        holds_(std::move(holds)),
         start_here_(std::move(start_here)),
         set_throttle_(std::move(set_throttle)),
         draining_(std::move(draining)) {}
@@ -49,8 +46,6 @@ class move_api {
 
   cluster_view& view_;
   cluster::reassigner& reassigner_;
-  cluster::ownership_table& ownership_;
-  std::function<bool(const topic_partition&)> holds_;
   std::function<result<std::uint64_t>(const topic_partition&, const broker_id&)> start_here_;
   std::function<status(std::uint64_t)> set_throttle_;
   std::function<bool(const std::string&)> draining_;

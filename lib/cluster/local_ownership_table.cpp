@@ -96,6 +96,16 @@ class local_ownership_table final : public ownership_table {
     return {};
   }
 
+  status forget_topic(const std::string& topic) override {
+    std::unique_lock lock(mu_);
+    auto next = map_;
+    std::erase_if(next, [&](const auto& kv) { return kv.first.topic == topic; });
+    if (next == map_) return {};
+    if (auto s = file_->replace(render(next)); !s) return s;
+    map_ = std::move(next);
+    return {};
+  }
+
   std::vector<ownership_entry> entries() const override {
     std::shared_lock lock(mu_);
     std::vector<ownership_entry> out;

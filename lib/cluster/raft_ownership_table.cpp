@@ -121,6 +121,14 @@ std::vector<ownership_entry> raft_ownership_table::entries() const {
   return out;
 }
 
+status raft_ownership_table::forget_topic(const std::string& topic) {
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(replicated_, [&](const auto& kv) { return kv.first.topic == topic; });
+  }
+  return local_->forget_topic(topic);
+}
+
 std::vector<ownership_entry> raft_ownership_table::replicated_entries() const {
   std::lock_guard lock(mu_);
   std::vector<ownership_entry> out;

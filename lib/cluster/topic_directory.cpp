@@ -160,6 +160,9 @@ void topic_directory::carry_out(const topic_record& r) {
   std::lock_guard topics(p_.gates.topics());  // never interleaved with a client's or a peer's ensure
   auto had = p_.store.partition_count(r.name);
   if (r.deleted) {
+    // First the partitions' ownership history, on every broker (a topic made again under the name starts afresh).
+    if (auto s = p_.ownership.forget_topic(r.name); !s)
+      p_.log.error("topics", "topic '" + r.name + "' is deleted but its ownership entries here remain: " + s.message());
     if (!had) return;
     // Every partition's gate, held exclusively: no append, migration copy or commit runs in a log being removed.
     std::vector<std::unique_lock<std::shared_mutex>> held;

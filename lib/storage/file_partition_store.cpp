@@ -396,6 +396,8 @@ class file_partition_store final : public partition_store {
     if (auto s = posix::rename_path(topic_dir(topic), gone); !s) return s;
     if (auto s = posix::sync_directory(topics_dir()); !s) return s;
     total_partitions_ -= it->second.size();
+    // The open descriptors of the renamed files must not serve a log made later at the same path.
+    for (const auto& log : it->second) files_.forget(log->path());
     // The logs live on in retired_: a reader or writer that found one before the removal still holds a valid object.
     for (auto& log : it->second) retired_.push_back(std::move(log));
     topics_.erase(it);

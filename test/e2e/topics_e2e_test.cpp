@@ -5,12 +5,14 @@
 #include <rapidjson/document.h>
 
 #include <atomic>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "support/daemon_process.hpp"
 #include "support/e2e_cluster.hpp"
 #include "moonmq/core/fnv1a.hpp"
+#include "storage/posix_file.hpp"
 
 using namespace moonmq::test;
 
@@ -178,25 +180,27 @@ void placement_grow_and_delete(cluster3& c) {
 TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per partition, moves keep every record",
           "[e2e][topics][raft]") {
   cluster3 c(true);
+  placement_grow_and_delete(c);  // first: on brokers that serve nothing yet, a spread is one partition each
   the_reproduction(c);
   concurrent_creates(c, "race");
-  placement_grow_and_delete(c);
 }
 
-TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it; brokers learn it, also after a restart",
+TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broker that was down learns what it missed",
           "[e2e][topics]") {
   cluster3 c(false);
+  placement_grow_and_delete(c);
   the_reproduction(c);
   concurrent_creates(c, "race");
-  placement_grow_and_delete(c);
 
+  c.b2.send_signal(SIGTERM);
+  REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
   // With b2 down, no create can be decided: b2 might hold the name (or coordinates it), and the answer says so.
   auto held = post(c.b1, "/v1/topics", R"({"name":"ev3","partitions":1})");
   CHECK(held.status == 503);
   CHECK_THAT(held.body, Catch::Contains("b2"));
   // A change b2 missed (a delete decided by another coordinator) reaches it when it starts again.
   std::string name;
-  for (const char* t : {"ev2", "race", "named"})
+  for (const char* t : {"ev2", "race", "named", "spread"})
     if (moonmq::coordinator_by_hash(t, {moonmq::broker_id("b1"), moonmq::broker_id("b2"), moonmq::broker_id("b3")})
             .value() != "b2")
       name = t;
@@ -205,4 +209,18 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it; brokers lea
   c.b2.start();
   CHECK(listed(c.b2, name).IsNull());
   CHECK(post(c.b2, "/v1/topics/" + name + "/records", R"({"partition":0,"records":[{"value":"x"}]})").status == 404);
+
+  // A log made by hand (or before topics were metadata) beside the cluster's: a move of that partition is refused,
+  // naming both brokers, instead of keeping one log and dropping the other's records.
+  REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":1,"placement":"local"})").status == 200);
+  REQUIRE(post(c.b1, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"on b1"}]})").status == 200);
+  c.b2.send_signal(SIGTERM);
+  REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
+  REQUIRE(moonmq::posix::make_directories(c.b2.data_dir + "/topics/dup"));
+  std::ofstream(c.b2.data_dir + "/topics/dup/topic.json") << R"({"partitions":1})";
+  std::ofstream(c.b2.data_dir + "/topics/dup/0.log");
+  c.b2.start();
+  auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
+  CHECK(refused.status == 409);
+  CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
 }

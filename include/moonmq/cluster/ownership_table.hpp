@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -112,6 +113,11 @@ class ownership_table {
 
   /// Every entry, sorted by partition.
   virtual std::vector<ownership_entry> entries() const = 0;
+
+  /// Drops every entry of `topic`, durably: the topic was deleted, and a topic made later under the name starts with
+  /// no history (its partitions at version 0). Under Raft this is applied at the delete's place in the log, on every
+  /// broker (topic_directory).
+  virtual status forget_topic(const std::string& topic) = 0;
 
   /// The broker recorded as owner, or nullopt when there is no entry.
   std::optional<broker_id> owner(const topic_partition& tp) const {

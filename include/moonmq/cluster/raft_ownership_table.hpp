@@ -59,6 +59,9 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   bool replicated() const noexcept override { return true; }
   bool ready() const noexcept override { return ready_.load(std::memory_order_acquire); }
   std::vector<ownership_entry> entries() const override;
+  /// Both layers: called by the topic directory as it applies a topic's delete, at the same place in the log on
+  /// every broker.
+  status forget_topic(const std::string& topic) override;
 
   /// The replicated layer only: what every broker agrees on.
   std::vector<ownership_entry> replicated_entries() const;

@@ -1,10 +1,12 @@
 // The partition_store contract, checked on both implementations: the in-memory twin and the file-backed log.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <thread>
 
 #include "moonmq/storage/file_partition_store.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
+#include "storage/posix_file.hpp"
 #include "support/process.hpp"
 
 using namespace moonmq;
@@ -125,6 +127,46 @@ TEST_CASE("partition store: next_record finds the first record at or after any o
   auto r = s->read(tp, *s->next_record(tp, (*offs)[10] + 2), 1);
   REQUIRE(r);
   CHECK(decode_frames(r->bytes.view(), (*offs)[11])[0].value == "value-11");
+}
+
+TEST_CASE("partition store: a removed topic is gone, and one made again under its name starts empty",
+          "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 2));
+  REQUIRE(s->append({"t", 0}, {rec("old")}));
+  REQUIRE(s->ensure_topic("keep", 1));
+  REQUIRE(s->remove_topic("t"));
+  CHECK(s->partition_count("t").code() == errc::not_found);
+  CHECK(s->read({"t", 0}, 0, 100).code() == errc::not_found);
+  CHECK(s->append({"t", 0}, {rec("late")}).code() == errc::not_found);
+  CHECK(s->remove_topic("t").code() == errc::not_found);
+  CHECK(s->topics() == std::vector<std::string>{"keep"});
+  REQUIRE(s->ensure_topic("t", 1));
+  CHECK(*s->end_offset({"t", 0}) == 0);
+  REQUIRE(s->append({"t", 0}, {rec("new")}));
+  auto r = s->read({"t", 0}, 0, 100);
+  REQUIRE(r);
+  CHECK(decode_frames(r->bytes.view(), 0)[0].value == "new");
+}
+
+TEST_CASE("file partition store: a removal is durable, and one a stop cut short is finished at the next open",
+          "[partition_store]") {
+  test::temp_dir dir;
+  {
+    auto s = open_file_partition_store({dir.path(), fsync_policy::never, 1000, default_logger()});
+    REQUIRE(s);
+    REQUIRE((*s)->ensure_topic("gone", 2));
+    REQUIRE((*s)->ensure_topic("kept", 1));
+    REQUIRE((*s)->remove_topic("gone"));
+  }
+  // As a stop between the rename and the removal of the files would leave it.
+  REQUIRE(posix::make_directories(dir.path() + "/topics/+removed+cut+1"));
+  std::ofstream(dir.path() + "/topics/+removed+cut+1/0.log") << "old bytes";
+  auto s = open_file_partition_store({dir.path(), fsync_policy::never, 1000, default_logger()});
+  REQUIRE(s);
+  CHECK((*s)->topics() == std::vector<std::string>{"kept"});
+  CHECK(*posix::list_directory(dir.path() + "/topics") == std::vector<std::string>{"kept"});
 }
 
 TEST_CASE("partition store: append_at writes only at the expected offset", "[partition_store]") {
