@@ -11,6 +11,7 @@
 
 #include "support/daemon_process.hpp"
 #include "support/e2e_cluster.hpp"
+#include "support/process.hpp"
 #include "moonmq/core/fnv1a.hpp"
 #include "storage/posix_file.hpp"
 
@@ -223,4 +224,12 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
   CHECK(refused.status == 409);
   CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
+  // The operator is told: status exits non-zero with a warning, topics counts the partition once and flags it.
+  const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
+  auto status = run_process({MOONMQ_CTL_BIN, "--broker", broker, "status"});
+  CHECK(status.exit_code == 1);
+  CHECK_THAT(status.out, Catch::Contains("served by more than one broker (dup-0)"));
+  auto topics = run_process({MOONMQ_CTL_BIN, "--broker", broker, "topics"});
+  INFO(topics.out);
+  CHECK_THAT(topics.out, Catch::Contains("1 served by more than one broker"));
 }

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -227,14 +228,23 @@ int main(int argc, char** argv) {
       if (!brokers.ok()) return failed(brokers);
       auto moves = c.get("/v1/reassignments?active=true");
       auto balancer = c.get("/v1/autobalancer");
-      rapidjson::Document b, m, a;
+      auto partitions = c.get("/v1/partitions");
+      rapidjson::Document b, m, a, p;
       b.Parse(brokers.body.c_str());
+      // A partition served by more than one broker has two logs in the cluster: worth a non-zero status.
+      std::set<std::string> twice;
+      if (partitions.ok()) {
+        p.Parse(partitions.body.c_str());
+        for (const auto& x : array(p, "partitions").GetArray())
+          if (!str(x, "conflict").empty()) twice.insert(str(x, "topic") + "-" + str(x, "partition"));
+      }
       if (o.json) {
         std::cout << "{\"brokers\":" << brokers.body << ",\"reassignments\":" << (moves.ok() ? moves.body : "null")
-                  << ",\"autobalancer\":" << (balancer.ok() ? balancer.body : "null") << "}\n";
+                  << ",\"autobalancer\":" << (balancer.ok() ? balancer.body : "null")
+                  << ",\"served_twice\":" << twice.size() << "}\n";
         bool all_up = true;
         for (const auto& x : array(b, "brokers").GetArray()) all_up = all_up && flag(x, "reachable");
-        return all_up ? 0 : exit_refused;  // as in the table form: a broker down is worth a non-zero status
+        return all_up && twice.empty() ? 0 : exit_refused;  // as in the table form
       }
       int up = 0, total = 0;
       std::uint64_t bytes = 0, parts = 0;
@@ -258,8 +268,14 @@ int main(int argc, char** argv) {
         if (a.HasMember("satisfied")) state += flag(a, "satisfied") ? ", goals met" : ", goals not met";
         std::cout << "balancer:    " << state << "\n";
       }
+      if (!twice.empty()) {
+        std::string names;
+        for (const auto& n : twice) names += (names.empty() ? "" : ", ") + n;
+        std::cout << "WARNING:     " << twice.size() << " partition(s) served by more than one broker (" << names
+                  << "): two logs of one partition; see moonmqctl partitions and docs/cluster.md, \"Topics\"\n";
+      }
       print_unreachable(b);
-      return up == total ? 0 : exit_refused;
+      return up == total && twice.empty() ? 0 : exit_refused;
     };
   });
 
@@ -281,22 +297,25 @@ int main(int argc, char** argv) {
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/partitions"), [](const rapidjson::Document& d) {
         struct agg {
-          int partitions = 0;
+          std::set<std::string> partitions;  // a partition served twice is one partition
+          std::set<std::string> twice;
           double bytes = 0;
           std::map<std::string, int> owners;
         };
         std::map<std::string, agg> topics;
         for (const auto& p : array(d, "partitions").GetArray()) {
           auto& a = topics[str(p, "topic")];
-          ++a.partitions;
+          a.partitions.insert(str(p, "partition"));
+          if (!str(p, "conflict").empty()) a.twice.insert(str(p, "partition"));
           a.bytes += num(p, "size_bytes");
           ++a.owners[str(p, "owner")];
         }
-        table t({"TOPIC", "PARTITIONS", "BYTES", "OWNERS"});
+        table t({"TOPIC", "PARTITIONS", "BYTES", "OWNERS", "WARNING"});
         for (const auto& [name, a] : topics) {
           std::string owners;
           for (const auto& [b, n] : a.owners) owners += (owners.empty() ? "" : " ") + b + ":" + std::to_string(n);
-          t.add({name, std::to_string(a.partitions), human_bytes(a.bytes), owners});
+          t.add({name, std::to_string(a.partitions.size()), human_bytes(a.bytes), owners,
+                 a.twice.empty() ? "" : std::to_string(a.twice.size()) + " served by more than one broker"});
         }
         std::cout << t.render();
         print_unreachable(d);
