@@ -9,7 +9,9 @@
 #include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
 #include <fmt/format.h>
@@ -189,7 +191,8 @@ class running_broker final : public broker {
     if (clustered && cfg_.cluster->raft.enabled)
       if (auto s = open_raft(); !s) return s;
     if (!topics_) {
-      auto t = cluster::topic_directory::open(topic_parts(), storage::make_file_state_file(dir + "/topics.json"));
+      auto t = cluster::topic_directory::open(topic_parts(), storage::make_file_state_file(dir + "/topics.json"),
+                                              storage::make_file_state_file(dir + "/topic-logs.json"));
       if (!t) return t.err();
       topics_ = std::move(*t);
     }
@@ -212,7 +215,9 @@ class running_broker final : public broker {
                                              return reclaim_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
                                          },
-                                         [this](const std::string& t) { return topics_->find(t); }},
+                                         [this](const std::string& t, std::int32_t n) {
+                                           return topics_->ensure_listed(t, n);
+                                         }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
     auto requests = move_requests::open(storage::make_file_state_file(dir + "/move-requests.json"));
@@ -400,7 +405,9 @@ class running_broker final : public broker {
     std::vector<broker_id> brokers{self_};
     if (cfg_.cluster)
       for (const auto& p : cfg_.cluster->peers) brokers.emplace_back(p.id);
-    return {self_, std::move(brokers), *store_, *ownership_, gates_, *log_};
+    auto strand = asio::make_strand(blocking_);
+    return {self_, std::move(brokers), *store_, *ownership_, gates_, *log_,
+            [strand](std::function<void()> work) { asio::post(strand, std::move(work)); }};
   }
 
   /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as
@@ -413,7 +420,10 @@ class running_broker final : public broker {
     auto table = std::make_unique<cluster::raft_ownership_table>(self_, std::move(ownership_));
     raft_table_ = table.get();
     ownership_ = std::move(table);
-    topics_ = cluster::topic_directory::replicated(topic_parts());
+    auto topics = cluster::topic_directory::replicated(
+        topic_parts(), storage::make_file_state_file(cfg_.data_dir + "/topic-logs.json"));
+    if (!topics) return topics.err();
+    topics_ = std::move(*topics);
     raft_table_->attach_topics(*topics_);
     raft::service_options ro;
     ro.self = self_.value();

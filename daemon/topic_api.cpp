@@ -105,7 +105,7 @@ void topic_api::grow(const httplib::Request& req, httplib::Response& res) {
   if (auto s = r.finish(); !s) return reply_error(res, s.err());
   if (!topics_.find(c.name) && store_.partition_count(c.name)) {
     // A topic made before topics were cluster metadata: grown on this broker alone, as it was made.
-    auto n = store_.ensure_topic(c.name, static_cast<std::int32_t>(c.partitions));
+    auto n = topics_.grow_unlisted(c.name, static_cast<std::int32_t>(c.partitions));
     if (!n) return reply_error(res, n.err());
     return reply(res, 200, json_object([&](json_writer& w) {
                    put(w, "name", c.name);
@@ -335,6 +335,8 @@ transport::response topic_api::handle_cluster(const transport::request& req) {
     r.get("brokers", c.brokers, true);
     if (r.ok())
       if (auto v = validate_topic_name(c.name); !v) r.fail("name", v.message());
+    if (r.ok() && c.partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard))
+      r.fail("partitions", "must be at most " + std::to_string(storage::max_partitions_per_topic_hard));
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     if (topics_.replicated() || topics_.coordinator_of(c.name) != view_.self())
       return error_response(421, "not_coordinator",

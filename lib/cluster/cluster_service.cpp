@@ -173,29 +173,29 @@ struct cluster_service::impl {
     if (r.ok() && (partitions < 1 || partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
       r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
     if (auto s = r.finish(); !s) return from_error(s.err());
-    // Partitions created here on a peer's behalf are that peer's: this broker does not start serving (and taking
-    // produces for) empty namesakes of partitions that live on the peer. They are recorded as the peer's *before*
-    // they exist, with topic changes held off meanwhile, so no produce can ever land in one of them here. A move
-    // of one of them supersedes the entry at its confirm, as for any move.
-    // A topic the cluster lists: never a partition it does not list, nothing of a deleted topic, and each partition
-    // created here is its first owner's (the requester is a move's source; it may not be where the partition began).
-    std::optional<topic_record> listed = opt.topic_of ? opt.topic_of(topic) : std::nullopt;
-    if (listed && listed->deleted)
-      return error_response(404, "not_found", "topic '" + topic + "' was deleted: nothing of it is made again");
-    if (listed && static_cast<std::int32_t>(partitions) > listed->partitions())
-      return error_response(404, "not_found", "topic '" + topic + "' has " + std::to_string(listed->partitions()) +
-                                                  " partitions in the cluster's catalog, not " +
-                                                  std::to_string(partitions));
+    // A topic the cluster's catalog lists is made as the catalog says (never a partition it does not list, nothing
+    // of a deleted topic, each partition its first owner's: the requester is a move's source, not where it began).
+    if (opt.ensure_listed)
+      if (auto listed = opt.ensure_listed(topic, static_cast<std::int32_t>(partitions))) {
+        if (!*listed) return from_error(listed->err());
+        return json_ok([&](json_writer& w) {
+          put(w, "topic", topic);
+          w.Key("partitions");
+          w.Int(**listed);
+        });
+      }
+    // Otherwise partitions created here on a peer's behalf are that peer's: this broker does not start serving (and
+    // taking produces for) empty namesakes of partitions that live on the peer. They are recorded as the peer's
+    // *before* they exist, with topic changes held off meanwhile, so no produce can ever land in one of them here. A
+    // move of one of them supersedes the entry at its confirm, as for any move.
     std::lock_guard topics(st.gates.topics());
     auto had = st.store.partition_count(topic);
     const std::int32_t before = had ? *had : 0;
     auto from = req.headers.find(transport::header_from);
     if (from != req.headers.end() && !from->second.empty() && from->second != opt.self.value()) {
       std::vector<ownership_entry> peers_partitions;
-      for (std::int32_t p = before; p < static_cast<std::int32_t>(partitions); ++p) {
-        const broker_id owner = listed ? listed->owners[static_cast<std::size_t>(p)] : broker_id(from->second);
-        if (owner != opt.self && !st.ownership.entry({topic, p})) peers_partitions.push_back({{topic, p}, owner, 0, false});
-      }
+      for (std::int32_t p = before; p < static_cast<std::int32_t>(partitions); ++p)
+        if (!st.ownership.entry({topic, p})) peers_partitions.push_back({{topic, p}, broker_id(from->second), 0, false});
       if (auto s = st.ownership.record_all(peers_partitions); !s) return from_error(s.err());
     }
     auto n = st.store.ensure_topic(topic, static_cast<std::int32_t>(partitions));

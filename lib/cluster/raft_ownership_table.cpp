@@ -121,13 +121,7 @@ std::vector<ownership_entry> raft_ownership_table::entries() const {
   return out;
 }
 
-status raft_ownership_table::forget_topic(const std::string& topic) {
-  {
-    std::lock_guard lock(mu_);
-    std::erase_if(replicated_, [&](const auto& kv) { return kv.first.topic == topic; });
-  }
-  return local_->forget_topic(topic);
-}
+status raft_ownership_table::forget_topic(const std::string& topic) { return local_->forget_topic(topic); }
 
 std::vector<ownership_entry> raft_ownership_table::replicated_entries() const {
   std::lock_guard lock(mu_);
@@ -143,7 +137,13 @@ controller_claim raft_ownership_table::controller() const {
 
 void raft_ownership_table::apply(const raft::entry& e) {
   if (e.kind == raft::entry_kind::topic) {
-    if (topics_) topics_->apply_entry(e);
+    // A topic's delete drops its replicated ownership entries here, at the delete's place in the log (on every
+    // broker alike); the topic directory removes the logs and this broker's own entries afterwards.
+    auto applied = topics_ ? topics_->apply_entry(e) : std::nullopt;
+    if (applied && applied->deleted) {
+      std::lock_guard lock(mu_);
+      std::erase_if(replicated_, [&](const auto& kv) { return kv.first.topic == applied->name; });
+    }
     return;
   }
   std::lock_guard lock(mu_);

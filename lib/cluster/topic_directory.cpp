@@ -2,9 +2,11 @@
 
 #include <rapidjson/document.h>
 
+#include <chrono>
 #include <shared_mutex>
 
 #include "cluster/topic_json.hpp"
+#include "json/object_reader.hpp"
 #include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/core/fnv1a.hpp"
@@ -22,8 +24,11 @@ std::string catalog_json(const topic_catalog& c) {
 
 }  // namespace
 
-result<std::unique_ptr<topic_directory>> topic_directory::open(parts p, std::unique_ptr<storage::state_file> file) {
+result<std::unique_ptr<topic_directory>> topic_directory::open(parts p, std::unique_ptr<storage::state_file> file,
+                                                               std::unique_ptr<storage::state_file> stamps) {
   std::unique_ptr<topic_directory> d(new topic_directory(std::move(p)));
+  d->stamps_file_ = std::move(stamps);
+  if (auto s = d->load_stamps(); !s) return s.err();
   auto text = file->read();
   if (!text) return text.err();
   if (*text) {
@@ -35,12 +40,51 @@ result<std::unique_ptr<topic_directory>> topic_directory::open(parts p, std::uni
   }
   d->file_ = std::move(file);
   // What a stop may have cut short between deciding a record and carrying it out.
-  for (const auto& r : d->catalog_.records()) d->carry_out(r);
+  for (const auto& r : d->catalog_.records()) d->carry_out(r.name);
   return d;
 }
 
-std::unique_ptr<topic_directory> topic_directory::replicated(parts p) {
-  return std::unique_ptr<topic_directory>(new topic_directory(std::move(p)));
+result<std::unique_ptr<topic_directory>> topic_directory::replicated(parts p,
+                                                                     std::unique_ptr<storage::state_file> stamps) {
+  std::unique_ptr<topic_directory> d(new topic_directory(std::move(p)));
+  d->stamps_file_ = std::move(stamps);
+  if (auto s = d->load_stamps(); !s) return s.err();
+  return d;
+}
+
+status topic_directory::load_stamps() {
+  auto text = stamps_file_->read();
+  if (!text) return text.err();
+  if (!*text) return {};
+  rapidjson::Document d;
+  if (auto s = json::parse_document(**text, d, stamps_file_->name()); !s) return {errc::corrupt, s.message()};
+  if (!d.IsObject() || !d.HasMember("logs") || !d["logs"].IsArray())
+    return {errc::corrupt, stamps_file_->name() + ": expected {\"logs\": [...]}"};
+  for (rapidjson::SizeType i = 0; i < d["logs"].Size(); ++i) {
+    json::object_reader r(d["logs"][i], stamps_file_->name() + ".logs[" + std::to_string(i) + "]");
+    std::string name;
+    std::uint64_t created = 0;
+    r.get("name", name, true);
+    r.get("created", created, true);
+    if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
+    stamps_[name] = created;
+  }
+  return {};
+}
+
+status topic_directory::write_stamps_locked() const {
+  return stamps_file_->replace(json::object([&](json::writer& w) {
+                                 w.Key("logs");
+                                 w.StartArray();
+                                 for (const auto& [name, created] : stamps_) {
+                                   w.StartObject();
+                                   json::put(w, "name", name);
+                                   json::put(w, "created", created);
+                                   w.EndObject();
+                                 }
+                                 w.EndArray();
+                               }) +
+                               "\n");
 }
 
 broker_id topic_directory::coordinator_of(std::string_view topic) const {
@@ -58,7 +102,7 @@ result<topic_record> topic_directory::decide(const topic_change& c) {
     if (!propose_) return error{errc::unavailable, "Raft is not running: the " + what + " cannot be decided"};
     auto index = propose_(raft::entry_kind::topic, wire::topic_change_body(c));
     if (!index) return error{errc::unavailable, "the outcome of the " + what + " is not known: " + index.message()};
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     auto o = outcomes_.find(*index);
     if (o == outcomes_.end())
       return error{errc::unavailable, "the outcome of the " + what + " is not known here (it arrived in a snapshot)"};
@@ -67,6 +111,10 @@ result<topic_record> topic_directory::decide(const topic_change& c) {
       auto why = catalog_.check(c);
       return why ? error{errc::conflict, "the " + what + " lost to a change decided first"} : why.err();
     }
+    // What the entry made true here (logs made or removed) is done off the applying thread: wait for it, so that
+    // a client told "created" finds the partitions on this broker.
+    if (!carried_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return carried_ >= *index; }))
+      p_.log.warn("topics", "the " + what + " is decided but not yet carried out here");
     return *catalog_.find(c.name);
   }
   topic_record now;
@@ -81,7 +129,7 @@ result<topic_record> topic_directory::decide(const topic_change& c) {
     }
     now = *r;
   }
-  carry_out(now);
+  carry_out(now.name);
   return now;
 }
 
@@ -96,11 +144,11 @@ status topic_directory::learn(const topic_record& r) {
         return s;
       }
   }
-  carry_out(r);
+  carry_out(r.name);
   return {};
 }
 
-void topic_directory::apply_entry(const raft::entry& e) {
+std::optional<topic_record> topic_directory::apply_entry(const raft::entry& e) {
   auto c = wire::read_topic_change(e.data);
   std::optional<topic_record> applied;
   {
@@ -114,7 +162,22 @@ void topic_directory::apply_entry(const raft::entry& e) {
     outcomes_[e.index] = applied.has_value();
     while (outcomes_.size() > outcomes_kept) outcomes_.erase(outcomes_.begin());
   }
-  if (applied) carry_out(*applied);
+  later([this, name = applied ? applied->name : std::string(), index = e.index] {
+    if (!name.empty()) carry_out(name);
+    {
+      std::lock_guard lock(mu_);
+      carried_ = std::max(carried_, index);
+    }
+    carried_cv_.notify_all();
+  });
+  return applied;
+}
+
+void topic_directory::later(std::function<void()> work) {
+  if (p_.run_later)
+    p_.run_later(std::move(work));
+  else
+    work();
 }
 
 void topic_directory::restore(std::string_view snapshot) {
@@ -122,12 +185,17 @@ void topic_directory::restore(std::string_view snapshot) {
   topic_catalog c;
   if (json::parse_object(snapshot, d))
     if (auto read = wire::read_catalog(d, "snapshot")) c = std::move(*read);
+  std::vector<std::string> names;
   {
     std::lock_guard lock(mu_);
     catalog_ = c;
     outcomes_.clear();
+    for (const auto& [name, created] : stamps_) names.push_back(name);  // logs of topics the snapshot may not list
   }
-  for (const auto& r : c.records()) carry_out(r);
+  for (const auto& r : c.records()) names.push_back(r.name);
+  later([this, names] {
+    for (const auto& n : names) carry_out(n);
+  });
 }
 
 std::string topic_directory::snapshot() const {
@@ -156,40 +224,99 @@ topic_catalog topic_directory::catalog() const {
 
 status topic_directory::persist_locked() const { return file_->replace(catalog_json(catalog_) + "\n"); }
 
-void topic_directory::carry_out(const topic_record& r) {
+void topic_directory::carry_out(const std::string& name) {
   std::lock_guard topics(p_.gates.topics());  // never interleaved with a client's or a peer's ensure
-  auto had = p_.store.partition_count(r.name);
-  if (r.deleted) {
-    // First the partitions' ownership history, on every broker (a topic made again under the name starts afresh).
-    if (auto s = p_.ownership.forget_topic(r.name); !s)
-      p_.log.error("topics", "topic '" + r.name + "' is deleted but its ownership entries here remain: " + s.message());
-    if (!had) return;
-    // Every partition's gate, held exclusively: no append, migration copy or commit runs in a log being removed.
-    std::vector<std::unique_lock<std::shared_mutex>> held;
-    for (std::int32_t i = 0; i < *had; ++i) held.emplace_back(p_.gates.gate({r.name, i}));
-    if (auto s = p_.store.remove_topic(r.name); !s)
-      p_.log.error("topics", "topic '" + r.name + "' is deleted but its logs here could not be removed: " + s.message());
-    else
-      p_.log.info("topics", "topic '" + r.name + "' deleted: its logs here are removed");
-    return;
+  (void)carry_out_locked(name);
+}
+
+std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::string& topic, std::int32_t partitions) {
+  std::lock_guard topics(p_.gates.topics());
+  std::optional<topic_record> r = find(topic);
+  if (!r) return std::nullopt;
+  if (r->deleted)
+    return result<std::int32_t>(error{errc::not_found, "topic '" + topic + "' was deleted: nothing of it is made again"});
+  if (partitions > r->partitions())
+    return result<std::int32_t>(error{errc::not_found, "topic '" + topic + "' has " + std::to_string(r->partitions()) +
+                                                           " partitions in the cluster's catalog, not " +
+                                                           std::to_string(partitions)});
+  if (auto s = carry_out_locked(topic, true); !s) return result<std::int32_t>(s.err());
+  return p_.store.partition_count(topic);
+}
+
+result<std::int32_t> topic_directory::grow_unlisted(const std::string& topic, std::int32_t partitions) {
+  std::lock_guard topics(p_.gates.topics());
+  if (find(topic)) return error{errc::conflict, "topic '" + topic + "' is in the cluster's catalog"};
+  return p_.store.ensure_topic(topic, partitions);
+}
+
+status topic_directory::remove_here(const std::string& name, std::int32_t partitions) {
+  // Every partition's gate, held exclusively: no append, migration copy or commit runs in a log being removed.
+  std::vector<std::unique_lock<std::shared_mutex>> held;
+  for (std::int32_t i = 0; i < partitions; ++i) held.emplace_back(p_.gates.gate({name, i}));
+  if (auto s = p_.store.remove_topic(name); !s && s.code() != errc::not_found) return s;
+  // Then the partitions' ownership history here, so that a later incarnation starts afresh; then the stamp.
+  if (auto s = p_.ownership.forget_topic(name); !s) return s;
+  std::lock_guard lock(mu_);
+  if (stamps_.erase(name)) return write_stamps_locked();
+  return {};
+}
+
+status topic_directory::carry_out_locked(const std::string& name, bool make_here) {
+  auto fail = [&](const std::string& doing, const status& s) {
+    p_.log.error("topics", "topic '" + name + "': " + doing + ": " + s.message());
+    return s;
+  };
+  std::optional<topic_record> r = find(name);
+  if (!r) return {};
+  auto had = p_.store.partition_count(name);
+  std::optional<std::uint64_t> stamp;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = stamps_.find(name); it != stamps_.end()) stamp = it->second;
   }
+  // Logs of this name that no record stamped: made before topics were cluster metadata, or by hand. Left alone.
+  if (had && !stamp) {
+    p_.log.warn("topics", "topic '" + name + "': this broker holds logs of the name that the cluster's catalog did not "
+                          "make; they are left untouched");
+    return {};
+  }
+  // Logs of an incarnation made before the record's: of the one deleted (a delete at version D removes what was made
+  // before D), or older than the live one. Logs stamped later than the record are a later incarnation's (this
+  // broker is replaying the Raft log, or learned an older record late): left alone.
+  if (had && (r->deleted ? *stamp < r->version : *stamp < r->created)) {
+    if (auto s = remove_here(name, *had); !s) return fail("cannot remove its logs here", s);
+    p_.log.info("topics", "topic '" + name + "': the logs here of a deleted incarnation are removed");
+    had = error{errc::not_found, ""};
+  } else if (!had && r->deleted) {
+    // Nothing here to remove; its ownership history goes (a broker that only routed to it may hold entries).
+    if (auto s = p_.ownership.forget_topic(name); !s) return fail("cannot drop its ownership entries here", s);
+  }
+  if (r->deleted) return {};
   const std::int32_t from = had ? *had : 0;
-  if (from >= r.partitions()) return;
-  const bool mine = std::find(r.owners.begin(), r.owners.end(), p_.self) != r.owners.end();
-  if (!mine && !had) return;  // nothing of it lives here
+  const std::int32_t want = r->partitions();
+  if (from >= want) return {};
+  const bool mine = std::find(r->owners.begin(), r->owners.end(), p_.self) != r->owners.end();
+  if (!mine && !had && !make_here) return {};  // nothing of it lives here
+  {
+    std::lock_guard lock(mu_);
+    if (!stamp || *stamp != r->created) {
+      stamps_[name] = r->created;  // before the logs exist: a stop between the two leaves logs that are stamped
+      if (auto s = write_stamps_locked(); !s) {
+        stamps_.erase(name);
+        return fail("cannot stamp its logs here", s);
+      }
+    }
+  }
   // The partitions about to be created here that another broker owns are recorded as that broker's first, so that
   // no produce ever lands in this broker's empty namesake of one.
   std::vector<ownership_entry> theirs;
-  for (std::int32_t i = from; i < r.partitions(); ++i) {
-    const broker_id& owner = r.owners[static_cast<std::size_t>(i)];
-    if (owner != p_.self && !p_.ownership.entry({r.name, i})) theirs.push_back({{r.name, i}, owner, 0, false});
+  for (std::int32_t i = from; i < want; ++i) {
+    const broker_id& owner = r->owners[static_cast<std::size_t>(i)];
+    if (owner != p_.self && !p_.ownership.entry({name, i})) theirs.push_back({{name, i}, owner, 0, false});
   }
-  if (auto s = p_.ownership.record_all(theirs); !s) {
-    p_.log.error("topics", "topic '" + r.name + "': cannot record its partitions' owners here: " + s.message());
-    return;
-  }
-  if (auto n = p_.store.ensure_topic(r.name, r.partitions()); !n)
-    p_.log.error("topics", "topic '" + r.name + "': cannot create its partitions here: " + n.message());
+  if (auto s = p_.ownership.record_all(theirs); !s) return fail("cannot record its partitions' owners here", s);
+  if (auto n = p_.store.ensure_topic(name, want); !n) return fail("cannot create its partitions here", n.err());
+  return {};
 }
 
 }  // namespace moonmq::cluster

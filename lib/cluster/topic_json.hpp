@@ -14,6 +14,7 @@
 #include "json/writer.hpp"
 #include "moonmq/cluster/topic_catalog.hpp"
 #include "moonmq/core/topic_name.hpp"
+#include "moonmq/storage/partition_store.hpp"
 
 namespace moonmq::cluster::wire {
 
@@ -66,6 +67,8 @@ inline result<topic_change> read_topic_change(std::string_view text) {
   }
   if (r.ok())
     if (auto v = validate_topic_name(c.name); !v) r.fail("name", v.message());
+  if (r.ok() && c.added.size() > static_cast<std::size_t>(storage::max_partitions_per_topic_hard))
+    r.fail("added", "more partitions than a topic may have");
   if (auto s = r.finish(); !s) return s.err();
   return c;
 }
@@ -75,6 +78,7 @@ inline void write_topic_record(json::writer& w, const topic_record& t) {
   w.StartObject();
   json::put(w, "name", t.name);
   json::put(w, "version", t.version);
+  json::put(w, "created", t.created);
   write_owners(w, "owners", t.owners);
   json::put(w, "deleted", t.deleted);
   w.EndObject();
@@ -92,9 +96,16 @@ inline result<topic_record> read_topic_record(const rapidjson::Value& v, const s
   topic_record t;
   r.get("name", t.name, true);
   r.get("version", t.version, true);
+  r.get("created", t.created, true);
   read_owners(r, "owners", t.owners);
   r.get("deleted", t.deleted, false);
+  if (r.ok())
+    if (auto v = validate_topic_name(t.name); !v) r.fail("name", v.message());
   if (r.ok() && t.version == 0) r.fail("version", "a topic's record starts at version 1");
+  if (r.ok() && (t.created == 0 || t.created > t.version)) r.fail("created", "must be from 1 to the record's version");
+  if (r.ok() && t.owners.size() > static_cast<std::size_t>(storage::max_partitions_per_topic_hard))
+    r.fail("owners", "more partitions than a topic may have");
+  if (r.ok() && t.deleted != t.owners.empty()) r.fail("owners", "a live topic has partitions, a deleted one none");
   if (auto s = r.finish(); !s) return s.err();
   return t;
 }

@@ -394,7 +394,9 @@ class file_partition_store final : public partition_store {
     // crash part-way through leaves either the whole topic or none of it, and a new topic of the name starts empty.
     const std::string gone = topics_dir() + "/+removed+" + topic + "+" + std::to_string(++removals_);
     if (auto s = posix::rename_path(topic_dir(topic), gone); !s) return s;
-    if (auto s = posix::sync_directory(topics_dir()); !s) return s;
+    // Renamed: the topic is gone from here on whatever follows (a failed directory sync only means a crash now
+    // might bring the old name back, and the next removal of it, at the next start, takes it away again).
+    const status synced = posix::sync_directory(topics_dir());
     total_partitions_ -= it->second.size();
     // The open descriptors of the renamed files must not serve a log made later at the same path.
     for (const auto& log : it->second) files_.forget(log->path());
@@ -403,7 +405,7 @@ class file_partition_store final : public partition_store {
     topics_.erase(it);
     lock.unlock();
     (void)posix::remove_flat_directory(gone);  // what is left is cleared at the next open()
-    return {};
+    return synced;
   }
 
   result<std::int32_t> partition_count(const std::string& topic) const override {

@@ -23,7 +23,6 @@
 #include "moonmq/cluster/controller_fence.hpp"
 #include "moonmq/cluster/move_progress.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
-#include "moonmq/cluster/topic_catalog.hpp"
 #include "moonmq/cluster/partition_gates.hpp"
 #include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/cluster/traffic.hpp"
@@ -64,10 +63,10 @@ struct cluster_service_options {
   /// The /cluster/admin/* routes (an embedding broker's own operator actions, such as pausing its balance loop),
   /// behind the same token; never fenced. Empty: 404.
   std::function<transport::response(const transport::request&)> admin;
-  /// The cluster's record of a topic (topic_directory::find). When it has one, /cluster/ensure makes no partition it
-  /// does not list, nothing of a deleted topic, and names each partition's first owner as its owner here. Empty, or
-  /// no record (a topic made before topics were cluster metadata): the requester owns what it asks for.
-  std::function<std::optional<topic_record>(const std::string&)> topic_of;
+  /// /cluster/ensure of a topic the cluster's catalog lists (topic_directory::ensure_listed): no partition the
+  /// catalog does not list, nothing of a deleted topic, each partition its first owner's. nullopt (or empty): the
+  /// catalog does not list it (made before topics were cluster metadata), and the requester owns what it asks for.
+  std::function<std::optional<result<std::int32_t>>(const std::string&, std::int32_t)> ensure_listed;
 };
 
 struct cluster_state {

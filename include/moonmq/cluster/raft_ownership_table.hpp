@@ -59,8 +59,8 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   bool replicated() const noexcept override { return true; }
   bool ready() const noexcept override { return ready_.load(std::memory_order_acquire); }
   std::vector<ownership_entry> entries() const override;
-  /// Both layers: called by the topic directory as it applies a topic's delete, at the same place in the log on
-  /// every broker.
+  /// The local layer only: the replicated entries of a deleted topic are dropped where its delete is applied, in the
+  /// log's order (a later incarnation's replicated entries must never be touched by a delete carried out late).
   status forget_topic(const std::string& topic) override;
 
   /// The replicated layer only: what every broker agrees on.

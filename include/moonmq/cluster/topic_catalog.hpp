@@ -28,6 +28,8 @@ namespace moonmq::cluster {
 struct topic_record {
   std::string name;
   std::uint64_t version = 0;      ///< grows with every change: 1 at the first create
+  std::uint64_t created = 0;      ///< the version that created this incarnation of the name (a later create of a
+                                  ///< deleted name is a new incarnation, whose logs never hold the old one's records)
   std::vector<broker_id> owners;  ///< the first owner of each partition, by partition number
   bool deleted = false;
 
@@ -97,6 +99,7 @@ class topic_catalog {
     switch (c.op) {
       case topic_op::create:
         t.deleted = false;
+        t.created = t.version;
         t.owners = c.added;
         break;
       case topic_op::grow:

@@ -9,15 +9,24 @@
 //   for groups). decide() is called on it alone: it applies the change to its catalog and writes the catalog to
 //   DataDir/topics.json before it returns. The other brokers learn() the record from it.
 //
-// Whatever decided a record, `carry_out` makes it true of this broker's storage: for a live topic of which this
-// broker is the first owner of some partition (or already holds a copy), the logs exist, and each partition whose
-// first owner is another broker is recorded in the ownership table as that broker's, before its log exists (so that
-// no produce lands in it here); for a deleted topic, the logs are removed under every partition's gate. It is
-// idempotent: a record applied again, or at a restart, changes nothing more.
-// Thread safety: all members may be called concurrently. decide() under Raft blocks until the entry is applied here
-// and must not be called from the io_context's thread, nor while holding partition_gates::topics().
+// Whatever decided a record, `carry_out` makes the topic's current record true of this broker's storage: for a
+// live topic of which this broker is the first owner of some partition (or already holds a copy), the logs exist, and
+// each partition whose first owner is another broker is recorded in the ownership table as that broker's before its
+// log exists (so that no produce lands in it here); for a deleted topic, the logs are removed under every partition's
+// gate and the topic's ownership entries here are dropped. It reads the current record itself, so that it can run
+// late, twice, or after a later change (a restart replaying the Raft log; learns arriving out of order) and still
+// reach the same state.
+//
+// Incarnations. A topic made again under a deleted name is a new incarnation (topic_record::created). The logs a
+// broker holds are stamped with the incarnation they belong to (DataDir/topic-logs.json, written before the logs are
+// made), so that a replayed delete never removes a later incarnation's logs and a later incarnation never starts from
+// an earlier one's records: logs of an older incarnation are removed before the new one's are made. Logs here that no
+// record stamped (made before topics were cluster metadata, or by hand) are left untouched.
+// Thread safety: all members may be called concurrently. decide() under Raft blocks until the entry is applied and
+// carried out here and must not be called from the io_context's thread, nor while holding a partition gate.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -49,12 +58,18 @@ class topic_directory {
     ownership_table& ownership;
     partition_gates& gates;
     logger& log;
+    /// With Raft: runs carry_out work in order, off the thread that applies the log (empty: at once). Carrying out
+    /// takes partition gates, and a move's cutover holds its partition's gate while it waits for the log to apply
+    /// its entry: on the applying thread, the two would wait for each other.
+    std::function<void(std::function<void()>)> run_later = {};
   };
 
-  /// Without Raft: the catalog in `file` (DataDir/topics.json), read now; a corrupt file is an error naming it.
-  static result<std::unique_ptr<topic_directory>> open(parts p, std::unique_ptr<storage::state_file> file);
+  /// Without Raft: the catalog in `file` (DataDir/topics.json), read now, and carried out; `stamps` is
+  /// DataDir/topic-logs.json. A corrupt file is an error naming it.
+  static result<std::unique_ptr<topic_directory>> open(parts p, std::unique_ptr<storage::state_file> file,
+                                                       std::unique_ptr<storage::state_file> stamps);
   /// With Raft: the catalog is what the log says; changes go through `propose` (attach it before any decide()).
-  static std::unique_ptr<topic_directory> replicated(parts p);
+  static result<std::unique_ptr<topic_directory>> replicated(parts p, std::unique_ptr<storage::state_file> stamps);
 
   void attach(proposer p) { propose_ = std::move(p); }
   bool replicated() const noexcept { return !file_; }
@@ -71,13 +86,21 @@ class topic_directory {
   /// newer than what it knows.
   status learn(const topic_record& r);
 
-  /// With Raft: an entry of kind topic, applied in the log's order.
-  void apply_entry(const raft::entry& e);
+  /// With Raft: an entry of kind topic, applied in the log's order. Returns the record it made, when it applied.
+  std::optional<topic_record> apply_entry(const raft::entry& e);
   /// With Raft: the catalog of a snapshot (its "topics"; none in one written before topics were metadata), replacing
   /// this one; every topic is carried out.
   void restore(std::string_view snapshot);
   /// With Raft: the catalog as JSON (`{"topics":[...]}`), for the snapshot.
   std::string snapshot() const;
+
+  /// For /cluster/ensure (a move's destination): makes `partitions` of a topic the catalog lists, as carry_out does
+  /// for its first owners. nullopt when the catalog does not list the topic (made before topics were cluster
+  /// metadata: the caller's own rules apply); not_found for a deleted topic or more partitions than it has.
+  std::optional<result<std::int32_t>> ensure_listed(const std::string& topic, std::int32_t partitions);
+
+  /// Grows a topic the catalog does not list (made before topics were cluster metadata) on this broker alone.
+  result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
 
   std::optional<topic_record> find(std::string_view topic) const;
   /// Topics that exist now, by name.
@@ -86,18 +109,30 @@ class topic_directory {
 
  private:
   explicit topic_directory(parts p) : p_(std::move(p)) {}
+  status load_stamps();
 
-  /// Makes `r` true of this broker's storage (see the file comment). Errors are logged: the record stands, and a
-  /// restart carries it out again.
-  void carry_out(const topic_record& r);
+  /// Makes the current record of `name` true of this broker's storage (see the file comment); `make_here`: the logs
+  /// are made even where this broker owns none of its partitions (a move's destination). Errors are logged (and
+  /// returned): the record stands, and a restart carries it out again. REQUIRES: partition_gates::topics() held.
+  status carry_out_locked(const std::string& name, bool make_here = false);
+  void carry_out(const std::string& name);
+  /// Removes this broker's logs and ownership entries of `name`, and its stamp. REQUIRES: topics() held.
+  status remove_here(const std::string& name, std::int32_t partitions);
+  status write_stamps_locked() const;
   status persist_locked() const;
+  /// Runs `work` through parts::run_later, or at once.
+  void later(std::function<void()> work);
 
   parts p_;
   std::unique_ptr<storage::state_file> file_;  ///< null under Raft
+  std::unique_ptr<storage::state_file> stamps_file_;
+  std::map<std::string, std::uint64_t> stamps_;  ///< guarded by mu_: the incarnation of each topic's logs here
   proposer propose_;
   mutable std::mutex mu_;  // guards catalog_, outcomes_
   topic_catalog catalog_;
   std::map<raft::index_t, bool> outcomes_;  ///< recent topic entries by log index: did the change apply
+  raft::index_t carried_ = 0;               ///< with Raft: topic entries carried out here up to this index
+  std::condition_variable carried_cv_;
   std::mutex decide_mu_;                    ///< one decision at a time (without Raft: on the coordinator)
 };
 

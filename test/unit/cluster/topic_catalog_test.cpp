@@ -117,6 +117,6 @@ TEST_CASE("topic catalog: changes and catalogs read back from JSON, and bad ones
   REQUIRE(json::parse_object(R"({"owners":[],"controller":{"term":1,"id":"b1"}})", old));
   CHECK(wire::read_catalog(old, "snapshot")->size() == 0);  // a snapshot from before topics were metadata
   rapidjson::Document bad;
-  REQUIRE(json::parse_object(R"({"topics":[{"name":"t","version":0,"owners":["b1"]}]})", bad));
+  REQUIRE(json::parse_object(R"({"topics":[{"name":"t","version":0,"created":0,"owners":["b1"]}]})", bad));
   CHECK_THAT(wire::read_catalog(bad, "topics.json").message(), Catch::Contains("topics.json.topics[0].version"));
 }

@@ -19,6 +19,16 @@ struct broker_parts {
   topic_directory::parts parts() {
     return {broker_id(self), {broker_id("b1"), broker_id("b2"), broker_id("b3")}, store, *table, gates, log};
   }
+  /// DataDir/topic-logs.json, kept across a "restart" of the directory (a new one over the same store).
+  std::unique_ptr<storage::state_file> stamps() {
+    auto f = std::make_unique<storage::memory_state_file>("topic-logs.json");
+    if (kept) REQUIRE(f->replace(*kept));
+    stamp_file = f.get();
+    return f;
+  }
+  void keep_stamps() { kept = **stamp_file->read(); }
+  storage::memory_state_file* stamp_file = nullptr;
+  std::optional<std::string> kept;
   std::string self;
   storage::memory_partition_store store;
   std::unique_ptr<ownership_table> table;
@@ -33,7 +43,7 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
   broker_parts b2("b2");
   auto file = std::make_unique<storage::memory_state_file>("topics.json");
   auto* disk = file.get();
-  auto d = topic_directory::open(b2.parts(), std::move(file));
+  auto d = topic_directory::open(b2.parts(), std::move(file), b2.stamps());
   REQUIRE(d);
   auto made = (*d)->decide({topic_op::create, "t", 0, {broker_id("b1"), broker_id("b2"), broker_id("b3")}});
   REQUIRE(made);
@@ -54,7 +64,7 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
   }
   SECTION("a broker owning none of it makes nothing; a delete removes the logs where they are") {
     broker_parts b4("b4");
-    auto other = topic_directory::open(b4.parts(), std::make_unique<storage::memory_state_file>());
+    auto other = topic_directory::open(b4.parts(), std::make_unique<storage::memory_state_file>(), b4.stamps());
     REQUIRE(other);
     REQUIRE((*other)->learn(*made));
     CHECK_FALSE(b4.store.partition_count("t"));
@@ -68,7 +78,7 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
     auto copy = std::make_unique<storage::memory_state_file>("topics.json");
     REQUIRE(copy->replace(**disk->read()));
     broker_parts fresh("b2");
-    auto again = topic_directory::open(fresh.parts(), std::move(copy));
+    auto again = topic_directory::open(fresh.parts(), std::move(copy), fresh.stamps());
     REQUIRE(again);
     CHECK((*again)->find("t") == *made);
     CHECK(*fresh.store.partition_count("t") == 3);
@@ -78,7 +88,7 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
     auto bad = std::make_unique<storage::memory_state_file>("topics.json");
     REQUIRE(bad->replace("{\"topics\": [1]}"));
     broker_parts fresh("b2");
-    auto refused = topic_directory::open(fresh.parts(), std::move(bad));
+    auto refused = topic_directory::open(fresh.parts(), std::move(bad), fresh.stamps());
     CHECK(refused.code() == errc::corrupt);
     CHECK_THAT(refused.message(), Catch::Contains("topics.json"));
   }
@@ -88,8 +98,8 @@ TEST_CASE("topic directory with Raft: changes apply in the log's order on every 
           "[topics]") {
   // A log of our own: proposals are appended and applied on both brokers in order (as raft::service would).
   broker_parts b1("b1"), b3("b3");
-  auto d1 = topic_directory::replicated(b1.parts());
-  auto d3 = topic_directory::replicated(b3.parts());
+  auto d1 = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
+  auto d3 = std::move(*topic_directory::replicated(b3.parts(), b3.stamps()));
   std::vector<raft::entry> log;
   auto propose = [&](raft::entry_kind k, std::string data) -> result<raft::index_t> {
     raft::entry e{1, log.size() + 1, k, std::move(data)};
@@ -122,21 +132,65 @@ TEST_CASE("topic directory with Raft: changes apply in the log's order on every 
   SECTION("a broker restored from a snapshot has the catalog and makes what it owns") {
     REQUIRE(d1->decide({topic_op::create, "spread", 0, {broker_id("b1"), broker_id("b3")}}));
     broker_parts fresh("b3");
-    auto d = topic_directory::replicated(fresh.parts());
+    auto d = std::move(*topic_directory::replicated(fresh.parts(), fresh.stamps()));
     d->restore(d1->snapshot());
     CHECK(d->catalog() == d1->catalog());
     CHECK(*fresh.store.partition_count("spread") == 2);
     CHECK(fresh.table->entry({"spread", 0})->owner == broker_id("b1"));
   }
   SECTION("without a proposer, nothing is decided") {
-    auto alone = topic_directory::replicated(b1.parts());
+    auto alone = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
     CHECK(alone->decide({topic_op::create, "x", 0, {broker_id("b1")}}).code() == errc::unavailable);
   }
 }
 
 TEST_CASE("topic directory: the coordinator of a topic is the same on every broker", "[topics]") {
   broker_parts a("b1"), b("b3");
-  auto d1 = topic_directory::replicated(a.parts());
-  auto d3 = topic_directory::replicated(b.parts());
+  auto d1 = std::move(*topic_directory::replicated(a.parts(), a.stamps()));
+  auto d3 = std::move(*topic_directory::replicated(b.parts(), b.stamps()));
   for (const char* t : {"orders", "clicks", "ev2", "t"}) CHECK(d1->coordinator_of(t) == d3->coordinator_of(t));
+}
+
+TEST_CASE("topic directory with Raft: replaying the log at a restart never touches a later incarnation's logs",
+          "[topics]") {
+  // Create, delete and create the name again, write to the new incarnation, then restart: the log replays the
+  // delete before the second create, and the new incarnation's records must survive it.
+  broker_parts b1("b1");
+  std::vector<raft::entry> log;
+  auto run = [&](topic_directory& d) {
+    d.attach([&](raft::entry_kind k, std::string data) -> result<raft::index_t> {
+      raft::entry e{1, log.size() + 1, k, std::move(data)};
+      log.push_back(e);
+      d.apply_entry(e);
+      return e.index;
+    });
+  };
+  {
+    auto d = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
+    run(*d);
+    REQUIRE(d->decide({topic_op::create, "t", 0, {broker_id("b1")}}));
+    REQUIRE(b1.store.append({"t", 0}, {storage::record{std::nullopt, "first life", 0, 0}}));
+    REQUIRE(d->decide({topic_op::remove, "t", 1, {}}));
+    CHECK_FALSE(b1.store.partition_count("t"));
+    REQUIRE(d->decide({topic_op::create, "t", 2, {broker_id("b1")}}));
+    CHECK(*b1.store.end_offset({"t", 0}) == 0);  // the new incarnation starts empty
+    REQUIRE(b1.store.append({"t", 0}, {storage::record{std::nullopt, "second life", 0, 0}}));
+    b1.keep_stamps();
+  }
+  const std::uint64_t end = *b1.store.end_offset({"t", 0});
+  auto restarted = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
+  for (const auto& e : log) restarted->apply_entry(e);
+  CHECK(*b1.store.end_offset({"t", 0}) == end);
+  CHECK(restarted->find("t")->created == 3);
+}
+
+TEST_CASE("topic directory: logs of the name that no record made are left untouched", "[topics]") {
+  broker_parts b1("b1");
+  REQUIRE(b1.store.ensure_topic("legacy", 1));
+  REQUIRE(b1.store.append({"legacy", 0}, {storage::record{std::nullopt, "kept", 0, 0}}));
+  auto d = topic_directory::open(b1.parts(), std::make_unique<storage::memory_state_file>(), b1.stamps());
+  REQUIRE(d);
+  REQUIRE((*d)->learn({"legacy", 2, 2, {}, true}));  // a deleted record of the name, from elsewhere
+  CHECK(*b1.store.partition_count("legacy") == 1);
+  CHECK(*b1.store.end_offset({"legacy", 0}) > 0);
 }
