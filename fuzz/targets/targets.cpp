@@ -4,7 +4,9 @@
 #include <set>
 #include <string>
 
+#include "cluster/topic_json.hpp"
 #include "json/object_reader.hpp"
+#include "json/writer.hpp"
 #include "moonmq/autobalancer/snapshot_json.hpp"
 #include "moonmq/cluster/settings_loader.hpp"
 #include "moonmq/core/utf8.hpp"
@@ -128,6 +130,31 @@ int raft_message(const std::uint8_t* data, std::size_t size) {
   }
   (void)raft::wire::decode_proposal(in);
   (void)raft::wire::decode_appended(in);
+  return 0;
+}
+
+int topic_metadata(const std::uint8_t* data, std::size_t size) {
+  const std::string_view in = text_of(data, size);
+  // What decodes survives a round trip: a change (a Raft entry, a forwarded change), a record (a coordinator's
+  // tell) and a whole catalog (topics.json, a Raft snapshot's "topics").
+  if (auto c = cluster::wire::read_topic_change(in)) {
+    auto back = cluster::wire::read_topic_change(cluster::wire::topic_change_body(*c));
+    must(back.ok() && *back == *c);
+    cluster::topic_catalog cat;
+    (void)cat.apply(*c);  // a change applies or is refused, never half
+  }
+  if (auto r = cluster::wire::read_topic_record(in)) {
+    auto back = cluster::wire::read_topic_record(cluster::wire::topic_record_body(*r));
+    must(back.ok() && *back == *r);
+  }
+  rapidjson::Document d;
+  if (json::parse_object(in, d))
+    if (auto cat = cluster::wire::read_catalog(d, "fuzz")) {
+      rapidjson::Document again;
+      must(json::parse_object(json::object([&](json::writer& w) { cluster::wire::write_catalog(w, *cat); }), again));
+      auto back = cluster::wire::read_catalog(again, "fuzz");
+      must(back.ok() && *back == *cat);
+    }
   return 0;
 }
 
