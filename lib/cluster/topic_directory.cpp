@@ -190,7 +190,6 @@ void topic_directory::restore(std::string_view snapshot) {
     std::lock_guard lock(mu_);
     catalog_ = c;
     outcomes_.clear();
-    for (const auto& [name, created] : stamps_) names.push_back(name);  // logs of topics the snapshot may not list
   }
   for (const auto& r : c.records()) names.push_back(r.name);
   later([this, names] {
@@ -254,9 +253,9 @@ status topic_directory::remove_here(const std::string& name, std::int32_t partit
   std::vector<std::unique_lock<std::shared_mutex>> held;
   for (std::int32_t i = 0; i < partitions; ++i) held.emplace_back(p_.gates.gate({name, i}));
   if (auto s = p_.store.remove_topic(name); !s && s.code() != errc::not_found) return s;
-  // Then the partitions' ownership history here, so that a later incarnation starts afresh; then the stamp.
+  // Then the partitions' ownership history here, so that a later incarnation starts afresh; then the stamp (last:
+  // a stop before it leaves the stamp, and the next carry-out finishes the removal).
   if (auto s = p_.ownership.forget_topic(name); !s) return s;
-  std::lock_guard lock(mu_);
   if (stamps_.erase(name)) return write_stamps_locked();
   return {};
 }
@@ -270,41 +269,38 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
   if (!r) return {};
   auto had = p_.store.partition_count(name);
   std::optional<std::uint64_t> stamp;
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = stamps_.find(name); it != stamps_.end()) stamp = it->second;
-  }
+  if (auto it = stamps_.find(name); it != stamps_.end()) stamp = it->second;
   // Logs of this name that no record stamped: made before topics were cluster metadata, or by hand. Left alone.
   if (had && !stamp) {
     p_.log.warn("topics", "topic '" + name + "': this broker holds logs of the name that the cluster's catalog did not "
                           "make; they are left untouched");
     return {};
   }
-  // Logs of an incarnation made before the record's: of the one deleted (a delete at version D removes what was made
-  // before D), or older than the live one. Logs stamped later than the record are a later incarnation's (this
-  // broker is replaying the Raft log, or learned an older record late): left alone.
-  if (had && (r->deleted ? *stamp < r->version : *stamp < r->created)) {
-    if (auto s = remove_here(name, *had); !s) return fail("cannot remove its logs here", s);
-    p_.log.info("topics", "topic '" + name + "': the logs here of a deleted incarnation are removed");
+  // Logs (or what is left of a removal a stop cut short) of an incarnation made before the record's: of the one
+  // deleted (a delete at version D removes what was made before D), or older than the live one. Removed.
+  if (stamp && (r->deleted ? *stamp < r->version : *stamp < r->created)) {
+    if (auto s = remove_here(name, had ? *had : 0); !s) return fail("cannot remove its logs here", s);
+    if (had) p_.log.info("topics", "topic '" + name + "': the logs here of an earlier incarnation are removed");
     had = error{errc::not_found, ""};
-  } else if (!had && r->deleted) {
+    stamp.reset();
+  } else if (!stamp && r->deleted) {
     // Nothing here to remove; its ownership history goes (a broker that only routed to it may hold entries).
     if (auto s = p_.ownership.forget_topic(name); !s) return fail("cannot drop its ownership entries here", s);
   }
   if (r->deleted) return {};
+  // Logs stamped by a later incarnation than this record (this broker is replaying the Raft log, or its catalog is
+  // behind a peer's): the record is stale here, and the logs are left as they are.
+  if (stamp && *stamp > r->created) return {};
   const std::int32_t from = had ? *had : 0;
   const std::int32_t want = r->partitions();
   if (from >= want) return {};
   const bool mine = std::find(r->owners.begin(), r->owners.end(), p_.self) != r->owners.end();
   if (!mine && !had && !make_here) return {};  // nothing of it lives here
-  {
-    std::lock_guard lock(mu_);
-    if (!stamp || *stamp != r->created) {
-      stamps_[name] = r->created;  // before the logs exist: a stop between the two leaves logs that are stamped
-      if (auto s = write_stamps_locked(); !s) {
-        stamps_.erase(name);
-        return fail("cannot stamp its logs here", s);
-      }
+  if (!stamp) {
+    stamps_[name] = r->created;  // before the logs exist: a stop between the two leaves logs that are stamped
+    if (auto s = write_stamps_locked(); !s) {
+      stamps_.erase(name);
+      return fail("cannot stamp its logs here", s);
     }
   }
   // The partitions about to be created here that another broker owns are recorded as that broker's first, so that
@@ -318,5 +314,7 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
   if (auto n = p_.store.ensure_topic(name, want); !n) return fail("cannot create its partitions here", n.err());
   return {};
 }
+
+void topic_directory::after_carried_out(std::function<void()> work) { later(std::move(work)); }
 
 }  // namespace moonmq::cluster

@@ -71,7 +71,14 @@ class raft_ownership_table final : public ownership_table, public raft::state_ma
   void apply(const raft::entry& e) override;
   void restore(const std::string& snapshot) override;
   std::string snapshot() const override;
-  void caught_up() override { ready_.store(true, std::memory_order_release); }
+  /// Ready once, besides the log, what its topic entries make true of this broker's storage is done (logs of a
+  /// deleted incarnation removed, new ones made): until then a log here may be one the catalog no longer lists.
+  void caught_up() override {
+    if (topics_)
+      topics_->after_carried_out([this] { ready_.store(true, std::memory_order_release); });
+    else
+      ready_.store(true, std::memory_order_release);
+  }
 
  private:
   broker_id self_;

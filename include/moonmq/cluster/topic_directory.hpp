@@ -102,6 +102,9 @@ class topic_directory {
   /// Grows a topic the catalog does not list (made before topics were cluster metadata) on this broker alone.
   result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
 
+  /// Runs `work` once everything applied so far has been carried out here (with Raft; without it, at once).
+  void after_carried_out(std::function<void()> work);
+
   std::optional<topic_record> find(std::string_view topic) const;
   /// Topics that exist now, by name.
   std::vector<topic_record> live() const;
@@ -118,7 +121,7 @@ class topic_directory {
   void carry_out(const std::string& name);
   /// Removes this broker's logs and ownership entries of `name`, and its stamp. REQUIRES: topics() held.
   status remove_here(const std::string& name, std::int32_t partitions);
-  status write_stamps_locked() const;
+  status write_stamps_locked() const;  ///< REQUIRES: topics() held
   status persist_locked() const;
   /// Runs `work` through parts::run_later, or at once.
   void later(std::function<void()> work);
@@ -126,7 +129,9 @@ class topic_directory {
   parts p_;
   std::unique_ptr<storage::state_file> file_;  ///< null under Raft
   std::unique_ptr<storage::state_file> stamps_file_;
-  std::map<std::string, std::uint64_t> stamps_;  ///< guarded by mu_: the incarnation of each topic's logs here
+  /// The incarnation of each topic's logs here; guarded by partition_gates::topics(), which every carry-out holds (so
+  /// that its file is written without holding mu_, which the thread applying the Raft log takes).
+  std::map<std::string, std::uint64_t> stamps_;
   proposer propose_;
   mutable std::mutex mu_;  // guards catalog_, outcomes_
   topic_catalog catalog_;

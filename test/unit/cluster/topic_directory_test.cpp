@@ -194,3 +194,50 @@ TEST_CASE("topic directory: logs of the name that no record made are left untouc
   CHECK(*b1.store.partition_count("legacy") == 1);
   CHECK(*b1.store.end_offset({"legacy", 0}) > 0);
 }
+
+TEST_CASE("topic directory with Raft: a stale record carried out late never lowers a later incarnation's stamp",
+          "[topics]") {
+  // t made with four partitions, deleted, made again with one; at the restart the storage work of a replayed entry
+  // may run before the later entries are applied (the leader's commit index not heard yet), or after.
+  broker_parts b1("b1");
+  std::vector<raft::entry> log;
+  {
+    auto d = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
+    d->attach([&](raft::entry_kind k, std::string data) -> result<raft::index_t> {
+      raft::entry e{1, log.size() + 1, k, std::move(data)};
+      log.push_back(e);
+      d->apply_entry(e);
+      return e.index;
+    });
+    const std::vector<broker_id> four(4, broker_id("b1"));
+    REQUIRE(d->decide({topic_op::create, "t", 0, four}));
+    REQUIRE(d->decide({topic_op::remove, "t", 1, {}}));
+    REQUIRE(d->decide({topic_op::create, "t", 2, {broker_id("b1")}}));
+    REQUIRE(b1.store.append({"t", 0}, {storage::record{std::nullopt, "second life", 0, 0}}));
+    b1.keep_stamps();
+  }
+  const std::uint64_t end = *b1.store.end_offset({"t", 0});
+  std::deque<std::function<void()>> queued;
+  auto parts = b1.parts();
+  parts.run_later = [&](std::function<void()> work) { queued.push_back(std::move(work)); };
+  auto restarted = std::move(*topic_directory::replicated(parts, b1.stamps()));
+  auto drain = [&] {
+    while (!queued.empty()) {
+      queued.front()();
+      queued.pop_front();
+    }
+  };
+  // The replayed create of the first incarnation is carried out while the catalog is at that entry only (the others
+  // not yet applied): it must not grow the later incarnation's logs to four nor stamp them as the first's.
+  restarted->apply_entry(log[0]);
+  drain();
+  CHECK(*b1.store.partition_count("t") == 1);
+  for (std::size_t i = 1; i < log.size(); ++i) restarted->apply_entry(log[i]);
+  drain();
+  CHECK(*b1.store.partition_count("t") == 1);
+  CHECK(*b1.store.end_offset({"t", 0}) == end);
+  // And once more, now that every entry is applied: nothing changes.
+  auto again = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
+  for (const auto& e : log) again->apply_entry(e);
+  CHECK(*b1.store.end_offset({"t", 0}) == end);
+}
