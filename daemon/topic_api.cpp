@@ -50,6 +50,12 @@ std::string change_body(const std::string& op, const std::string& name, std::uin
   });
 }
 
+/// A topic's partition count, as a client gives it: 1 to the hard limit (a broker's own limit is asked later).
+void check_count(json::object_reader& r, const char* key, std::uint32_t n) {
+  if (r.ok() && (n < 1 || n > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
+    r.fail(key, "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
+}
+
 void write_record(json_writer& w, const cluster::topic_record& r) {
   put(w, "name", r.name);
   put(w, "partitions", r.partitions());
@@ -80,8 +86,7 @@ void topic_api::create(const httplib::Request& req, httplib::Response& res) {
   r.get("brokers", c.brokers);
   if (r.ok())
     if (auto v = validate_topic_name(c.name); !v) r.fail("name", v.message());
-  if (r.ok() && (c.partitions < 1 || c.partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
-    r.fail("partitions", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
+  check_count(r, "partitions", c.partitions);
   if (r.ok() && c.placement != "spread" && c.placement != "local") r.fail("placement", "expected spread or local");
   if (r.ok() && c.placement == "local" && !c.brokers.empty())
     r.fail("brokers", "a local placement puts every partition on the receiving broker: name no brokers");
@@ -100,8 +105,7 @@ void topic_api::grow(const httplib::Request& req, httplib::Response& res) {
   c.op = "grow";
   c.name = req.matches[1];
   r.get("count", c.partitions, true);
-  if (r.ok() && (c.partitions < 1 || c.partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
-    r.fail("count", "must be from 1 to " + std::to_string(storage::max_partitions_per_topic_hard));
+  check_count(r, "count", c.partitions);
   if (auto s = r.finish(); !s) return reply_error(res, s.err());
   if (!topics_.find(c.name) && store_.partition_count(c.name)) {
     // A topic made before topics were cluster metadata: grown on this broker alone, as it was made.
