@@ -34,7 +34,7 @@ std::optional<entry> decode(const moonmq::storage::record_view& v) {
     if (ec != std::errc() || p != k.data() + end) return std::nullopt;
     k.remove_prefix(std::min(end + 1, k.size()));
   }
-  if (parts[2] != 1 && parts[2] != 2) return std::nullopt;
+  if (!known_entry_kind(parts[2])) return std::nullopt;
   return entry{parts[0], parts[1], static_cast<entry_kind>(parts[2]), std::string(v.value)};
 }
 

@@ -68,9 +68,7 @@ namespace detail {
 inline void read_entry_kind(json::object_reader& r, entry_kind& out) {
   std::uint32_t kind = 0;
   if (!r.get("kind", kind, true)) return;
-  if (kind != static_cast<std::uint32_t>(entry_kind::controller) &&
-      kind != static_cast<std::uint32_t>(entry_kind::owner) && kind != static_cast<std::uint32_t>(entry_kind::topic))
-    r.fail("kind", "expected 1 (controller), 2 (owner) or 3 (topic)");
+  if (!known_entry_kind(kind)) r.fail("kind", "expected 1 (controller), 2 (owner) or 3 (topic)");
   out = static_cast<entry_kind>(kind);
 }
 

@@ -20,6 +20,13 @@ using index_t = std::uint64_t;
 
 enum class entry_kind : std::uint8_t { controller = 1, owner = 2, topic = 3 };
 
+/// Whether `k` is an entry kind this version knows: the one list that the log file's reader and the wire's both
+/// check, so that a kind added here is accepted by both or by neither.
+constexpr bool known_entry_kind(std::uint64_t k) {
+  return k == static_cast<std::uint64_t>(entry_kind::controller) || k == static_cast<std::uint64_t>(entry_kind::owner) ||
+         k == static_cast<std::uint64_t>(entry_kind::topic);
+}
+
 struct entry {
   term_t term = 0;
   index_t index = 0;
