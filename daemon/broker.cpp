@@ -50,6 +50,7 @@
 #include "status_api.hpp"
 #include "topic_api.hpp"
 #include "txn_api.hpp"
+#include "cluster/topic_json.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
@@ -215,8 +216,9 @@ class running_broker final : public broker {
                                              return reclaim_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
                                          },
-                                         [this](const std::string& t, std::int32_t n) {
-                                           return topics_->ensure_listed(t, n);
+                                         [this](const std::string& t, std::int32_t n,
+                                                const std::optional<cluster::topic_record>& theirs) {
+                                           return topics_->ensure_listed(t, n, theirs);
                                          }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
@@ -234,6 +236,12 @@ class running_broker final : public broker {
         if (auto s = move_requests_->remove(tp); !s)
           log_->error("moonmqd", "could not forget a finished move: " + s.message());
       });
+    };
+    ro.topic_record = [this](const std::string& topic) -> std::optional<std::string> {
+      if (!topics_) return std::nullopt;
+      auto r = topics_->find(topic);
+      if (!r) return std::nullopt;
+      return cluster::wire::topic_record_body(*r);
     };
     reassigner_ = std::make_unique<cluster::reassigner>(
         ro, st, *peers_, *journal_,
@@ -462,10 +470,13 @@ class running_broker final : public broker {
     }
     std::vector<cluster::peer_config> peers;
     if (cfg_.cluster) peers = cfg_.cluster->peers;
-    view_ = std::make_unique<cluster_view>(
-        self_, peers, *peers_,
-        [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
-        [this] { return cluster::unserved_bytes(*store_, *ownership_, self_); });
+    view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
+      broker_report me;
+      me.partitions = cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
+      me.held_bytes = cluster::unserved_bytes(*store_, *ownership_, self_);
+      me.strays = cluster::collect_strays(*store_, *ownership_);
+      return me;
+    });
     topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *store_, [this] {
       return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()).size();
     });

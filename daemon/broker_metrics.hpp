@@ -24,10 +24,11 @@ inline constexpr metric_family fetched_bytes{"moonmq_broker_fetched_bytes_total"
                                              metric_kind::counter};
 inline constexpr metric_family stored_bytes{
     "moonmq_broker_stored_bytes",
-    "Bytes of partition logs on this broker's disk {state: served, unserved (copies left by moves, see reclaim)}",
+    "Bytes of partition logs on this broker's disk {state: served, unserved (copies left by moves, see reclaim), "
+    "stray (logs the topic catalog did not make here, never served)}",
     metric_kind::gauge};
 inline constexpr metric_family partitions{"moonmq_broker_partitions",
-                                          "Partitions in this broker's store {state: served, unserved}",
+                                          "Partitions in this broker's store {state: served, unserved, stray}",
                                           metric_kind::gauge};
 inline constexpr std::array<double, 12> request_seconds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                            0.05,   0.1,   0.25,   0.5,   1,    5};

@@ -63,6 +63,7 @@ void cluster_api::brokers(httplib::Response& res) {
               put(w, "partitions", b.partitions.size());
               put(w, "bytes", bytes);
               put(w, "held_bytes", b.held_bytes);  // copies not served, until reclaimed
+              put(w, "strays", b.strays.size());   // logs the topic catalog did not make there, never served
             }
             put(w, "draining", draining.count(b.id) > 0);
             if (auto r = reports.find(b.id); r != reports.end() && !r->second.empty()) {
@@ -82,10 +83,13 @@ void cluster_api::partitions(const httplib::Request& req, httplib::Response& res
     cluster::partition_load load;
     std::string owner;
   };
-  std::vector<row> rows;
-  for (const auto& b : all)
+  std::vector<row> rows, strays;  // strays: `owner` is the broker that holds it
+  for (const auto& b : all) {
     for (const auto& p : b.partitions)
       if (topic.empty() || p.partition.topic == topic) rows.push_back({p, b.id});
+    for (const auto& p : b.strays)
+      if (topic.empty() || p.partition.topic == topic) strays.push_back({p, b.id});
+  }
   std::sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
     return a.load.partition < b.load.partition || (a.load.partition == b.load.partition && a.owner < b.owner);
   });
@@ -100,10 +104,29 @@ void cluster_api::partitions(const httplib::Request& req, httplib::Response& res
             put(w, "owner", r.owner);
             put(w, "size_bytes", r.load.size_bytes);
             put(w, "open_transactions", r.load.open_transactions);
-            // Two brokers reporting one partition is a fault the operator must see (never expected).
+            // Two brokers reporting one partition is a fault the operator must see (never expected); so is a stray
+            // log of it somewhere.
             const bool twice = (i > 0 && rows[i - 1].load.partition == r.load.partition) ||
                                (i + 1 < rows.size() && rows[i + 1].load.partition == r.load.partition);
-            if (twice) put(w, "conflict", "served by more than one broker");
+            std::string stray_on;
+            for (const auto& s : strays)
+              if (s.load.partition == r.load.partition) stray_on += (stray_on.empty() ? "" : ", ") + s.owner;
+            if (twice)
+              put(w, "conflict", "served by more than one broker");
+            else if (!stray_on.empty())
+              put(w, "conflict", "a stray log of it on " + stray_on + " (not served)");
+            w.EndObject();
+          }
+          w.EndArray();
+          // Logs a broker holds that the topic catalog did not make there: never served, kept until reconciled.
+          w.Key("strays");
+          w.StartArray();
+          for (const auto& s : strays) {
+            w.StartObject();
+            put(w, "topic", s.load.partition.topic);
+            put(w, "partition", s.load.partition.partition);
+            put(w, "broker", s.owner);
+            put(w, "size_bytes", s.load.size_bytes);
             w.EndObject();
           }
           w.EndArray();

@@ -1,7 +1,9 @@
 // moonmqd's cluster-wide read routes, answered by any broker from what every broker says now (cluster_view):
 //   GET /v1/brokers                 every broker: address, reachable (or why not), partitions and bytes it serves,
 //                                   whether it is the controller, whether it is draining (and the drain's progress)
-//   GET /v1/partitions[?topic=T]    every partition some broker serves: owner, size, open transactions
+//                                   and how many strays it holds
+//   GET /v1/partitions[?topic=T]    every partition some broker serves: owner, size, open transactions; and every
+//                                   stray (a log the topic catalog did not make where it is, never served)
 // A broker that does not answer is listed as unreachable; its partitions are missing, never guessed.
 // Thread safety: the routes may run concurrently.
 #pragma once

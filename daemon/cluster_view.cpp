@@ -50,12 +50,10 @@ fanout_result cluster_view::apply_everywhere(const status& here, const transport
 
 std::vector<broker_report> cluster_view::brokers() const {
   std::vector<broker_report> out;
-  broker_report me;
+  broker_report me = local_();
   me.id = self_.value();
   me.self = true;
   me.reachable = true;
-  me.partitions = local_loads_();
-  if (local_held_) me.held_bytes = local_held_();
   out.push_back(std::move(me));
   auto answers = ask_peers(transport::get_request("/cluster/loads"));
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -68,6 +66,7 @@ std::vector<broker_report> cluster_view::brokers() const {
         b.reachable = true;
         b.partitions = std::move(*loads);
         b.held_bytes = cluster::wire::read_held_bytes(r.body);
+        b.strays = cluster::wire::read_strays(r.body);
       } else {
         b.error = "its answer to GET /cluster/loads is not a loads document";
       }
@@ -91,17 +90,10 @@ std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string
 }
 
 std::optional<std::string> cluster_view::owner_of(const topic_partition& tp) const {
-  auto all = servers_of(tp);
-  if (all.empty()) return std::nullopt;
-  return all.front();
-}
-
-std::vector<std::string> cluster_view::servers_of(const topic_partition& tp) const {
-  std::vector<std::string> out;
   for (const auto& b : brokers())
     for (const auto& l : b.partitions)
-      if (l.partition == tp) out.push_back(b.id);
-  return out;
+      if (l.partition == tp) return b.id;
+  return std::nullopt;
 }
 
 }  // namespace moonmq::daemon

@@ -32,6 +32,7 @@ struct broker_report {
   std::string error;  ///< why it is not reachable
   std::vector<cluster::partition_load> partitions;  ///< the partitions it serves
   std::uint64_t held_bytes = 0;  ///< bytes of copies it holds without serving them (until reclaimed)
+  std::vector<cluster::partition_load> strays;  ///< logs the topic catalog did not make there (never served)
 };
 
 /// A change applied on every broker: who took it and who did not (with why).
@@ -45,14 +46,10 @@ std::string describe_answer(const transport::response& r);
 
 class cluster_view {
  public:
+  /// `local`: this broker's own report (its partitions, held bytes and strays; the rest is filled in here).
   cluster_view(broker_id self, std::vector<cluster::peer_config> peers, cluster::peer_client& client,
-               std::function<std::vector<cluster::partition_load>()> local_loads,
-               std::function<std::uint64_t()> local_held = {})
-      : self_(std::move(self)),
-        peers_(std::move(peers)),
-        client_(client),
-        local_loads_(std::move(local_loads)),
-        local_held_(std::move(local_held)) {}
+               std::function<broker_report()> local)
+      : self_(std::move(self)), peers_(std::move(peers)), client_(client), local_(std::move(local)) {}
 
   const broker_id& self() const { return self_; }
   const std::vector<cluster::peer_config>& peers() const { return peers_; }
@@ -78,15 +75,12 @@ class cluster_view {
   /// The broker that reports serving `tp`, if any broker does.
   std::optional<std::string> owner_of(const topic_partition& tp) const;
 
-  /// Every broker that reports serving `tp` (more than one: two logs of one partition in the cluster).
-  std::vector<std::string> servers_of(const topic_partition& tp) const;
 
  private:
   broker_id self_;
   std::vector<cluster::peer_config> peers_;
   cluster::peer_client& client_;
-  std::function<std::vector<cluster::partition_load>()> local_loads_;
-  std::function<std::uint64_t()> local_held_;
+  std::function<broker_report()> local_;
 };
 
 }  // namespace moonmq::daemon

@@ -59,19 +59,26 @@ void move_api::start(const httplib::Request& req, httplib::Response& res) {
   // Who serves it: every broker is asked (its own report of what it serves), so that a bad request is refused now
   // instead of failing later in the background, and a partition with two logs in the cluster (a namesake made
   // before topics were cluster metadata) is never moved: the move would keep one log and drop the other's records.
-  const std::vector<std::string> servers = view_.servers_of(tp);
+  // A stray (a log the topic catalog did not make, never served) counts as a second log too.
+  std::vector<std::string> servers, logs;
+  for (const auto& b : view_.brokers()) {
+    auto is_tp = [&](const cluster::partition_load& l) { return l.partition == tp; };
+    const bool serves = std::any_of(b.partitions.begin(), b.partitions.end(), is_tp);
+    if (serves) servers.push_back(b.id);
+    if (serves || std::any_of(b.strays.begin(), b.strays.end(), is_tp)) logs.push_back(b.id);
+  }
+  if (logs.size() > 1) {
+    std::string names;
+    for (const auto& b : logs) names += (names.empty() ? "" : " and ") + b;
+    return reply_error(res, 409, "conflict",
+                       name_of(tp) + " has more than one log in the cluster, on " + names +
+                           ": a move would keep one and drop the other's records; keep the one you want (docs/cluster.md, "
+                           "\"Strays\")");
+  }
   if (servers.empty())
     return reply_error(res, 404, "not_found",
                        "no reachable broker serves " + name_of(tp) + " (unknown topic or partition, or its owner "
                        "does not answer)");
-  if (servers.size() > 1) {
-    std::string names;
-    for (const auto& b : servers) names += (names.empty() ? "" : " and ") + b;
-    return reply_error(res, 409, "conflict",
-                       name_of(tp) + " has more than one log in the cluster, served by " + names +
-                           ": a move would keep one and drop the other's records; keep the one you want (docs/cluster.md, "
-                           "\"Topics\")");
-  }
   const std::string source = servers.front();
   if (source == dest) return reply_error(res, 409, "conflict", name_of(tp) + " is already on " + dest);
   if (draining_(dest))

@@ -60,8 +60,10 @@ std::vector<cluster::reclaim_candidate> reclaim_api::observe(bool ask_peers) {
   for (const auto& tp : st_.store.list_partitions()) {
     auto size = st_.store.size_bytes(tp);
     if (!size || *size == 0) continue;
-    const bool served = entry_as_seen_by(st_.ownership, tp, self).owner == self;
-    copies.push_back({tp, *size, served, journaled.count(tp) > 0, reassigner_.busy(tp)});  // the discard's own test
+    const bool stray = st_.ownership.withheld(tp);
+    const bool served = !stray && entry_as_seen_by(st_.ownership, tp, self).owner == self;
+    copies.push_back(
+        {tp, *size, served, journaled.count(tp) > 0, reassigner_.busy(tp) /* the discard's own test */, stray});
   }
   const bool any_unserved = std::any_of(copies.begin(), copies.end(), [](const auto& c) { return !c.served_here; });
   if (ask_peers && any_unserved) {

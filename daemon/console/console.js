@@ -90,7 +90,9 @@ function drawBrokers(brokers, balancer) {
     const l = loads[b.id];
     const cells = [b.id + (b.controller ? ' (controller)' : '') + (b.self ? ' · asked' : ''),
                    b.reachable ? el('span', 'up') : el('span', 'unreachable: ' + (b.error || ''), 'down'),
-                   b.reachable ? b.partitions : '', b.reachable ? bytes(b.bytes) : ''];
+                   !b.reachable ? '' : b.strays ? el('span', b.partitions + ' + ' + b.strays + ' stray (not served)', 'down')
+                                                : b.partitions,
+                   b.reachable ? bytes(b.bytes) : ''];
     for (const r of resources)
       cells.push(l ? loadBar(Number(l[r]) || 0, stats[r].mean, stats[r].max, deviationOf(balancer, r)) : '');
     let drain = '';

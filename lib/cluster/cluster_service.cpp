@@ -12,6 +12,7 @@
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/token.hpp"
+#include "topic_json.hpp"
 #include "wire_json.hpp"
 #include "moonmq/core/topic_name.hpp"
 
@@ -168,6 +169,13 @@ struct cluster_service::impl {
     std::uint32_t partitions = 0;
     r.get("topic", topic, true);
     r.get("partitions", partitions, true);
+    std::optional<topic_record> theirs;  // the source's record, when its catalog lists the topic
+    if (const rapidjson::Value* rv = r.ok() ? r.member("record") : nullptr) {
+      auto rec = wire::read_topic_record(*rv, "record");
+      if (!rec) return from_error(rec.err());
+      if (rec->name != topic) return error_response(400, "invalid_argument", "record: names another topic");
+      theirs = std::move(*rec);
+    }
     if (r.ok())
       if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
     if (r.ok() && (partitions < 1 || partitions > static_cast<std::uint32_t>(storage::max_partitions_per_topic_hard)))
@@ -176,7 +184,7 @@ struct cluster_service::impl {
     // A topic the cluster's catalog lists is made as the catalog says (never a partition it does not list, nothing
     // of a deleted topic, each partition its first owner's: the requester is a move's source, not where it began).
     if (opt.ensure_listed)
-      if (auto listed = opt.ensure_listed(topic, static_cast<std::int32_t>(partitions))) {
+      if (auto listed = opt.ensure_listed(topic, static_cast<std::int32_t>(partitions), theirs)) {
         if (!*listed) return from_error(listed->err());
         return json_ok([&](json_writer& w) {
           put(w, "topic", topic);
@@ -407,7 +415,8 @@ struct cluster_service::impl {
     return {200,
             wire::loads_document(opt.self.value(),
                                  collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers),
-                                 unserved_bytes(st.store, st.ownership, opt.self)),
+                                 unserved_bytes(st.store, st.ownership, opt.self),
+                                 collect_strays(st.store, st.ownership)),
             "application/json"};
   }
 
@@ -509,6 +518,9 @@ status discard_unserved_copy(const cluster_state& st, const broker_id& self, con
   const std::string name = tp.topic + "-" + std::to_string(tp.partition);
   auto unneeded = [&]() -> status {
     if (!st.ownership.ready()) return {errc::unavailable, self.value() + " is catching up with the ownership log"};
+    if (st.ownership.withheld(tp))
+      return {errc::conflict, name + " on " + self.value() + " is a stray (a log the topic catalog did not make here): "
+                                  "kept until an operator reconciles it, never discarded"};
     auto e = entry_as_seen_by(st.ownership, tp, self);
     if (e.owner == self)
       return {errc::conflict, name + " is " + (e.handover ? "being handed over to " : "served by ") + self.value() +

@@ -512,7 +512,10 @@ struct reassigner::impl {
     {
       request r = req("POST", "/cluster/ensure", tp);
       r.params.clear();
-      r.body = "{\"topic\":" + quoted(tp.topic) + ",\"partitions\":" + std::to_string(*count) + "}";
+      r.body = "{\"topic\":" + quoted(tp.topic) + ",\"partitions\":" + std::to_string(*count);
+      if (opt.topic_record)
+        if (auto record = opt.topic_record(tp.topic)) r.body += ",\"record\":" + *record;
+      r.body += "}";
       auto resp = co_await peers.call(dest.value(), std::move(r), claim);
       if (!resp.ok()) co_return peer_error(dest.value(), "ensure", resp);
     }

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 
 #include <chrono>
+#include <set>
 #include <shared_mutex>
 
 #include "cluster/topic_json.hpp"
@@ -39,8 +40,12 @@ result<std::unique_ptr<topic_directory>> topic_directory::open(parts p, std::uni
     d->catalog_ = std::move(*c);
   }
   d->file_ = std::move(file);
-  // What a stop may have cut short between deciding a record and carrying it out.
+  // What a stop may have cut short between deciding a record and carrying it out; then the strays.
   for (const auto& r : d->catalog_.records()) d->carry_out(r.name);
+  if (d->catalog_.records().empty()) {
+    std::lock_guard topics(d->p_.gates.topics());
+    d->withhold_strays_locked();
+  }
   return d;
 }
 
@@ -226,9 +231,55 @@ status topic_directory::persist_locked() const { return file_->replace(catalog_j
 void topic_directory::carry_out(const std::string& name) {
   std::lock_guard topics(p_.gates.topics());  // never interleaved with a client's or a peer's ensure
   (void)carry_out_locked(name);
+  withhold_strays_locked();
 }
 
-std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::string& topic, std::int32_t partitions) {
+void topic_directory::withhold_strays_locked() {
+  const topic_catalog cat = catalog();
+  std::set<topic_partition> strays;
+  std::vector<ownership_entry> routes;
+  for (const auto& tp : p_.store.list_partitions()) {
+    const topic_record* r = cat.find(tp.topic);
+    if (!r) continue;  // a topic the catalog does not list: made before topics were metadata, its own rules apply
+    // A stamped log is the catalog's unless it is a partition past the count of the incarnation it is stamped with
+    // (made by hand). A stamp of another incarnation means a carry-out is pending (a removal a stop cut short, or a
+    // catalog behind the logs while the Raft log replays): not a stray.
+    if (auto stamp = stamps_.find(tp.topic); stamp != stamps_.end())
+      if (r->deleted || stamp->second != r->created || tp.partition < r->partitions()) continue;
+    strays.insert(tp);
+    // A produce for it here goes to the partition's first owner, not into this log.
+    if (!r->deleted && tp.partition < r->partitions() && !p_.ownership.entry(tp)) {
+      const broker_id& owner = r->owners[static_cast<std::size_t>(tp.partition)];
+      if (owner != p_.self) routes.push_back({tp, owner, 0, false});
+    }
+  }
+  const auto before = p_.ownership.withheld_all();
+  for (const auto& tp : strays)
+    if (!before.count(tp))
+      p_.log.warn("topics", name_of(tp) + ": a stray log here (the cluster's catalog did not make it on this broker): "
+                            "not served, kept untouched until an operator reconciles it (docs/cluster.md, \"Strays\")");
+  p_.ownership.withhold(std::move(strays));
+  if (auto s = p_.ownership.record_all(routes); !s)
+    p_.log.error("topics", "cannot record the owners of the strays' partitions here: " + s.message());
+}
+
+std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::string& topic, std::int32_t partitions,
+                                                                   const std::optional<topic_record>& theirs) {
+  // The source's record, when its catalog lists the topic: a destination whose catalog is behind never makes the logs
+  // the old way (unstamped, they would be strays once it learns the topic). Without Raft it takes the record (a newer
+  // version only, as from the coordinator); with Raft the log is the only teacher, and the move waits for it.
+  if (theirs) {
+    if (replicated()) {
+      auto mine = find(topic);
+      if (!mine || mine->version < theirs->version)
+        return result<std::int32_t>(error{errc::unavailable, "topic '" + topic + "': " + p_.self.value() +
+                                                                 " has not yet applied version " +
+                                                                 std::to_string(theirs->version) +
+                                                                 " of it from the Raft log; try again"});
+    } else if (auto s = learn(*theirs); !s) {
+      return result<std::int32_t>(s.err());
+    }
+  }
   std::lock_guard topics(p_.gates.topics());
   std::optional<topic_record> r = find(topic);
   if (!r) return std::nullopt;
@@ -238,7 +289,15 @@ std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::st
     return result<std::int32_t>(error{errc::not_found, "topic '" + topic + "' has " + std::to_string(r->partitions()) +
                                                            " partitions in the cluster's catalog, not " +
                                                            std::to_string(partitions)});
-  if (auto s = carry_out_locked(topic, true); !s) return result<std::int32_t>(s.err());
+  auto s = carry_out_locked(topic, true);
+  withhold_strays_locked();
+  if (!s) return result<std::int32_t>(s.err());
+  // A move's destination never takes a stray for the partition's log (its records would be served as the partition's).
+  for (std::int32_t i = 0; i < partitions; ++i)
+    if (p_.ownership.withheld({topic, i}))
+      return result<std::int32_t>(error{errc::conflict, name_of({topic, i}) + " on " + p_.self.value() +
+                                                            " is a stray log (the cluster's catalog did not make it "
+                                                            "here): reconcile it before anything moves here"});
   return p_.store.partition_count(topic);
 }
 

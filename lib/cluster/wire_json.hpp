@@ -128,12 +128,23 @@ inline std::optional<std::vector<move_progress>> read_moves(const std::string& b
 }
 
 /// GET /cluster/loads: `{"broker": ID, "held_bytes": N, "partitions": [{topic, partition, size_bytes, produced_bytes,
-/// consumed_bytes}]}`; `held_bytes`: what the broker's store holds of partitions it does not serve.
+/// consumed_bytes}], "strays": [{topic, partition, size_bytes}]}`; `held_bytes`: what the broker's store holds of
+/// partitions it does not serve; `strays`: logs it holds that the topic catalog did not make here (never served).
 inline std::string loads_document(const std::string& broker, const std::vector<partition_load>& list,
-                                  std::uint64_t held_bytes = 0) {
+                                  std::uint64_t held_bytes = 0, const std::vector<partition_load>& strays = {}) {
   return json::object([&](json::writer& w) {
     json::put(w, "broker", broker);
     json::put(w, "held_bytes", held_bytes);
+    w.Key("strays");
+    w.StartArray();
+    for (const auto& l : strays) {
+      w.StartObject();
+      json::put(w, "topic", l.partition.topic);
+      json::put(w, "partition", l.partition.partition);
+      json::put(w, "size_bytes", l.size_bytes);
+      w.EndObject();
+    }
+    w.EndArray();
     w.Key("partitions");
     w.StartArray();
     for (const auto& l : list) {
@@ -155,6 +166,19 @@ inline std::uint64_t read_held_bytes(const std::string& body) {
   rapidjson::Document d;
   if (!json::parse_object(body, d) || !d.HasMember("held_bytes") || !d["held_bytes"].IsUint64()) return 0;
   return d["held_bytes"].GetUint64();
+}
+
+/// A load report's strays (only size_bytes set; none when absent: a broker of an older version). An entry that is not
+/// a stray's is skipped.
+inline std::vector<partition_load> read_strays(const std::string& body) {
+  rapidjson::Document d;
+  std::vector<partition_load> out;
+  if (!json::parse_object(body, d) || !d.HasMember("strays") || !d["strays"].IsArray()) return out;
+  for (const auto& e : d["strays"].GetArray())
+    if (e.IsObject() && e.HasMember("topic") && e["topic"].IsString() && e.HasMember("partition") &&
+        e["partition"].IsInt() && e.HasMember("size_bytes") && e["size_bytes"].IsUint64())
+      out.push_back({{e["topic"].GetString(), e["partition"].GetInt()}, e["size_bytes"].GetUint64(), 0, 0, false});
+  return out;
 }
 
 /// The partitions of a load report; nullopt when the body is not one (a malformed report counts as no answer).

@@ -5,6 +5,7 @@
 #include <rapidjson/document.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -216,25 +217,47 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   CHECK(listed(c.b2, name).IsNull());
   CHECK(post(c.b2, "/v1/topics/" + name + "/records", R"({"partition":0,"records":[{"value":"x"}]})").status == 404);
 
-  // A log made by hand (or before topics were metadata) beside the cluster's: a move of that partition is refused,
-  // naming both brokers, instead of keeping one log and dropping the other's records.
+  // A log made by hand (or before topics were metadata) beside the cluster's, on a broker restarted with it: a
+  // stray, never served, kept untouched; a move of that partition is refused, naming both brokers, instead of keeping
+  // one log and dropping the other's records.
   REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":1,"placement":"local"})").status == 200);
   REQUIRE(post(c.b1, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"on b1"}]})").status == 200);
   c.b2.send_signal(SIGTERM);
   REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
-  REQUIRE(moonmq::posix::make_directories(c.b2.data_dir + "/topics/dup"));
-  std::ofstream(c.b2.data_dir + "/topics/dup/topic.json") << R"({"partitions":1})";
-  std::ofstream(c.b2.data_dir + "/topics/dup/0.log");
+  // A copy of b1's log, as a restore from a backup would leave it (a log with records, which reclaim would count).
+  std::filesystem::copy(c.b1.data_dir + "/topics/dup", c.b2.data_dir + "/topics/dup",
+                        std::filesystem::copy_options::recursive);
   c.b2.start();
   auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
   CHECK(refused.status == 409);
   CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
-  // The operator is told: status exits non-zero with a warning, topics counts the partition once and flags it.
+  // b2 never serves it: a produce through b2 reaches b1's log, a fetch from b2 is sent to b1.
+  auto via_b2 = post(c.b2, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"via b2"}]})");
+  CHECK(via_b2.status == 200);
+  CHECK(parse(via_b2.body)["broker"] == "b1");
+  auto fetch = c.b2.api().Get("/v1/topics/dup/partitions/0/records?offset=0");
+  REQUIRE(fetch);
+  CHECK(fetch->status == 421);
+  // The operator is told: status exits non-zero with a warning, partitions and topics mark it, a metric counts it,
+  // and reclaim keeps it.
   const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
   auto status = run_process({MOONMQ_CTL_BIN, "--broker", broker, "status"});
   CHECK(status.exit_code == 1);
-  CHECK_THAT(status.out, Catch::Contains("served by more than one broker (dup-0)"));
+  CHECK_THAT(status.out, Catch::Contains("1 stray log(s) (dup-0 on b2)"));
+  auto partitions = run_process({MOONMQ_CTL_BIN, "--broker", broker, "partitions", "--topic", "dup"});
+  INFO(partitions.out);
+  CHECK_THAT(partitions.out, Catch::Contains("a stray log of it on b2") && Catch::Contains("STRAY"));
   auto topics = run_process({MOONMQ_CTL_BIN, "--broker", broker, "topics"});
   INFO(topics.out);
-  CHECK_THAT(topics.out, Catch::Contains("1 served by more than one broker"));
+  CHECK_THAT(topics.out, Catch::Contains("1 stray log(s)"));
+  auto metrics = c.b2.api().Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body, Catch::Contains(R"(moonmq_broker_partitions{state="stray"} 1)"));
+  auto kept = c.b2.api().Get("/v1/brokers/b2/reclaim");
+  REQUIRE(kept);
+  CHECK_THAT(kept->body, Catch::Contains("a stray"));
+  auto reclaim = post(c.b2, "/v1/brokers/b2/reclaim", "");
+  CHECK(reclaim.status == 200);
+  CHECK_THAT(reclaim.body, !Catch::Contains("dup"));  // other copies may go (ev2's, moved away), never the stray
+  CHECK(moonmq::posix::exists(c.b2.data_dir + "/topics/dup/0.log"));
 }

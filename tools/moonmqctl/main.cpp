@@ -232,19 +232,23 @@ int main(int argc, char** argv) {
       rapidjson::Document b, m, a, p;
       b.Parse(brokers.body.c_str());
       // A partition served by more than one broker has two logs in the cluster: worth a non-zero status.
-      std::set<std::string> twice;
+      // So does a stray: a log the topic catalog did not make where it is (never served, kept until reconciled).
+      std::set<std::string> twice, strays;
       if (partitions.ok()) {
         p.Parse(partitions.body.c_str());
         for (const auto& x : array(p, "partitions").GetArray())
-          if (!str(x, "conflict").empty()) twice.insert(str(x, "topic") + "-" + str(x, "partition"));
+          if (!str(x, "conflict").empty() && str(x, "conflict").rfind("served by", 0) == 0)
+            twice.insert(str(x, "topic") + "-" + str(x, "partition"));
+        for (const auto& x : array(p, "strays").GetArray())
+          strays.insert(str(x, "topic") + "-" + str(x, "partition") + " on " + str(x, "broker"));
       }
       if (o.json) {
         std::cout << "{\"brokers\":" << brokers.body << ",\"reassignments\":" << (moves.ok() ? moves.body : "null")
                   << ",\"autobalancer\":" << (balancer.ok() ? balancer.body : "null")
-                  << ",\"served_twice\":" << twice.size() << "}\n";
+                  << ",\"served_twice\":" << twice.size() << ",\"strays\":" << strays.size() << "}\n";
         bool all_up = true;
         for (const auto& x : array(b, "brokers").GetArray()) all_up = all_up && flag(x, "reachable");
-        return all_up && twice.empty() ? 0 : exit_refused;  // as in the table form
+        return all_up && twice.empty() && strays.empty() ? 0 : exit_refused;  // as in the table form
       }
       int up = 0, total = 0;
       std::uint64_t bytes = 0, parts = 0;
@@ -272,10 +276,16 @@ int main(int argc, char** argv) {
         std::string names;
         for (const auto& n : twice) names += (names.empty() ? "" : ", ") + n;
         std::cout << "WARNING:     " << twice.size() << " partition(s) served by more than one broker (" << names
-                  << "): two logs of one partition; see moonmqctl partitions and docs/cluster.md, \"Topics\"\n";
+                  << "): two logs of one partition; see moonmqctl partitions and docs/cluster.md, \"Strays\"\n";
+      }
+      if (!strays.empty()) {
+        std::string names;
+        for (const auto& n : strays) names += (names.empty() ? "" : ", ") + n;
+        std::cout << "WARNING:     " << strays.size() << " stray log(s) (" << names
+                  << "): not served, kept untouched; see moonmqctl partitions and docs/cluster.md, \"Strays\"\n";
       }
       print_unreachable(b);
-      return up == total && twice.empty() ? 0 : exit_refused;
+      return up == total && twice.empty() && strays.empty() ? 0 : exit_refused;
     };
   });
 
@@ -299,6 +309,7 @@ int main(int argc, char** argv) {
         struct agg {
           std::set<std::string> partitions;  // a partition served twice is one partition
           std::set<std::string> twice;
+          int strays = 0;
           double bytes = 0;
           std::map<std::string, int> owners;
         };
@@ -306,16 +317,18 @@ int main(int argc, char** argv) {
         for (const auto& p : array(d, "partitions").GetArray()) {
           auto& a = topics[str(p, "topic")];
           a.partitions.insert(str(p, "partition"));
-          if (!str(p, "conflict").empty()) a.twice.insert(str(p, "partition"));
+          if (str(p, "conflict").rfind("served by", 0) == 0) a.twice.insert(str(p, "partition"));
           a.bytes += num(p, "size_bytes");
           ++a.owners[str(p, "owner")];
         }
+        for (const auto& p : array(d, "strays").GetArray()) ++topics[str(p, "topic")].strays;
         table t({"TOPIC", "PARTITIONS", "BYTES", "OWNERS", "WARNING"});
         for (const auto& [name, a] : topics) {
           std::string owners;
           for (const auto& [b, n] : a.owners) owners += (owners.empty() ? "" : " ") + b + ":" + std::to_string(n);
-          t.add({name, std::to_string(a.partitions.size()), human_bytes(a.bytes), owners,
-                 a.twice.empty() ? "" : std::to_string(a.twice.size()) + " served by more than one broker"});
+          std::string warning = a.twice.empty() ? "" : std::to_string(a.twice.size()) + " served by more than one broker";
+          if (a.strays) warning += (warning.empty() ? "" : ", ") + std::to_string(a.strays) + " stray log(s)";
+          t.add({name, std::to_string(a.partitions.size()), human_bytes(a.bytes), owners, warning});
         }
         std::cout << t.render();
         print_unreachable(d);
@@ -334,6 +347,9 @@ int main(int argc, char** argv) {
                     for (const auto& p : array(d, "partitions").GetArray())
                       t.add({str(p, "topic"), str(p, "partition"), str(p, "owner"), human_bytes(num(p, "size_bytes")),
                              flag(p, "open_transactions") ? "yes" : "", str(p, "conflict")});
+                    for (const auto& p : array(d, "strays").GetArray())
+                      t.add({str(p, "topic"), str(p, "partition"), str(p, "broker"), human_bytes(num(p, "size_bytes")),
+                             "", "STRAY: not served, kept until reconciled (docs/cluster.md, \"Strays\")"});
                     std::cout << t.render();
                     print_unreachable(d);
                   });

@@ -23,6 +23,7 @@
 #include "moonmq/cluster/controller_fence.hpp"
 #include "moonmq/cluster/move_progress.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/cluster/topic_catalog.hpp"
 #include "moonmq/cluster/partition_gates.hpp"
 #include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/cluster/traffic.hpp"
@@ -64,9 +65,11 @@ struct cluster_service_options {
   /// behind the same token; never fenced. Empty: 404.
   std::function<transport::response(const transport::request&)> admin;
   /// /cluster/ensure of a topic the cluster's catalog lists (topic_directory::ensure_listed): no partition the
-  /// catalog does not list, nothing of a deleted topic, each partition its first owner's. nullopt (or empty): the
-  /// catalog does not list it (made before topics were cluster metadata), and the requester owns what it asks for.
-  std::function<std::optional<result<std::int32_t>>(const std::string&, std::int32_t)> ensure_listed;
+  /// catalog does not list, nothing of a deleted topic, each partition its first owner's. The third argument is the
+  /// requester's record of the topic (its `"record"`), when its catalog lists it. nullopt (or empty): neither catalog
+  /// lists it (made before topics were cluster metadata), and the requester owns what it asks for.
+  std::function<std::optional<result<std::int32_t>>(const std::string&, std::int32_t, const std::optional<topic_record>&)>
+      ensure_listed;
 };
 
 struct cluster_state {

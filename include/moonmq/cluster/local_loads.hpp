@@ -33,6 +33,16 @@ inline std::uint64_t unserved_bytes(const storage::partition_store& store, const
   return total;
 }
 
+/// The strays in `store` (ownership_table::withhold) with their sizes (only size_bytes is set).
+inline std::vector<partition_load> collect_strays(const storage::partition_store& store, const ownership_table& table) {
+  std::vector<partition_load> out;
+  for (const auto& tp : table.withheld_all()) {
+    auto size = store.size_bytes(tp);
+    if (size) out.push_back({tp, *size, 0, 0, false});
+  }
+  return out;
+}
+
 /// The loads of the partitions `self` serves, sorted by partition. Internal topics are included (they are load too).
 /// With `producers`, whether each has a transaction open.
 inline std::vector<partition_load> collect_local_loads(const storage::partition_store& store, const traffic& counters,

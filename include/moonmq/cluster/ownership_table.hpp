@@ -15,8 +15,11 @@
 // Thread safety: implementations allow concurrent calls; a change is durable before it returns ok.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,6 +128,30 @@ class ownership_table {
     if (!e) return std::nullopt;
     return e->owner;
   }
+
+  /// Strays: partitions whose logs here this broker never serves, whatever the entries say, because the cluster's
+  /// topic catalog did not make them here (a namesake made before topics were cluster metadata, or by hand). The
+  /// topic directory sets them (replacing the whole set); they are kept on disk untouched and reported, never
+  /// reclaimed. Not durable: recomputed from the catalog and the logs at every start.
+  void withhold(std::set<topic_partition> strays) {
+    std::lock_guard lock(withheld_mu_);
+    withheld_ = std::move(strays);
+    any_withheld_.store(!withheld_.empty(), std::memory_order_release);
+  }
+  bool withheld(const topic_partition& tp) const {
+    if (!any_withheld_.load(std::memory_order_acquire)) return false;  // the produce path's usual case: no lock
+    std::lock_guard lock(withheld_mu_);
+    return withheld_.count(tp) > 0;
+  }
+  std::set<topic_partition> withheld_all() const {
+    std::lock_guard lock(withheld_mu_);
+    return withheld_;
+  }
+
+ private:
+  mutable std::mutex withheld_mu_;
+  std::set<topic_partition> withheld_;
+  std::atomic<bool> any_withheld_{false};
 };
 
 /// The entry of `tp` as broker `self` sees it: the recorded one, or `self` at version 0 when there is none.
@@ -138,10 +165,10 @@ inline broker_id owner_as_seen_by(const ownership_table& table, const topic_part
   return entry_as_seen_by(table, tp, self).owner;
 }
 
-/// Whether broker `self` serves `tp` (the spec's serves_partition): the table is ready, and the newest entry names
-/// `self` out of handover (or there is none).
+/// Whether broker `self` serves `tp` (the spec's serves_partition): the table is ready, the partition's log here is
+/// no stray (ownership_table::withhold), and the newest entry names `self` out of handover (or there is none).
 inline bool serves(const ownership_table& table, const topic_partition& tp, const broker_id& self) {
-  if (!table.ready()) return false;
+  if (!table.ready() || table.withheld(tp)) return false;
   auto e = table.entry(tp);
   return !e || (e->owner == self && !e->handover);
 }

@@ -50,6 +50,10 @@ struct reassigner_options {
   /// short because its executor stopped never ends, so it never calls this: that is how an embedding broker tells an
   /// interrupted move from a finished one.
   std::function<void(const move_progress&)> on_finished;
+  /// The topic's current record in the cluster's catalog as JSON (topic_directory), sent with a move's ensure so that
+  /// a destination whose catalog is behind learns it (without Raft) or refuses until it has applied it (with Raft);
+  /// nullopt for a topic the catalog does not list. Empty: none is sent.
+  std::function<std::optional<std::string>(const std::string& topic)> topic_record;
 };
 
 class reassigner {

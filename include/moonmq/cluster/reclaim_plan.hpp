@@ -2,7 +2,7 @@
 // move away, or by a move towards it that failed), once they have been left alone for a while. A copy is never
 // reclaimed while something may still need it: the partition is served here or being handed here, a move of it is
 // journaled here (its cutover may still be rolled back onto this copy), a move of it runs here or towards here, or
-// its size changed recently (a copy arriving).
+// its size changed recently (a copy arriving). A stray (a log the topic catalog did not make here) is never reclaimed.
 // Pure: the caller observes; time is passed in. Thread safety: none (one owner).
 #pragma once
 
@@ -23,6 +23,7 @@ struct local_copy {
   bool served_here = false;  ///< this broker serves it, or it is being handed over to this broker
   bool journaled = false;    ///< a move of it is in this broker's journal
   bool moving = false;       ///< a move of it runs here (as source) or towards here (as destination)
+  bool stray = false;        ///< a log the topic catalog did not make here: kept until an operator reconciles it
 };
 
 /// A copy that may go, or the wait left before it may.
@@ -51,7 +52,9 @@ class reclaim_tracker {
         s.since = it->second.since;  // unchanged: still idle since then
       next[c.partition] = s;
       reclaim_candidate r{c.partition, c.size_bytes, now - s.since, false, false, ""};
-      if (c.journaled)
+      if (c.stray)
+        r.held_by = "a stray: a log the cluster's topic catalog did not make here, kept until an operator reconciles it";
+      else if (c.journaled)
         r.held_by = "a move of it is journaled here (its cutover may still be rolled back onto this copy)";
       else if (c.moving)
         r.held_by = "a move of it is running";

@@ -20,8 +20,9 @@
 // Incarnations. A topic made again under a deleted name is a new incarnation (topic_record::created). The logs a
 // broker holds are stamped with the incarnation they belong to (DataDir/topic-logs.json, written before the logs are
 // made), so that a replayed delete never removes a later incarnation's logs and a later incarnation never starts from
-// an earlier one's records: logs of an older incarnation are removed before the new one's are made. Logs here that no
-// record stamped (made before topics were cluster metadata, or by hand) are left untouched.
+// an earlier one's records: logs of an older incarnation are removed before the new one's are made. Logs here of a
+// listed topic that no record stamped (made before topics were cluster metadata, or by hand) are strays: never served
+// (withheld), reported, left untouched.
 // Thread safety: all members may be called concurrently. decide() under Raft blocks until the entry is applied and
 // carried out here and must not be called from the io_context's thread, nor while holding a partition gate.
 #pragma once
@@ -95,9 +96,12 @@ class topic_directory {
   std::string snapshot() const;
 
   /// For /cluster/ensure (a move's destination): makes `partitions` of a topic the catalog lists, as carry_out does
-  /// for its first owners. nullopt when the catalog does not list the topic (made before topics were cluster
-  /// metadata: the caller's own rules apply); not_found for a deleted topic or more partitions than it has.
-  std::optional<result<std::int32_t>> ensure_listed(const std::string& topic, std::int32_t partitions);
+  /// for its first owners. `theirs`: the source's record of the topic, when its catalog lists it; without Raft it is
+  /// learned, with Raft a catalog behind it answers errc::unavailable (the move fails before anything moved). nullopt
+  /// when neither lists the topic (made before topics were cluster metadata: the caller's own rules apply);
+  /// not_found for a deleted topic or more partitions than it has; conflict when a stray of it is here.
+  std::optional<result<std::int32_t>> ensure_listed(const std::string& topic, std::int32_t partitions,
+                                                    const std::optional<topic_record>& theirs = std::nullopt);
 
   /// Grows a topic the catalog does not list (made before topics were cluster metadata) on this broker alone.
   result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
@@ -122,6 +126,11 @@ class topic_directory {
   /// Removes this broker's logs and ownership entries of `name`, and its stamp. REQUIRES: topics() held.
   status remove_here(const std::string& name, std::int32_t partitions);
   status write_stamps_locked() const;  ///< REQUIRES: topics() held
+  /// Finds the strays among this broker's logs (logs of a topic the catalog lists that no carry-out made here: no
+  /// stamp, or a partition past the record's count; logs of a deleted topic that were never stamped) and withholds
+  /// them (ownership_table::withhold); each partition of a live topic is routed to its first owner unless an entry
+  /// already names one. REQUIRES: topics() held.
+  void withhold_strays_locked();
   status persist_locked() const;
   /// Runs `work` through parts::run_later, or at once.
   void later(std::function<void()> work);

@@ -36,6 +36,18 @@ TEST_CASE("reclaim: a copy that changes, is served, journaled or moving is kept"
   CHECK(t.observe({{a, 0, false, false, false}}, 400).empty());  // nothing to give back
 }
 
+TEST_CASE("reclaim: a stray is never reclaimed, however long it idles", "[reclaim][strays]") {
+  reclaim_tracker t(10);
+  const topic_partition a{"a", 0};
+  for (double now : {0.0, 100.0, 100000.0}) {
+    auto r = t.observe({{a, 100, false, false, false, true}}, now);
+    REQUIRE(r.size() == 1);  // listed, so that an operator sees it
+    CHECK_FALSE(r[0].eligible_now);
+    CHECK_FALSE(r[0].due);
+    CHECK_THAT(r[0].held_by, Catch::Contains("stray"));
+  }
+}
+
 TEST_CASE("reclaim: a delay of 0 keeps copies until an operator reclaims them", "[reclaim]") {
   reclaim_tracker t(0);
   const topic_partition a{"a", 0};

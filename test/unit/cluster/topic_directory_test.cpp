@@ -190,9 +190,57 @@ TEST_CASE("topic directory: logs of the name that no record made are left untouc
   REQUIRE(b1.store.append({"legacy", 0}, {storage::record{std::nullopt, "kept", 0, 0}}));
   auto d = topic_directory::open(b1.parts(), std::make_unique<storage::memory_state_file>(), b1.stamps());
   REQUIRE(d);
+  CHECK(serves(*b1.table, {"legacy", 0}, broker_id("b1")));  // unlisted: made before topics were metadata
   REQUIRE((*d)->learn({"legacy", 2, 2, {}, true}));  // a deleted record of the name, from elsewhere
   CHECK(*b1.store.partition_count("legacy") == 1);
   CHECK(*b1.store.end_offset({"legacy", 0}) > 0);
+  // Kept, but a stray: a topic the cluster deleted is never served here.
+  CHECK(b1.table->withheld({"legacy", 0}));
+  CHECK_FALSE(serves(*b1.table, {"legacy", 0}, broker_id("b1")));
+}
+
+TEST_CASE("topic directory: a stray log is never served, is routed to the partition's owner and never taken by a move",
+          "[topics][strays]") {
+  // b2 holds a namesake of t made by hand (or before topics were metadata); the cluster made t on b1.
+  broker_parts b2("b2");
+  REQUIRE(b2.store.ensure_topic("t", 2));
+  REQUIRE(b2.store.append({"t", 0}, {storage::record{std::nullopt, "by hand", 0, 0}}));
+  const topic_record t{"t", 1, 1, {broker_id("b1"), broker_id("b3")}, false};
+  {
+    auto d = topic_directory::open(b2.parts(), std::make_unique<storage::memory_state_file>(), b2.stamps());
+    REQUIRE(d);
+    REQUIRE((*d)->learn(t));
+    for (int i : {0, 1}) {
+      CHECK(b2.table->withheld({"t", i}));
+      CHECK_FALSE(serves(*b2.table, {"t", i}, broker_id("b2")));
+    }
+    CHECK(b2.table->entry({"t", 0})->owner == broker_id("b1"));  // a produce here goes to b1, not into the stray
+    CHECK(b2.table->entry({"t", 1})->owner == broker_id("b3"));
+    CHECK(*b2.store.end_offset({"t", 0}) > 0);  // untouched
+    auto ensure = (*d)->ensure_listed("t", 2);  // a move towards b2 must not adopt the stray as the partition's log
+    REQUIRE(ensure);
+    CHECK(ensure->code() == errc::conflict);
+  }
+  SECTION("a restart finds it again") {
+    b2.table->withhold({});
+    REQUIRE(b2.store.ensure_topic("u", 1));
+    auto file = std::make_unique<storage::memory_state_file>("topics.json");
+    REQUIRE(file->replace(R"({"topics":[{"name":"t","version":1,"created":1,"owners":["b1","b3"],"deleted":false}]})"));
+    auto d = topic_directory::open(b2.parts(), std::move(file), b2.stamps());
+    REQUIRE(d);
+    CHECK(b2.table->withheld_all() == std::set<topic_partition>{{"t", 0}, {"t", 1}});  // u is unlisted: served
+  }
+  SECTION("a partition past the count of the incarnation that made the logs here is a stray too") {
+    broker_parts b1("b1");
+    auto d = topic_directory::open(b1.parts(), std::make_unique<storage::memory_state_file>(), b1.stamps());
+    REQUIRE(d);
+    REQUIRE((*d)->learn(t));
+    REQUIRE(*b1.store.partition_count("t") == 2);
+    CHECK(b1.table->withheld_all().empty());
+    REQUIRE(b1.store.ensure_topic("t", 3));  // by hand
+    REQUIRE((*d)->learn({"t", 2, 1, {broker_id("b1"), broker_id("b3")}, false}));  // any later carry-out
+    CHECK(b1.table->withheld_all() == std::set<topic_partition>{{"t", 2}});
+  }
 }
 
 TEST_CASE("topic directory with Raft: a stale record carried out late never lowers a later incarnation's stamp",
@@ -240,4 +288,30 @@ TEST_CASE("topic directory with Raft: a stale record carried out late never lowe
   auto again = std::move(*topic_directory::replicated(b1.parts(), b1.stamps()));
   for (const auto& e : log) again->apply_entry(e);
   CHECK(*b1.store.end_offset({"t", 0}) == end);
+}
+
+TEST_CASE("topic directory: a move's ensure brings the source's record to a destination whose catalog is behind",
+          "[topics][strays]") {
+  // Without it the destination made the logs the old way, unstamped: strays once it learned the topic, which would
+  // have withheld the partition it had just been handed.
+  const topic_record t{"t", 1, 1, {broker_id("b1")}, false};
+  broker_parts b3("b3");
+  SECTION("without Raft: the record is learned, and the logs are the catalog's") {
+    auto d = topic_directory::open(b3.parts(), std::make_unique<storage::memory_state_file>(), b3.stamps());
+    REQUIRE(d);
+    auto made = (*d)->ensure_listed("t", 1, t);
+    REQUIRE(made);
+    REQUIRE(*made);
+    CHECK(**made == 1);
+    CHECK((*d)->find("t")->version == 1);
+    CHECK(b3.table->withheld_all().empty());
+  }
+  SECTION("with Raft: refused until this broker has applied the record from the log") {
+    auto d = topic_directory::replicated(b3.parts(), b3.stamps());
+    REQUIRE(d);
+    auto made = (*d)->ensure_listed("t", 1, t);
+    REQUIRE(made);
+    CHECK(made->code() == errc::unavailable);
+    CHECK_FALSE(b3.store.partition_count("t"));
+  }
 }
