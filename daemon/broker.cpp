@@ -373,6 +373,7 @@ class running_broker final : public broker {
 
     if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
     if (!move_requests_->listed().empty()) asio::co_spawn(io_, resume_moves(), asio::detached);
+    if (!raft_ && cfg_.cluster) asio::co_spawn(io_, topic_catch_up_loop(), asio::detached);
     if (balancer_) {
       asio::co_spawn(io_, balancer_->run(), asio::detached);
       log_->info("moonmqd", "autobalancer on: a pass every " + std::to_string(cfg_.autobalance.interval_seconds) +
@@ -716,6 +717,20 @@ class running_broker final : public broker {
 
   cluster::cluster_state state() {
     return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *producers_, *log_, metrics_};
+  }
+
+  /// Without Raft: every 5 s, the topic records of every coordinator, so that a broker that missed a tell (dropped,
+  /// or the coordinator stopped between deciding and telling) does not act on an older record until its next start.
+  asio::awaitable<void> topic_catch_up_loop() {
+    while (!stopped_) {
+      asio::steady_timer t(io_, std::chrono::seconds(5));
+      co_await t.async_wait(asio::use_awaitable);
+      if (stopped_) co_return;
+      co_await offload(blocking_, [this] {
+        topic_api_->catch_up();
+        return true;
+      });
+    }
   }
 
   asio::awaitable<void> recover_loop() {
