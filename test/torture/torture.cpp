@@ -23,6 +23,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "checker/history.hpp"
 #include "support/daemon_process.hpp"
@@ -146,6 +147,7 @@ class torture {
     workers.push_back(worker(5, [this] { reader(); }));
     for (int i = 0; i < 2; ++i) workers.push_back(worker(7 + i, [this, i] { group_member(i); }));
     workers.push_back(worker(6, [this] { mover(); }));
+    workers.push_back(worker(10, [this] { topic_admin(); }));
     struct joined {  // the workers stop and are joined however this scope is left
       torture& t;
       std::vector<std::thread>& threads;
@@ -166,6 +168,7 @@ class torture {
     const bool converged = wait_converged();
     drain();
     one_server_each();
+    topics_agree();
     if (!opt_.history_file.empty()) std::ofstream(opt_.history_file) << history_.text();
     auto report = moonmq::check::check_history(history_.text());
     if (!report) return fail("the history does not parse: " + report.message());
@@ -541,6 +544,127 @@ class torture {
   }
 
   /// Moves a random partition to a random broker every couple of seconds (asked of its owner).
+  /// Topic administration beside the traffic: every 0.5-2 s a topic "adm-K" of 1-3 partitions is created (spread
+  /// over the brokers) through a random broker, grown by one through another, and given one record per partition.
+  /// What was acknowledged is checked once the cluster has converged (topics_agree).
+  void topic_admin() {
+    for (int k = 0; !stop_; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 + pick(1500)));
+      const std::string name = "adm-" + std::to_string(k);
+      const int n = 1 + static_cast<int>(pick(3));
+      auto c = c_.client(pick(c_.brokers.size()));
+      auto r = c.Post("/v1/topics", "{\"name\":" + json_string(name) + ",\"partitions\":" + std::to_string(n) + "}",
+                      "application/json");
+      if (!r || r->status != 200) {
+        refused("topic create", r);
+        continue;
+      }
+      admin_topic t{n, n, {}};
+      auto g = c_.client(pick(c_.brokers.size()))
+                   .Post(("/v1/topics/" + name + "/partitions").c_str(), "{\"count\":" + std::to_string(n + 1) + "}",
+                         "application/json");
+      if (g && g->status == 200)
+        t.min_count = t.max_count = n + 1;
+      else if (!g || g->status >= 500)
+        t.max_count = n + 1;  // its outcome is not known
+      if (!g || g->status != 200) refused("topic grow", g);
+      for (int p = 0; p < t.min_count && !stop_; ++p) {
+        const std::string value = name + "/" + std::to_string(p);
+        auto w = c_.client(pick(c_.brokers.size()))
+                     .Post(("/v1/topics/" + name + "/records").c_str(),
+                           "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":" + json_string(value) + "}]}",
+                           "application/json");
+        if (w && w->status == 200)
+          t.acked.push_back({p, parse(w->body)["offsets"][0].GetUint64(), value});
+        else
+          refused("topic admin produce", w);
+      }
+      std::lock_guard lock(admin_mu_);
+      admin_topics_[name] = std::move(t);
+    }
+  }
+
+  /// After the drain: every broker lists the same partition count for every adm- topic (within 20 s: without Raft a
+  /// broker that missed a change catches up every 5 s), each topic created has the count acknowledged, each of its
+  /// partitions has exactly one server and one log in the cluster (no stray), and each acknowledged record is there.
+  void topics_agree() {
+    std::map<std::string, admin_topic> created;
+    {
+      std::lock_guard lock(admin_mu_);
+      created = admin_topics_;
+    }
+    std::map<std::string, std::map<std::string, int>> listed;  // topic -> broker -> partitions
+    std::string disagreement;
+    for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
+      listed.clear();
+      disagreement.clear();
+      for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+        auto r = c_.client(b).Get("/v1/topics");
+        if (!r || r->status != 200) {
+          disagreement = c_.brokers[b]->id + " does not list its topics";
+          continue;
+        }
+        auto d = parse(r->body);
+        for (const auto& t : d["topics"].GetArray())
+          if (std::string(t["name"].GetString()).rfind("adm-", 0) == 0)
+            listed[t["name"].GetString()][c_.brokers[b]->id] = t["partitions"].GetInt();
+      }
+      for (const auto& [name, by] : listed) {
+        std::set<int> counts;
+        for (const auto& [b, n] : by) counts.insert(n);
+        if (by.size() != c_.brokers.size() || counts.size() != 1) disagreement = name;
+      }
+      if (disagreement.empty()) break;
+      std::this_thread::sleep_for(500ms);
+    }
+    if (!disagreement.empty()) harness_anomaly("topic_disagreement", disagreement, "brokers list it differently");
+    for (const auto& [name, t] : created) {
+      const int count = listed.count(name) && !listed[name].empty() ? listed[name].begin()->second : 0;
+      if (count < t.min_count || count > t.max_count) {
+        harness_anomaly("topic_count", name,
+                        "listed with " + std::to_string(count) + " partitions, acknowledged " + std::to_string(t.min_count));
+        continue;
+      }
+      std::map<int, std::size_t> server;
+      for (int p = 0; p < count; ++p) {
+        std::vector<std::size_t> serving;
+        for (std::size_t b = 0; b < c_.brokers.size(); ++b) {
+          auto r = c_.client(b).Get(("/v1/topics/" + name + "/partitions/" + std::to_string(p) +
+                                     "/records?max_bytes=1&offset=0").c_str());
+          if (r && r->status == 200) serving.push_back(b);
+        }
+        if (serving.size() != 1)
+          harness_anomaly(serving.empty() ? "no_server" : "two_servers", name + "-" + std::to_string(p));
+        else
+          server[p] = serving.front();
+      }
+      for (const auto& [p, offset, value] : t.acked) {
+        if (!server.count(p)) continue;
+        auto r = c_.client(server[p]).Get(("/v1/topics/" + name + "/partitions/" + std::to_string(p) +
+                                           "/records?offset=" + std::to_string(offset)).c_str());
+        bool found = false;
+        if (r && r->status == 200) {
+          auto d = parse(r->body);
+          if (d.IsObject() && d.HasMember("records") && d["records"].IsArray() && !d["records"].Empty())
+            found = d["records"][0]["value"] == value.c_str() && d["records"][0]["offset"].GetUint64() == offset;
+        }
+        if (!found) harness_anomaly("topic_record_lost", value, "acknowledged at offset " + std::to_string(offset));
+      }
+    }
+    auto r = c_.client(0).Get("/v1/partitions");
+    if (r && r->status == 200) {
+      auto d = parse(r->body);
+      for (const auto& s : d["strays"].GetArray())
+        harness_anomaly("stray", std::string(s["topic"].GetString()) + "-" + std::to_string(s["partition"].GetInt()),
+                        std::string("on ") + s["broker"].GetString());
+      for (const auto& p : d["partitions"].GetArray())
+        if (p.HasMember("conflict"))
+          harness_anomaly("two_logs", std::string(p["topic"].GetString()) + "-" + std::to_string(p["partition"].GetInt()),
+                          p["conflict"].GetString());
+    }
+    std::printf("torture: topics: %zu created beside the traffic, all checked\n", created.size());
+  }
+
   void mover() {
     while (!stop_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500 + pick(1000)));
@@ -813,6 +937,12 @@ class torture {
   bool sabotaged_ = false;
   std::map<int, std::uint64_t> last_lso_, last_end_;  ///< per partition, at the drain's last page
   std::vector<std::string> harness_anomalies_;
+  struct admin_topic {
+    int min_count = 0, max_count = 0;  ///< the partition count acknowledged, and the most it may be (a grow unanswered)
+    std::vector<std::tuple<int, std::uint64_t, std::string>> acked;  ///< partition, offset, value
+  };
+  std::mutex admin_mu_;
+  std::map<std::string, admin_topic> admin_topics_;
   std::mutex refusals_mu_;
   std::map<std::string, std::size_t> refusals_;
   std::atomic<int> members_left_{0}, members_stalled_{0};  ///< group churn, printed with the summary
