@@ -95,6 +95,11 @@ router::step router::interpret(forward_state& f, const transport::response& resp
       return step::finish(error{*code, d.HasMember("message") && d["message"].IsString()
                                            ? std::string(d["message"].GetString())
                                            : "owner " + f.owner.value() + " refused the records"});
+  // The owner does not know the topic or partition: it has not yet applied (Raft) or learned its creation or growth,
+  // which this broker has. Retriable: it will (or, for a topic deleted meanwhile, this broker learns that too).
+  if (resp.status == 404)
+    return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " does not know " + name +
+                                                     " yet (the topic's change has not reached it): try again"});
   return step::finish(error{
       resp.status == 400 ? errc::invalid_argument : errc::internal,
       "owner " + f.owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body});

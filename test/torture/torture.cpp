@@ -233,6 +233,9 @@ class torture {
     if (r) {
       auto d = parse(r->body);
       if (d.IsObject() && d.HasMember("error") && d["error"].IsString()) why += std::string(" ") + d["error"].GetString();
+      // A 500 is a fault of ours, never of the client's: its message is kept whole.
+      if (r->status == 500 && d.IsObject() && d.HasMember("message") && d["message"].IsString())
+        why += std::string(": ") + d["message"].GetString();
     }
     std::lock_guard lock(refusals_mu_);
     ++refusals_[what + ": " + why];
