@@ -276,7 +276,9 @@ transport::response topic_api::decide_here(const change_request& c) {
     const std::size_t adding = change.op == cluster::topic_op::create
                                    ? c.partitions
                                    : c.partitions - static_cast<std::size_t>(existing->partitions());
-    change.added = cluster::spread_partitions(candidates, adding);
+    std::vector<std::string> ids;
+    for (const auto& [b, n] : candidates) ids.push_back(b.value());
+    change.added = cluster::spread_partitions(candidates, adding, autobalancer::relative_capacities(balance_, ids));
   }
 
   auto decided = topics_.decide(change);

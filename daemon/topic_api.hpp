@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cluster_view.hpp"
+#include "moonmq/autobalancer/config.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/storage/partition_store.hpp"
 #include "moonmq/transport/message.hpp"
@@ -32,10 +33,11 @@ namespace moonmq::daemon {
 
 class topic_api {
  public:
-  /// `served`: how many partitions this broker serves now (what placement balances).
+  /// `served`: how many partitions this broker serves now (what placement balances); `balance`: the balancer's
+  /// settings, whose stated capacities weigh placement (a broker twice the size takes twice the partitions).
   topic_api(cluster::topic_directory& topics, cluster_view& view, storage::partition_store& store,
-            std::function<std::size_t()> served)
-      : topics_(topics), view_(view), store_(store), served_(std::move(served)) {}
+            std::function<std::size_t()> served, autobalancer::autobalance_config balance = {})
+      : topics_(topics), view_(view), store_(store), served_(std::move(served)), balance_(std::move(balance)) {}
 
   void routes(httplib::Server& api);
 
@@ -82,6 +84,7 @@ class topic_api {
   cluster_view& view_;
   storage::partition_store& store_;
   std::function<std::size_t()> served_;
+  autobalancer::autobalance_config balance_;
 };
 
 }  // namespace moonmq::daemon

@@ -31,6 +31,7 @@ struct broker_capacity {
 };
 
 /// `Server.Autobalance`.
+
 struct autobalance_config {
   bool enabled = false;
   std::uint32_t interval_seconds = 60;
@@ -68,5 +69,29 @@ struct autobalance_config {
     return {{"NW_IN", {}, {}, {}}, {"NW_OUT", {}, {}, {}}, {"DISK", {}, {}, {}}, {"PARTITION_COUNT", {}, {}, {}}};
   }
 };
+
+/// The relative capacity of each of `brokers` (placement of a new topic's partitions): over the resources whose
+/// capacity is stated for every one of them, the mean of each broker's capacity divided by the brokers' mean; all 1
+/// when none is.
+inline std::vector<double> relative_capacities(const autobalance_config& c, const std::vector<std::string>& brokers) {
+  std::vector<double> out(brokers.size(), 0.0);
+  int stated = 0;
+  for (double broker_capacity::*r : {&broker_capacity::nw_in, &broker_capacity::nw_out, &broker_capacity::disk}) {
+    std::vector<double> caps;
+    double sum = 0;
+    bool all = !brokers.empty();
+    for (const auto& b : brokers) {
+      caps.push_back(c.capacity_of(b).*r);
+      all = all && caps.back() > 0;
+      sum += caps.back();
+    }
+    if (!all) continue;
+    const double mean = sum / static_cast<double>(caps.size());
+    for (std::size_t i = 0; i < caps.size(); ++i) out[i] += caps[i] / mean;
+    ++stated;
+  }
+  for (auto& w : out) w = stated ? w / stated : 1.0;
+  return out;
+}
 
 }  // namespace moonmq::autobalancer

@@ -159,13 +159,19 @@ class topic_catalog {
 /// Where a new topic's partitions go, or the partitions a grow adds: each to the broker that then holds the fewest
 /// partitions (`held`: what each candidate serves now), ties to the earlier broker in `held`'s order, so that a topic
 /// of n partitions on k equal brokers puts n/k on each. REQUIRES: `held` is not empty.
-inline std::vector<broker_id> spread_partitions(std::vector<std::pair<broker_id, std::size_t>> held, std::size_t count) {
+/// With `weights` (one per broker of `held`, > 0: the brokers' relative capacities), each partition goes where the
+/// partitions per unit of capacity would be fewest once it is there, so that a broker twice the size takes twice the
+/// partitions; ties to the earlier broker. Without, weights are equal.
+inline std::vector<broker_id> spread_partitions(std::vector<std::pair<broker_id, std::size_t>> held, std::size_t count,
+                                                const std::vector<double>& weights = {}) {
+  auto weight = [&](std::size_t b) { return b < weights.size() && weights[b] > 0 ? weights[b] : 1.0; };
+  auto share = [&](std::size_t b) { return static_cast<double>(held[b].second + 1) / weight(b); };
   std::vector<broker_id> out;
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     std::size_t best = 0;
     for (std::size_t b = 1; b < held.size(); ++b)
-      if (held[b].second < held[best].second) best = b;
+      if (share(b) < share(best)) best = b;
     out.push_back(held[best].first);
     ++held[best].second;
   }

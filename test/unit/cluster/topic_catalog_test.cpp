@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "cluster/topic_json.hpp"
+#include "moonmq/autobalancer/config.hpp"
 #include "moonmq/cluster/topic_catalog.hpp"
 
 using namespace moonmq;
@@ -89,6 +92,23 @@ TEST_CASE("topic catalog: partitions spread to the broker holding the fewest, ti
   CHECK(ids == std::vector<std::string>{"b2", "b2", "b3", "b2", "b3", "b2"});
   auto even = spread_partitions({{broker_id("b1"), 0}, {broker_id("b2"), 0}, {broker_id("b3"), 0}}, 3);
   CHECK(even == std::vector<broker_id>{broker_id("b1"), broker_id("b2"), broker_id("b3")});
+}
+
+TEST_CASE("topic catalog: with capacities stated, a broker twice the size is given twice the partitions",
+          "[topics][capacity]") {
+  autobalancer::autobalance_config c;
+  CHECK(autobalancer::relative_capacities(c, {"b1", "b2"}) == std::vector<double>{1.0, 1.0});  // none stated
+  c.default_capacity.nw_in = 1000;
+  c.capacity["b3"].nw_in = 2000;
+  c.capacity["b3"].disk = 5000;  // disk is not stated for b1 and b2: left out
+  const auto w = autobalancer::relative_capacities(c, {"b1", "b2", "b3"});
+  REQUIRE(w.size() == 3);
+  CHECK(w[0] == Approx(0.75));
+  CHECK(w[2] == Approx(1.5));
+  auto owners = spread_partitions({{broker_id("b1"), 0}, {broker_id("b2"), 0}, {broker_id("b3"), 0}}, 8, w);
+  std::map<std::string, int> per;
+  for (const auto& o : owners) ++per[o.value()];
+  CHECK(per == std::map<std::string, int>{{"b1", 2}, {"b2", 2}, {"b3", 4}});
 }
 
 TEST_CASE("topic catalog: changes and catalogs read back from JSON, and bad ones name the field", "[topics]") {
