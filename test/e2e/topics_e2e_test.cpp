@@ -189,6 +189,15 @@ TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per p
   // found brokers that could not start, their log's reader knowing only the older entry kinds) and lists the topics.
   c.b1.kill9();
   c.b1.start();
+  // Alive first; ready once it has caught up with the log (and carried out its topic entries).
+  bool ready = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       !ready && std::chrono::steady_clock::now() < until;) {
+    auto r = c.b1.api().Get("/readyz");
+    ready = r && r->status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(ready);
   CHECK_FALSE(listed(c.b1, "race").IsNull());
 }
 
