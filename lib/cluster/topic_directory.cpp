@@ -246,6 +246,11 @@ void topic_directory::withhold_strays_locked() {
     // catalog behind the logs while the Raft log replays): not a stray.
     if (auto stamp = stamps_.find(tp.topic); stamp != stamps_.end())
       if (r->deleted || stamp->second != r->created || tp.partition < r->partitions()) continue;
+    // An unstamped log that a move was confirmed onto (an entry naming this broker past version 0) is the partition's
+    // log, made the old way by a move's ensure before this broker knew the topic: withholding it would leave the
+    // partition with no server.
+    if (!r->deleted && tp.partition < r->partitions())
+      if (auto e = p_.ownership.entry(tp); e && e->owner == p_.self && e->version > 0) continue;
     strays.insert(tp);
     // A produce for it here goes to the partition's first owner, not into this log.
     if (!r->deleted && tp.partition < r->partitions() && !p_.ownership.entry(tp)) {
@@ -255,7 +260,7 @@ void topic_directory::withhold_strays_locked() {
   }
   const auto before = p_.ownership.withheld_all();
   for (const auto& tp : strays)
-    if (!before.count(tp))
+    if (!before.count(tp) && p_.ownership.ready())  // not while the Raft log replays (a grow not yet applied)
       p_.log.warn("topics", name_of(tp) + ": a stray log here (the cluster's catalog did not make it on this broker): "
                             "not served, kept untouched until an operator reconciles it (docs/cluster.md, \"Strays\")");
   p_.ownership.withhold(std::move(strays));

@@ -221,6 +221,15 @@ TEST_CASE("topic directory: a stray log is never served, is routed to the partit
     REQUIRE(ensure);
     CHECK(ensure->code() == errc::conflict);
   }
+  SECTION("a log a move was confirmed onto is the partition's, not a stray") {
+    // Made the old way by a move's ensure before this broker knew the topic, then confirmed here at version 1.
+    REQUIRE(b2.table->record({{"t", 1}, broker_id("b2"), 1, false}));
+    auto d = topic_directory::open(b2.parts(), std::make_unique<storage::memory_state_file>(), b2.stamps());
+    REQUIRE(d);
+    REQUIRE((*d)->learn({"t", 2, 1, {broker_id("b1"), broker_id("b3")}, false}));
+    CHECK(b2.table->withheld_all() == std::set<topic_partition>{{"t", 0}});
+    CHECK(serves(*b2.table, {"t", 1}, broker_id("b2")));
+  }
   SECTION("a restart finds it again") {
     b2.table->withhold({});
     REQUIRE(b2.store.ensure_topic("u", 1));
