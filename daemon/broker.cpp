@@ -46,6 +46,7 @@
 #include "prometheus_sink.hpp"
 #include "broker_metrics.hpp"
 #include "reclaim_api.hpp"
+#include "reconcile_api.hpp"
 #include "record_api.hpp"
 #include "status_api.hpp"
 #include "topic_api.hpp"
@@ -214,6 +215,8 @@ class running_broker final : public broker {
                                            if (r.path == "/cluster/admin/drain") return drain_api_->handle_cluster(r);
                                            if (r.path == "/cluster/admin/reclaim")
                                              return reclaim_api_->handle_cluster(r);
+                                           if (r.path == "/cluster/admin/strays")
+                                             return reconcile_api_->handle_cluster(r);
                                            return balancer_api_->handle_cluster(r);
                                          },
                                          [this](const std::string& t, std::int32_t n,
@@ -291,6 +294,13 @@ class running_broker final : public broker {
     peer_watch_ = std::make_unique<peer_watch>(*view_, *log_);
     reclaim_api_ = std::make_unique<reclaim_api>(clustered ? cfg_.cluster->reclaim_after_seconds : 0, *view_, st,
                                                  *journal_, *reassigner_);
+    strays_ = std::make_unique<cluster::stray_reconciler>(cluster::stray_reconciler::parts{
+        self_, *store_, *ownership_, *producers_, gates_, *router_, *topics_, *log_, [this](const topic_partition& tp) {
+          if (reassigner_->busy(tp)) return true;
+          const auto pending = journal_->pending();
+          return std::any_of(pending.begin(), pending.end(), [&](const auto& m) { return m.partition == tp; });
+        }});
+    reconcile_api_ = std::make_unique<reconcile_api>(*strays_, *view_);
 
     io_thread_ = std::thread([this] { io_.run(); });
     if (raft_) raft_->start();
@@ -364,6 +374,7 @@ class running_broker final : public broker {
     balancer_api_->routes(*api_);
     drain_api_->routes(*api_);
     reclaim_api_->routes(*api_);
+    reconcile_api_->routes(*api_);
     if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
       return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
                                           std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
@@ -830,6 +841,8 @@ class running_broker final : public broker {
   std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<drain_api> drain_api_;
   std::unique_ptr<reclaim_api> reclaim_api_;
+  std::unique_ptr<cluster::stray_reconciler> strays_;
+  std::unique_ptr<reconcile_api> reconcile_api_;
   std::unique_ptr<peer_watch> peer_watch_;
   std::unique_ptr<cluster::balance_loop> balancer_;
   std::unique_ptr<raft::storage> raft_disk_;

@@ -84,7 +84,7 @@ void status_api::observe_storage() {
     const double bytes = size.ok() ? static_cast<double>(*size) : 0;
     if (p_.ownership->withheld(tp)) {
       stray_bytes += bytes;
-      ++strays;
+      strays += bytes > 0 ? 1 : 0;  // an emptied stray (reconciled) wants nothing more
     } else if (cluster::serves(*p_.ownership, tp, self)) {
       served_bytes += bytes;
       ++served;

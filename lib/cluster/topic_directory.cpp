@@ -306,6 +306,40 @@ std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::st
   return p_.store.partition_count(topic);
 }
 
+status topic_directory::drop_stray(const topic_partition& tp,
+                                   const std::function<status(const topic_partition&)>& empty) {
+  std::lock_guard topics(p_.gates.topics());
+  {
+    std::unique_lock gate(p_.gates.gate(tp));
+    if (!p_.ownership.withheld(tp))
+      return {errc::conflict, name_of(tp) + " on " + p_.self.value() + " is no stray (nothing to reconcile there)"};
+    if (auto s = empty(tp); !s) return s;
+  }
+  p_.log.warn("topics", name_of(tp) + ": the stray log here is emptied, by an operator's decision");
+  const std::optional<topic_record> r = find(tp.topic);
+  auto count = p_.store.partition_count(tp.topic);
+  if (r && count && !stamps_.count(tp.topic)) {
+    bool all_empty = true;
+    for (std::int32_t i = 0; i < *count && all_empty; ++i) {
+      auto size = p_.store.size_bytes({tp.topic, i});
+      all_empty = size && *size == 0;
+    }
+    // Nothing of what no record made is left: the logs are the catalog's from now on.
+    if (all_empty && r->deleted) {
+      if (auto s = remove_here(tp.topic, *count); !s) return s;
+    } else if (all_empty) {
+      stamps_[tp.topic] = r->created;
+      if (auto s = write_stamps_locked(); !s) {
+        stamps_.erase(tp.topic);
+        return s;
+      }
+      if (auto s = carry_out_locked(tp.topic); !s) return s;
+    }
+  }
+  withhold_strays_locked();
+  return {};
+}
+
 result<std::int32_t> topic_directory::grow_unlisted(const std::string& topic, std::int32_t partitions) {
   std::lock_guard topics(p_.gates.topics());
   if (find(topic)) return error{errc::conflict, "topic '" + topic + "' is in the cluster's catalog"};

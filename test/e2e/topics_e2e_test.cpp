@@ -177,6 +177,75 @@ void placement_grow_and_delete(cluster3& c) {
   CHECK_THAT(empty->body, Catch::Contains(R"("records":[])"));
 }
 
+
+/// The records of `tp` as `b` serves them, values in order.
+std::vector<std::string> values(const moonmqd_process& b, const std::string& topic, int partition) {
+  auto r = b.api().Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(partition) + "/records?offset=0").c_str());
+  std::vector<std::string> out;
+  if (!r || r->status != 200) return out;
+  auto d = parse(r->body);
+  for (const auto& rec : d["records"].GetArray()) out.emplace_back(rec["value"].GetString());
+  return out;
+}
+
+/// The operator decides for each of b2's strays of dup (made by the no-Raft case below: dup-0..2 served by b1, a
+/// copy of each on b2, and "via b2" produced to b1's dup-0 since).
+void reconcile_the_strays(cluster3& c) {
+  const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {MOONMQ_CTL_BIN, "--broker", broker});
+    return run_process(args);
+  };
+  REQUIRE(post(c.b1, "/v1/topics/dup/records", R"({"partition":1,"records":[{"value":"only on b1"}]})").status == 200);
+  auto shown = ctl({"topics", "reconcile", "dup"});
+  INFO(shown.out << shown.err);
+  CHECK(shown.exit_code == 1);  // something to decide
+  CHECK_THAT(shown.out, Catch::Contains("b1 (") && Catch::Contains("b2 (") && Catch::Contains("--keep BROKER"));
+
+  // dup-0: b2's stray appended to b1's log as new records, at the offsets the answer gives.
+  const auto before = values(c.b1, "dup", 0);
+  CHECK(before == std::vector<std::string>{"p0 on b1", "via b2"});
+  auto appended = ctl({"--json", "topics", "reconcile", "dup", "--partition", "0", "--append", "b2"});
+  INFO(appended.out << appended.err);
+  REQUIRE(appended.exit_code == 0);
+  auto a = parse(appended.out);
+  CHECK(a["copied"].GetUint64() == 1);
+  CHECK(a["done"].GetBool());
+  REQUIRE(a["runs"].Size() == 1);
+  CHECK(a["runs"][0]["stray_first"].GetUint64() == 0);
+  const std::uint64_t at = a["runs"][0]["first"].GetUint64();
+  CHECK(values(c.b1, "dup", 0) == std::vector<std::string>{"p0 on b1", "via b2", "p0 on b1"});
+  auto fetched = c.b1.api().Get(("/v1/topics/dup/partitions/0/records?offset=" + std::to_string(at)).c_str());
+  REQUIRE(fetched);
+  CHECK(parse(fetched->body)["records"][0]["value"] == "p0 on b1");
+  // Decided: nothing left to append (the stray is empty and no longer reported).
+  auto again = ctl({"topics", "reconcile", "dup", "--partition", "0", "--append", "b2"});
+  CHECK(again.exit_code == 1);
+  CHECK_THAT(again.err, Catch::Contains("no broker holds a stray of dup-0"));
+
+  // dup-1: b2's stray kept; b1's log is emptied and the stray's records take its place, at the offsets they had.
+  auto kept = ctl({"topics", "reconcile", "dup", "--partition", "1", "--keep", "b2"});
+  INFO(kept.out << kept.err);
+  REQUIRE(kept.exit_code == 0);
+  CHECK_THAT(kept.out, Catch::Contains("emptied the served log of dup-1 on b1") &&
+                           Catch::Contains("stray offsets 0..0 -> offsets 0..0 on b1"));
+  CHECK(values(c.b1, "dup", 1) == std::vector<std::string>{"p1 on b1"});
+
+  // dup-2: b1's log kept; the stray is emptied.
+  auto kept_served = ctl({"topics", "reconcile", "dup", "--partition", "2", "--keep", "b1"});
+  INFO(kept_served.out << kept_served.err);
+  REQUIRE(kept_served.exit_code == 0);
+  CHECK(values(c.b1, "dup", 2) == std::vector<std::string>{"p2 on b1"});
+
+  // One log per partition again: status is clean, and b2's emptied logs are the catalog's now, so a move onto b2
+  // is accepted and keeps every record.
+  auto status = ctl({"status"});
+  INFO(status.out);
+  CHECK(status.exit_code == 0);
+  CHECK(ctl({"topics", "reconcile", "dup"}).exit_code == 0);
+  move(c.b1, 0, "b2", "dup");
+  CHECK(values(c.b2, "dup", 0) == std::vector<std::string>{"p0 on b1", "via b2", "p0 on b1"});
+}
 }  // namespace
 
 TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per partition, moves keep every record",
@@ -229,8 +298,12 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   // A log made by hand (or before topics were metadata) beside the cluster's, on a broker restarted with it: a
   // stray, never served, kept untouched; a move of that partition is refused, naming both brokers, instead of keeping
   // one log and dropping the other's records.
-  REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":1,"placement":"local"})").status == 200);
-  REQUIRE(post(c.b1, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"on b1"}]})").status == 200);
+  REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":3,"placement":"local"})").status == 200);
+  for (int p = 0; p < 3; ++p)
+    REQUIRE(post(c.b1, "/v1/topics/dup/records",
+                 "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"p" + std::to_string(p) +
+                     " on b1\"}]}")
+                .status == 200);
   c.b2.send_signal(SIGTERM);
   REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
   // A copy of b1's log, as a restore from a backup would leave it (a log with records, which reclaim would count).
@@ -252,16 +325,16 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
   auto status = run_process({MOONMQ_CTL_BIN, "--broker", broker, "status"});
   CHECK(status.exit_code == 1);
-  CHECK_THAT(status.out, Catch::Contains("1 stray log(s) (dup-0 on b2)"));
+  CHECK_THAT(status.out, Catch::Contains("3 stray log(s) (dup-0 on b2, dup-1 on b2, dup-2 on b2)"));
   auto partitions = run_process({MOONMQ_CTL_BIN, "--broker", broker, "partitions", "--topic", "dup"});
   INFO(partitions.out);
   CHECK_THAT(partitions.out, Catch::Contains("a stray log of it on b2") && Catch::Contains("STRAY"));
   auto topics = run_process({MOONMQ_CTL_BIN, "--broker", broker, "topics"});
   INFO(topics.out);
-  CHECK_THAT(topics.out, Catch::Contains("1 stray log(s)"));
+  CHECK_THAT(topics.out, Catch::Contains("3 stray log(s)"));
   auto metrics = c.b2.api().Get("/metrics");
   REQUIRE(metrics);
-  CHECK_THAT(metrics->body, Catch::Contains(R"(moonmq_broker_partitions{state="stray"} 1)"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(moonmq_broker_partitions{state="stray"} 3)"));
   auto kept = c.b2.api().Get("/v1/brokers/b2/reclaim");
   REQUIRE(kept);
   CHECK_THAT(kept->body, Catch::Contains("a stray"));
@@ -269,4 +342,6 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   CHECK(reclaim.status == 200);
   CHECK_THAT(reclaim.body, !Catch::Contains("dup"));  // other copies may go (ev2's, moved away), never the stray
   CHECK(moonmq::posix::exists(c.b2.data_dir + "/topics/dup/0.log"));
+
+  reconcile_the_strays(c);
 }

@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
         std::string names;
         for (const auto& n : strays) names += (names.empty() ? "" : ", ") + n;
         std::cout << "WARNING:     " << strays.size() << " stray log(s) (" << names
-                  << "): not served, kept untouched; see moonmqctl partitions and docs/cluster.md, \"Strays\"\n";
+                  << "): not served, kept untouched; decide with moonmqctl topics reconcile TOPIC (docs/cluster.md, \"Strays\")\n";
       }
       print_unreachable(b);
       return up == total && twice.empty() && strays.empty() ? 0 : exit_refused;
@@ -303,7 +303,106 @@ int main(int argc, char** argv) {
     };
   });
 
-  app.add_subcommand("topics", "every topic served in the cluster")->callback([&] {
+  auto* topics_cmd = app.add_subcommand("topics", "every topic served in the cluster");
+  std::string reconcile_topic, keep_broker, append_broker;
+  int reconcile_partition = -1;
+  auto* reconcile = topics_cmd->add_subcommand(
+      "reconcile", "a topic's partitions with more than one log (strays); with --partition and --keep or --append, "
+                   "the decision for one (docs/cluster.md, \"Strays\")");
+  reconcile->add_option("topic", reconcile_topic, "the topic")->required();
+  reconcile->add_option("--partition", reconcile_partition, "the partition to decide for")->check(CLI::NonNegativeNumber);
+  auto* keep_opt = reconcile->add_option("--keep", keep_broker,
+                                         "keep this broker's log: the served one (the strays are emptied) or a "
+                                         "stray (the served log is emptied and the stray's records take its place)");
+  reconcile->add_option("--append", append_broker,
+                        "append this broker's stray to the served log as new records (then empty it)")
+      ->excludes(keep_opt);
+  reconcile->callback([&] {
+    run = [&](broker_client& c) {
+      const std::string base = "/v1/topics/" + encoded(reconcile_topic);
+      if (reconcile_partition < 0) {
+        if (!keep_broker.empty() || !append_broker.empty()) {
+          std::cerr << "moonmqctl: --keep and --append need --partition\n";
+          return exit_usage;
+        }
+        auto a = c.get(base + "/reconcile");
+        bool any = false;
+        int rc = show(o, a, [&](const rapidjson::Document& d) {
+          table t({"PARTITION", "SERVED BY", "STRAYS"});
+          for (const auto& p : array(d, "partitions").GetArray()) {
+            std::string served, strays;
+            for (const auto& b : array(p, "served").GetArray())
+              served += (served.empty() ? "" : ", ") + str(b, "broker") + " (" + human_bytes(num(b, "size_bytes")) + ")";
+            for (const auto& b : array(p, "strays").GetArray())
+              strays += (strays.empty() ? "" : ", ") + str(b, "broker") + " (" + human_bytes(num(b, "size_bytes")) + ")";
+            t.add({str(p, "partition"), served.empty() ? "nobody" : served, strays});
+            any = true;
+          }
+          if (!any) {
+            std::cout << "every partition of " << reconcile_topic << " has one log\n";
+          } else {
+            std::cout << t.render();
+            std::cout << "decide for each: moonmqctl topics reconcile " << reconcile_topic
+                      << " --partition P (--keep BROKER | --append BROKER)\n";
+          }
+          print_unreachable(d);
+        });
+        if (rc == 0 && o.json) {
+          rapidjson::Document d;
+          d.Parse(a.body.c_str(), a.body.size());
+          any = !d.HasParseError() && d.IsObject() && !array(d, "partitions").Empty();
+        }
+        return rc != 0 ? rc : (any ? exit_refused : 0);
+      }
+      if (keep_broker.empty() && append_broker.empty()) {
+        std::cerr << "moonmqctl: name the decision: --keep BROKER or --append BROKER\n";
+        return exit_usage;
+      }
+      // A large stray is appended in steps; each answer says where the next starts.
+      const std::string path = base + "/partitions/" + std::to_string(reconcile_partition) + "/reconcile";
+      std::uint64_t from = 0, copied = 0, already = 0, skipped = 0;
+      for (;;) {
+        std::string body = keep_broker.empty() ? "{\"append\":\"" + append_broker + "\"" : "{\"keep\":\"" + keep_broker + "\"";
+        body += ",\"from\":" + std::to_string(from) + "}";
+        auto a = c.post(path, body);
+        if (!a.ok()) return failed(a);
+        rapidjson::Document d;
+        d.Parse(a.body.c_str(), a.body.size());
+        if (d.HasParseError() || !d.IsObject()) {
+          std::cerr << "moonmqctl: the broker's answer is not JSON: " << a.body << "\n";
+          return exit_refused;
+        }
+        if (o.json) std::cout << a.body << "\n";
+        copied += static_cast<std::uint64_t>(num(d, "copied"));
+        already += static_cast<std::uint64_t>(num(d, "already"));
+        skipped += static_cast<std::uint64_t>(num(d, "skipped"));
+        if (!o.json) {
+          if (flag(d, "cleared"))
+            std::cout << "emptied the served log of " << reconcile_topic << "-" << reconcile_partition << " on "
+                      << str(d, "owner") << "\n";
+          for (const auto& r : array(d, "runs").GetArray())
+            std::cout << "stray offsets " << str(r, "stray_first") << ".." << str(r, "stray_last") << " -> offsets "
+                      << str(r, "first") << ".." << str(r, "last") << " on " << str(d, "owner") << "\n";
+        }
+        if (flag(d, "done")) {
+          if (!o.json) {
+            if (copied || already || skipped)
+              std::cout << copied << " record(s) appended" << (already ? ", " + std::to_string(already) + " appended before" : "")
+                        << (skipped ? ", " + std::to_string(skipped) + " not copied (control, aborted or never-ended transaction)" : "")
+                        << "\n";
+            std::string gone;
+            for (const auto& b : array(d, "discarded").GetArray()) gone += (gone.empty() ? "" : ", ") + std::string(b.GetString());
+            std::cout << "emptied the stray(s) on " << (gone.empty() ? "none" : gone) << "; " << reconcile_topic << "-"
+                      << reconcile_partition << " has one log, on " << str(d, "owner") << "\n";
+          }
+          return 0;
+        }
+        from = static_cast<std::uint64_t>(num(d, "next"));
+      }
+    };
+  });
+  topics_cmd->callback([&] {
+    if (reconcile->parsed()) return;
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/partitions"), [](const rapidjson::Document& d) {
         struct agg {

@@ -38,7 +38,7 @@ inline std::vector<partition_load> collect_strays(const storage::partition_store
   std::vector<partition_load> out;
   for (const auto& tp : table.withheld_all()) {
     auto size = store.size_bytes(tp);
-    if (size) out.push_back({tp, *size, 0, 0, false});
+    if (size && *size > 0) out.push_back({tp, *size, 0, 0, false});  // an emptied stray (reconciled) is none
   }
   return out;
 }

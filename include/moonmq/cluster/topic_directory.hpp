@@ -106,6 +106,11 @@ class topic_directory {
   /// Grows a topic the catalog does not list (made before topics were cluster metadata) on this broker alone.
   result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
 
+  /// Empties the stray log of `tp` here through `empty` (producer_states::discard), an operator's decision
+  /// (stray_reconciler). When that leaves every log of an unstamped topic here empty, the logs become the catalog's:
+  /// stamped and carried out as if made by it (a deleted topic's are removed). conflict when `tp` is no stray here.
+  status drop_stray(const topic_partition& tp, const std::function<status(const topic_partition&)>& empty);
+
   /// Runs `work` once everything applied so far has been carried out here (with Raft; without it, at once).
   void after_carried_out(std::function<void()> work);
 

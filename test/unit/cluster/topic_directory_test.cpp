@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/stray_reconciler.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
 
@@ -250,6 +251,67 @@ TEST_CASE("topic directory: a stray log is never served, is routed to the partit
     REQUIRE((*d)->learn({"t", 2, 1, {broker_id("b1"), broker_id("b3")}, false}));  // any later carry-out
     CHECK(b1.table->withheld_all() == std::set<topic_partition>{{"t", 2}});
   }
+}
+
+TEST_CASE("topic directory: a stray emptied by an operator's decision is gone, and the emptied logs become the "
+          "catalog's",
+          "[topics][strays]") {
+  broker_parts b2("b2");
+  REQUIRE(b2.store.ensure_topic("t", 2));
+  REQUIRE(b2.store.append({"t", 0}, {storage::record{std::nullopt, "by hand", 0, 0}}));
+  REQUIRE(b2.store.append({"t", 1}, {storage::record{std::nullopt, "by hand too", 0, 0}}));
+  auto d = topic_directory::open(b2.parts(), std::make_unique<storage::memory_state_file>(), b2.stamps());
+  REQUIRE(d);
+  REQUIRE((*d)->learn({"t", 1, 1, {broker_id("b1"), broker_id("b2")}, false}));
+  REQUIRE(b2.table->withheld_all().size() == 2);
+  auto empty = [&](const topic_partition& tp) { return b2.store.discard(tp); };
+
+  REQUIRE((*d)->drop_stray({"t", 0}, empty));
+  CHECK(*b2.store.end_offset({"t", 0}) == 0);
+  CHECK(*b2.store.end_offset({"t", 1}) > 0);  // the other stray is left as it is
+  // Still unstamped (t-1 holds what no record made): both stay withheld, and a move here is still refused.
+  CHECK(b2.table->withheld_all().size() == 2);
+  CHECK((*d)->drop_stray({"u", 0}, empty).code() == errc::conflict);  // no stray there
+
+  REQUIRE((*d)->drop_stray({"t", 1}, empty));
+  // Nothing of what no record made is left: the logs are the catalog's. b2 is t-1's first owner and serves it (empty);
+  // t-0 stays routed to b1.
+  CHECK(b2.table->withheld_all().empty());
+  CHECK(serves(*b2.table, {"t", 1}, broker_id("b2")));
+  CHECK_FALSE(serves(*b2.table, {"t", 0}, broker_id("b2")));
+  auto ensure = (*d)->ensure_listed("t", 2);  // a move towards b2 now finds the partition's logs
+  REQUIRE(ensure);
+  CHECK(ensure->ok());
+  CHECK((*d)->drop_stray({"t", 0}, empty).code() == errc::conflict);
+}
+
+TEST_CASE("stray reconciler: what a read_committed reader of the stray would not see is never copied",
+          "[topics][strays]") {
+  producer_states::committed_view view;
+  view.last_stable_offset = 10;  // an open transaction of producer 7 began at 10
+  view.aborted.push_back({5, 20, 40});
+  view.open[7] = {0, 10};
+  auto rec = [](std::uint64_t offset, std::uint8_t attributes, std::optional<std::uint64_t> producer) {
+    storage::record_view v;
+    v.offset = offset;
+    v.attributes = attributes;
+    if (producer) v.producer = storage::producer_stamp{*producer, 0, 0};
+    return v;
+  };
+  using storage::attr_control, storage::attr_transactional;
+  CHECK(copied_from_stray(rec(0, 0, std::nullopt), view));
+  CHECK(copied_from_stray(rec(50, 0, std::nullopt), view));  // past the LSO, but in no transaction
+  CHECK_FALSE(copied_from_stray(rec(3, attr_control, 5), view));
+  CHECK_FALSE(copied_from_stray(rec(30, attr_transactional, 5), view));  // aborted
+  CHECK(copied_from_stray(rec(50, attr_transactional, 5), view));         // a later, committed transaction
+  CHECK_FALSE(copied_from_stray(rec(12, attr_transactional, 7), view));  // never ended
+  CHECK(copied_from_stray(rec(8, attr_transactional, 7), view));          // an earlier, committed one
+  // The append's producer: the same for the same stray, another for another.
+  const broker_id b2("b2");
+  CHECK(stray_producer_id(b2, {"t", 0}, 100) == stray_producer_id(b2, {"t", 0}, 100));
+  CHECK(stray_producer_id(b2, {"t", 0}, 100) != stray_producer_id(b2, {"t", 1}, 100));
+  CHECK(stray_producer_id(b2, {"t", 0}, 100) != stray_producer_id(broker_id("b3"), {"t", 0}, 100));
+  CHECK(stray_producer_id(b2, {"t", 0}, 100) < (1ULL << 63));
 }
 
 TEST_CASE("topic directory with Raft: a stale record carried out late never lowers a later incarnation's stamp",
