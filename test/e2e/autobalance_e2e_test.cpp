@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq::test;
@@ -243,12 +244,11 @@ TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting",
   const moonmqd_process& survivor = b1_survives ? c.b1 : c.b2;
   const moonmqd_process& loser = b1_survives ? c.b2 : c.b1;
   const auto survivor_passes = get_json(survivor, "/v1/autobalancer")["passes"].GetUint64();
-  auto sv = get_json(survivor, "/v1/autobalancer");
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       sv["passes"].GetUint64() <= survivor_passes + 1 && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  rapidjson::Document sv;
+  eventually([&] {
     sv = get_json(survivor, "/v1/autobalancer");
-  }
+    return sv["passes"].GetUint64() > survivor_passes + 1;
+  });
   auto ls = get_json(loser, "/v1/autobalancer");
   CHECK(sv["passes"].GetUint64() > survivor_passes);
   CHECK(std::string(sv["last_pass"]["result"].GetString()) == "ok");

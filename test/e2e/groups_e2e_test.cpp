@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
@@ -122,13 +123,12 @@ TEST_CASE("e2e groups: members share what their brokers own, a silent member is 
 
   // m5 falls silent: after the session timeout its partition goes to m6, and m5 is a zombie whose commit is fenced.
   members = {&m1, &m2, &m3, &m4, &m6};
-  bool taken = false;
-  for (auto until = std::chrono::steady_clock::now() + 10s; !taken && std::chrono::steady_clock::now() < until;) {
-    for (auto* m : members) REQUIRE(m->beat() == 200);
-    taken = m6.partitions.count(p5) > 0;
-    std::this_thread::sleep_for(100ms);
-  }
-  REQUIRE(taken);
+  REQUIRE(eventually(
+      [&] {
+        for (auto* m : members) REQUIRE(m->beat() == 200);
+        return m6.partitions.count(p5) > 0;
+      },
+      10s, 100ms));
   CHECK(m6.partitions.size() == 2);
   CHECK(m5.commit(p5, 0, *owner.at(p5)) == 409);
   CHECK(m6.commit(p5, 0, *owner.at(p5)) == 200);
@@ -184,12 +184,14 @@ TEST_CASE("e2e groups: a moved partition goes to a member on its new owner, whic
 
   move(b1, 1, "b2");
   // The coordinator learns the new owner within a tick; m1 lets t-1 go, then m2 is handed it.
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       m2.partitions != std::set<int>{1} && std::chrono::steady_clock::now() < until;) {
-    REQUIRE(m1.beat() == 200);
-    REQUIRE(m2.beat() == 200);
-    std::this_thread::sleep_for(100ms);
-  }
+  eventually(
+      [&] {
+        if (m2.partitions == std::set<int>{1}) return true;
+        REQUIRE(m1.beat() == 200);
+        REQUIRE(m2.beat() == 200);
+        return false;
+      },
+      10s, 100ms);
   CHECK(m1.partitions == std::set<int>{0});
   CHECK(m2.partitions == std::set<int>{1});
   // The committed offset followed the partition; the old owner no longer answers for it.

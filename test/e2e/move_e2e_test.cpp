@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 
@@ -144,9 +145,7 @@ TEST_CASE("e2e: a move while a producer keeps producing loses nothing and keeps 
   });
   auto done = move_and_wait(c.b1, "orders", "b2");
   // Keep producing through the new owner for a while: until it has acknowledged 50 records (or 10 s).
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       through_b2 < 50 && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  eventually([&] { return through_b2 >= 50; }, std::chrono::seconds(10), std::chrono::milliseconds(5));
   stop = true;
   producer.join();
   INFO(done["error"].GetString());

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 #include "support/process.hpp"
@@ -422,11 +423,13 @@ TEST_CASE("e2e: broker metrics count produce and fetch per topic, bytes held and
   // A request is counted once its answer has been written (the server's logger runs after it): the last one may not
   // be counted yet when /metrics is asked right after, so wait for it.
   auto m = api.Get("/metrics");
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       m && m->body.find("route=\"unmatched\"") == std::string::npos && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    m = api.Get("/metrics");
-  }
+  eventually(
+      [&] {
+        if (!m || m->body.find("route=\"unmatched\"") != std::string::npos) return true;
+        m = api.Get("/metrics");
+        return false;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(20));
   REQUIRE(m);
   REQUIRE(m->status == 200);
   const std::string& text = m->body;

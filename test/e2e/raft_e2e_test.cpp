@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq::test;
@@ -86,9 +87,7 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
     }
     return true;
   };
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-       !as_expected() && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  eventually(as_expected, std::chrono::seconds(20));
   REQUIRE_FALSE(leader.empty());
   for (auto* b : all) {
     auto s = get_json(*b, "/v1/autobalancer");
@@ -148,12 +147,11 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   REQUIRE_FALSE(next.empty());
   REQUIRE(next != leader);
   const auto passes = get_json(*by_id.at(next), "/v1/autobalancer")["passes"].GetUint64();
-  auto s = get_json(*by_id.at(next), "/v1/autobalancer");
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       s["passes"].GetUint64() <= passes && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  rapidjson::Document s;
+  eventually([&] {
     s = get_json(*by_id.at(next), "/v1/autobalancer");
-  }
+    return s["passes"].GetUint64() > passes;
+  });
   CHECK(s["passes"].GetUint64() > passes);
   CHECK(std::string(s["last_pass"]["result"].GetString()) == "ok");
   CHECK(std::string(s["controller"]["id"].GetString()) == next);

@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/daemon_process.hpp"
 #include "transport/tcp_stream.hpp"
 
@@ -164,15 +165,15 @@ TEST_CASE("e2e: 300 connections that never authenticate do not stop a move towar
   auto started = api.Post("/v1/reassignments", R"({"topic":"t","partition":0,"dest":"b2"})", "application/json");
   REQUIRE(started);
   REQUIRE(started->status == 202);
-  bool moved = false;
-  for (auto until = std::chrono::steady_clock::now() + 20s; !moved && std::chrono::steady_clock::now() < until;) {
-    auto p = api.Get("/v1/reassignments");
-    REQUIRE(p);
-    moved = p->body.find("\"succeeded\":true") != std::string::npos;
-    if (p->body.find("\"finished\":true") != std::string::npos && !moved) FAIL("the move failed: " << p->body);
-    if (!moved) std::this_thread::sleep_for(20ms);
-  }
-  REQUIRE(moved);
+  REQUIRE(eventually(
+      [&] {
+        auto p = api.Get("/v1/reassignments");
+        REQUIRE(p);
+        const bool moved = p->body.find("\"succeeded\":true") != std::string::npos;
+        if (p->body.find("\"finished\":true") != std::string::npos && !moved) FAIL("the move failed: " << p->body);
+        return moved;
+      },
+      20s, 20ms));
   auto forwarded = api.Post("/v1/topics/t/records", R"({"partition":0,"records":[{"value":"after"}]})",
                             "application/json");
   REQUIRE(forwarded);

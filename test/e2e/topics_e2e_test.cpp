@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/daemon_process.hpp"
 #include "support/e2e_cluster.hpp"
 #include "support/process.hpp"
@@ -52,11 +53,12 @@ answer del(const moonmqd_process& b, const std::string& path) {
 /// POSTs until the answer is not 503 (with Raft, until a leader is elected), for at most 15 s.
 answer post_when_ready(const moonmqd_process& b, const std::string& path, const std::string& body) {
   answer a;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(15); std::chrono::steady_clock::now() < until;) {
-    a = post(b, path, body);
-    if (a.status != 503 && a.status != 0) return a;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  eventually(
+      [&] {
+        a = post(b, path, body);
+        return a.status != 503 && a.status != 0;
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(100));
   return a;
 }
 
@@ -74,16 +76,13 @@ rapidjson::Document listed(const moonmqd_process& b, const std::string& topic) {
 
 /// Waits until every broker lists `topic` with `partitions` (0: does not list it), for at most 10 s.
 bool everyone_lists(cluster3& c, const std::string& topic, int partitions) {
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10); std::chrono::steady_clock::now() < until;) {
-    bool all = true;
+  return eventually([&] {
     for (auto* b : {&c.b1, &c.b2, &c.b3}) {
       auto t = listed(*b, topic);
-      all = all && (partitions == 0 ? t.IsNull() : (!t.IsNull() && t["partitions"].GetInt() == partitions));
+      if (!(partitions == 0 ? t.IsNull() : (!t.IsNull() && t["partitions"].GetInt() == partitions))) return false;
     }
-    if (all) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+    return true;
+  });
 }
 
 /// The same name created on all three brokers at once: exactly one create succeeds.
@@ -278,14 +277,12 @@ TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per p
   c.b1.kill9();
   c.b1.start();
   // Alive first; ready once it has caught up with the log (and carried out its topic entries).
-  bool ready = false;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-       !ready && std::chrono::steady_clock::now() < until;) {
-    auto r = c.b1.api().Get("/readyz");
-    ready = r && r->status == 200;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(ready);
+  REQUIRE(eventually(
+      [&] {
+        auto r = c.b1.api().Get("/readyz");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(20), std::chrono::milliseconds(100)));
   CHECK_FALSE(listed(c.b1, "race").IsNull());
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
@@ -265,12 +266,8 @@ TEST_CASE("e2e transactions: after the commit point, kill -9 of an owner and of 
   // The restarted owner keeps the transaction open (its enrolment is in the log): its reader waits at the LSO.
   CHECK(committed(*crashed, victim).empty());
   coordinator->start();
-  bool delivered = false;
-  for (auto until = std::chrono::steady_clock::now() + 20s; !delivered && std::chrono::steady_clock::now() < until;) {
-    delivered = committed(*crashed, victim) == std::vector<std::string>{"v" + std::to_string(victim)};
-    if (!delivered) std::this_thread::sleep_for(50ms);
-  }
-  CHECK(delivered);
+  CHECK(eventually([&] { return committed(*crashed, victim) == std::vector<std::string>{"v" + std::to_string(victim)}; },
+                   20s));
   auto after = parse(other->api().Get(("/v1/transactions/" + tid).c_str())->body);
   CHECK(std::string(after["state"].GetString()) == "complete_commit");
 }
@@ -342,14 +339,14 @@ TEST_CASE("e2e transactions: the coordinator crashes right after its commit poin
 
   coordinator->faults.clear();
   coordinator->start();
-  bool delivered = false;
-  for (auto until = std::chrono::steady_clock::now() + 20s; !delivered && std::chrono::steady_clock::now() < until;) {
-    delivered = true;
-    for (int p = 0; p < 3; ++p)
-      delivered = delivered && committed(*owner[static_cast<std::size_t>(p)], p) == std::vector<std::string>{"f" + std::to_string(p)};
-    if (!delivered) std::this_thread::sleep_for(50ms);
-  }
-  CHECK(delivered);
+  CHECK(eventually(
+      [&] {
+        for (int p = 0; p < 3; ++p)
+          if (committed(*owner[static_cast<std::size_t>(p)], p) != std::vector<std::string>{"f" + std::to_string(p)})
+            return false;
+        return true;
+      },
+      20s));
   auto after = parse(via->api().Get(("/v1/transactions/" + tid).c_str())->body);
   CHECK(std::string(after["state"].GetString()) == "complete_commit");
 }
