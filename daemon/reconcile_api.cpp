@@ -14,8 +14,9 @@ namespace moonmq::daemon {
 namespace {
 using json::put;
 
-/// How long one admin request appends before it answers "done": false (the caller resumes with "from").
-constexpr auto append_for = std::chrono::seconds(20);
+/// How long one admin request appends before it answers "done": false (the caller resumes with "from"): well within
+/// moonmqctl's default 10 s timeout.
+constexpr auto append_for = std::chrono::seconds(4);
 
 /// Where the logs of one partition are.
 struct logs_of {
@@ -23,13 +24,6 @@ struct logs_of {
   std::vector<std::pair<std::string, std::uint64_t>> served_sizes;
   std::vector<std::pair<std::string, std::uint64_t>> strays;  ///< broker, size
 };
-
-std::string error_text(const transport::response& r) {
-  rapidjson::Document d;
-  if (json::parse_object(r.body, d) && d.HasMember("message") && d["message"].IsString())
-    return d["message"].GetString();
-  return describe_answer(r);
-}
 
 std::uint64_t uint_of(const rapidjson::Value& v, const char* key) {
   return v.HasMember(key) && v[key].IsUint64() ? v[key].GetUint64() : 0;
@@ -64,6 +58,8 @@ void reconcile_api::show(const std::string& topic, httplib::Response& res) {
     for (const auto& s : b.strays)
       if (s.partition.topic == topic) parts[s.partition.partition].strays.emplace_back(b.id, s.size_bytes);
   }
+  if (parts.empty() && unreachable.empty())
+    return reply_error(res, 404, "not_found", "no broker holds a log of topic '" + topic + "'");
   reply(res, 200, json_object([&](json::writer& w) {
           put(w, "topic", topic);
           w.Key("partitions");
@@ -106,7 +102,7 @@ void reconcile_api::show(const std::string& topic, httplib::Response& res) {
 }
 
 transport::response reconcile_api::step(const std::string& broker, const std::string& action,
-                                        const topic_partition& tp, std::uint64_t from) {
+                                        const topic_partition& tp, const std::function<void(json::writer&)>& more) {
   transport::request r;
   r.method = "POST";
   r.path = "/cluster/admin/strays";
@@ -114,7 +110,7 @@ transport::response reconcile_api::step(const std::string& broker, const std::st
     put(w, "action", action);
     put(w, "topic", tp.topic);
     put(w, "partition", tp.partition);
-    put(w, "from", from);
+    if (more) more(w);
   });
   if (broker == view_.self().value()) return handle_cluster(r);
   auto a = view_.ask(broker, r);
@@ -161,70 +157,97 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
   if (chosen != owner && !holds_stray(chosen))
     return reply_error(res, 400, "invalid_argument", chosen + " holds no log of " + name);
   if (owner.empty())
-    return reply_error(res, 409, "conflict", "no broker serves " + name + ": a stray is reconciled only with the "
-                                                 "partition's served log (move or restore it first)");
+    return reply_error(res, 409, "conflict",
+                       "no broker serves " + name + ": a stray is reconciled only with the partition's served log "
+                                                    "(docs/cluster.md, \"Reconciling a stray\")");
   if (!append.empty() && append == owner)
     return reply_error(res, 400, "invalid_argument", append + " serves " + name + ": append a stray's holder");
+  if (chosen == owner && from > 0)
+    return reply_error(res, 400, "invalid_argument", "\"from\" resumes an append; keeping the served log has none");
 
-  // Keeping the served log: every stray goes. Keeping a stray: the served log is emptied first (once: a resumed
-  // request starts past 0), then the stray appended in its place. Appending: the stray is appended.
+  // What was done so far rides every answer, errors included, so that the operator knows where things stand.
   bool cleared = false;
   std::uint64_t copied = 0, already = 0, skipped = 0, next = from;
   bool done = chosen == owner;
   rapidjson::Document runs(rapidjson::kArrayType);
+  std::vector<std::string> discarded;
+  auto progress = [&](json::writer& w) {
+    put(w, "topic", topic);
+    put(w, "partition", partition);
+    put(w, "owner", owner);
+    put(w, keep.empty() ? "append" : "keep", chosen);
+    put(w, "cleared", cleared);
+    put(w, "copied", copied);
+    put(w, "already", already);
+    put(w, "skipped", skipped);
+    w.Key("runs");
+    runs.Accept(w);
+    put(w, "done", done);
+    put(w, "next", next);
+    w.Key("discarded");
+    w.StartArray();
+    for (const auto& b : discarded) w.String(b.c_str());
+    w.EndArray();
+  };
+  auto fail = [&](const transport::response& a, const std::string& doing) {
+    rapidjson::Document e;
+    std::string code = a.status == 0 ? "unavailable" : "internal", message = describe_answer(a);
+    if (json::parse_object(a.body, e)) {
+      if (e.HasMember("error") && e["error"].IsString()) code = e["error"].GetString();
+      if (e.HasMember("message") && e["message"].IsString()) message = e["message"].GetString();
+    }
+    reply(res, a.status >= 400 ? a.status : 500, json_object([&](json::writer& w) {
+            put(w, "error", code);
+            put(w, "message", doing + ": " + message);
+            progress(w);
+          }));
+  };
+
   if (chosen != owner) {
-    if (!keep.empty() && from == 0) {
-      auto c = step(owner, "clear", tp);
-      if (!c.ok()) return relay(res, c);
-      cleared = true;
+    auto checked = step(chosen, "check", tp);
+    rapidjson::Document info;
+    if (!checked.ok() || !json::parse_object(checked.body, info)) return fail(checked, "checking the stray on " + chosen);
+    const std::uint64_t producer = uint_of(info, "producer_id");
+    if (!keep.empty()) {
+      // Emptied once: a request run again finds the log starting with the stray's copies and leaves it.
+      auto c = step(owner, "clear", tp, [&](json::writer& w) {
+        put(w, "producer_id", producer);
+        put(w, "resumed", from > 0);
+      });
+      rapidjson::Document out;
+      if (!c.ok() || !json::parse_object(c.body, out)) return fail(c, "emptying the served log on " + owner);
+      cleared = out.HasMember("cleared") && out["cleared"].IsBool() && out["cleared"].GetBool();
     }
     const auto until = std::chrono::steady_clock::now() + append_for;
     while (!done && std::chrono::steady_clock::now() < until) {
-      auto a = step(chosen, "append", tp, next);
+      auto a = step(chosen, "append", tp, [&](json::writer& w) { put(w, "from", next); });
       rapidjson::Document out;
-      if (!a.ok() || !json::parse_object(a.body, out))
-        return reply_error(res, a.status ? a.status : 503, a.ok() ? "internal" : "unavailable",
-                           error_text(a) + (copied ? " (" + std::to_string(copied) +
-                                                          " record(s) were appended first, at offsets logged on " +
-                                                          chosen + ")"
-                                                    : ""));
+      if (!a.ok() || !json::parse_object(a.body, out)) return fail(a, "appending the stray on " + chosen);
       copied += uint_of(out, "copied");
       already += uint_of(out, "already");
       skipped += uint_of(out, "skipped");
+      const std::uint64_t was = next;
       next = uint_of(out, "next");
       done = out.HasMember("done") && out["done"].IsBool() && out["done"].GetBool();
       if (out.HasMember("runs") && out["runs"].IsArray())
-        for (auto& run : out["runs"].GetArray()) runs.PushBack(rapidjson::Value(run, runs.GetAllocator()), runs.GetAllocator());
+        for (auto& run : out["runs"].GetArray())
+          runs.PushBack(rapidjson::Value(run, runs.GetAllocator()), runs.GetAllocator());
+      if (!done && next <= was)
+        return fail(transport::error_response(500, "internal", "no progress past offset " + std::to_string(next)),
+                    "appending the stray on " + chosen);
     }
   }
-  std::vector<std::string> discarded;
+  // Keeping a log: every stray goes (the one kept was appended first). Appending: only the stray appended.
   if (done)
     for (const auto& [b, size] : logs.strays) {
-      auto g = step(b, "discard", tp);
-      if (!g.ok())
-        return reply_error(res, g.status ? g.status : 503, "unavailable",
-                           "the decision for " + name + " is carried out, but the stray on " + b +
-                               " could not be emptied: " + error_text(g) + "; run it again");
-      discarded.push_back(b);
+      if (!keep.empty() || b == chosen) {
+        const bool appended = b == chosen;
+        auto g = step(b, "discard", tp, [&](json::writer& w) { put(w, "appended", appended); });
+        if (!g.ok()) return fail(g, "emptying the stray on " + b + " (the rest is done; run it again)");
+        discarded.push_back(b);
+      }
     }
-  reply(res, 200, json_object([&](json::writer& w) {
-          put(w, "topic", topic);
-          put(w, "partition", partition);
-          put(w, "owner", owner);
-          put(w, keep.empty() ? "append" : "keep", chosen);
-          put(w, "cleared", cleared);
-          put(w, "copied", copied);
-          put(w, "already", already);
-          put(w, "skipped", skipped);
-          w.Key("runs");
-          runs.Accept(w);
-          put(w, "done", done);
-          put(w, "next", next);
-          w.Key("discarded");
-          w.StartArray();
-          for (const auto& b : discarded) w.String(b.c_str());
-          w.EndArray();
-        }));
+  reply(res, 200, json_object(progress));
 }
 
 transport::response reconcile_api::handle_cluster(const transport::request& req) {
@@ -233,11 +256,15 @@ transport::response reconcile_api::handle_cluster(const transport::request& req)
   json::object_reader r(d, "");
   std::string action, topic;
   std::int64_t partition = -1;
-  std::uint64_t from = 0;
+  std::uint64_t from = 0, producer = 0;
+  bool resumed = false, appended = false;
   r.get("action", action, true);
   r.get("topic", topic, true);
   r.get("partition", partition, true);
   r.get("from", from);
+  r.get("producer_id", producer);
+  r.get("resumed", resumed);
+  r.get("appended", appended);
   if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
   if (partition < 0 || partition > INT32_MAX)
     return transport::error_response(400, "invalid_argument", "partition: out of range");
@@ -245,34 +272,47 @@ transport::response reconcile_api::handle_cluster(const transport::request& req)
   auto fail = [](const error& e) {
     return transport::error_response(transport::http_status_of(e.code), errc_name(e.code), e.message);
   };
-  if (action == "discard" || action == "clear") {
-    auto s = action == "discard" ? here_.discard(tp) : here_.clear(tp);
-    if (!s) return fail(s.err());
-    return {200, "{}", "application/json"};
+  auto ok = [](const std::string& body) { return transport::response{200, body, "application/json"}; };
+  if (action == "discard") {
+    if (auto s = here_.discard(tp, appended); !s) return fail(s.err());
+    return ok("{}");
+  }
+  if (action == "clear") {
+    auto c = here_.clear(tp, producer, resumed);
+    if (!c) return fail(c.err());
+    return ok(json_object([&](json::writer& w) { put(w, "cleared", *c); }));
+  }
+  if (action == "check") {
+    auto c = here_.check(tp);
+    if (!c) return fail(c.err());
+    return ok(json_object([&](json::writer& w) {
+      put(w, "owner", c->owner.value());
+      put(w, "producer_id", c->producer_id);
+      put(w, "size_bytes", c->size_bytes);
+    }));
   }
   if (action != "append") return transport::error_response(400, "invalid_argument", "unknown action '" + action + "'");
   auto a = here_.append(tp, from);
   if (!a) return fail(a.err());
-  return {200, json_object([&](json::writer& w) {
-            put(w, "owner", a->owner.value());
-            put(w, "next", a->next);
-            put(w, "done", a->done);
-            put(w, "copied", a->copied);
-            put(w, "already", a->already);
-            put(w, "skipped", a->skipped);
-            w.Key("runs");
-            w.StartArray();
-            for (const auto& run : a->runs) {
-              w.StartObject();
-              put(w, "stray_first", run.stray_first);
-              put(w, "stray_last", run.stray_last);
-              put(w, "first", run.first);
-              put(w, "last", run.last);
-              w.EndObject();
-            }
-            w.EndArray();
-          }),
-          "application/json"};
+  return ok(json_object([&](json::writer& w) {
+    put(w, "owner", a->owner.value());
+    put(w, "next", a->next);
+    put(w, "done", a->done);
+    put(w, "copied", a->copied);
+    put(w, "already", a->already);
+    put(w, "skipped", a->skipped);
+    w.Key("runs");
+    w.StartArray();
+    for (const auto& run : a->runs) {
+      w.StartObject();
+      put(w, "stray_first", run.stray_first);
+      put(w, "stray_last", run.stray_last);
+      put(w, "first", run.first);
+      put(w, "last", run.last);
+      w.EndObject();
+    }
+    w.EndArray();
+  }));
 }
 
 }  // namespace moonmq::daemon

@@ -3,20 +3,25 @@
 //   GET  /v1/topics/{t}/reconcile                     every partition of t with more than one log: who serves it
 //                                                     (and its size), and each stray (broker, size)
 //   POST /v1/topics/{t}/partitions/{p}/reconcile      (admin) the operator's decision for partition p, one of
-//        {"keep": B}                 B's log is the partition's: with B the owner, every stray is emptied; with B a
+//        {"keep": B, "from"?: N}     B's log is the partition's: with B the owner, every stray is emptied; with B a
 //                                    stray's holder, the served log is emptied and B's records appended in its place
 //                                    (then every stray is emptied)
 //        {"append": B, "from"?: N}   B's stray is appended to the served log as new records, then emptied
-//      The answer says what was done, and for an append the offsets each record was given ("runs"). A large stray is
-//      appended in steps: "done": false with "next" says to POST again with "from": next (moonmqctl does).
-// Each step runs on the broker whose log it changes, over POST /cluster/admin/strays {"action": append | discard |
-// clear, "topic", "partition", "from"?} (cluster::stray_reconciler).
+//      The answer says what was done, and for an append the offsets the records were given ("runs"); an error answer
+//      carries the same fields (what was done before it). A large stray is appended in steps: "done": false with
+//      "next" says to POST again with "from": next (moonmqctl does).
+// Each step runs on the broker whose log it changes, over POST /cluster/admin/strays {"action": check | append |
+// discard | clear, "topic", "partition", and "from" (append), "appended" (discard), "producer_id" and "resumed"
+// (clear)} (cluster::stray_reconciler).
 // Thread safety: the routes may run concurrently.
 #pragma once
 
 #include <httplib.h>
 
+#include <functional>
 #include <string>
+
+#include "json/writer.hpp"
 
 #include "cluster_view.hpp"
 #include "moonmq/cluster/stray_reconciler.hpp"
@@ -38,7 +43,7 @@ class reconcile_api {
   void decide(const std::string& topic, std::int32_t partition, const httplib::Request& req, httplib::Response& res);
   /// A step on `broker` (this one, or a peer over the cluster route).
   transport::response step(const std::string& broker, const std::string& action, const topic_partition& tp,
-                           std::uint64_t from = 0);
+                           const std::function<void(json::writer&)>& more = {});
 
   cluster::stray_reconciler& here_;
   cluster_view& view_;

@@ -304,6 +304,11 @@ struct cluster_service::impl {
     e.partition = {topic, static_cast<std::int32_t>(partition)};
     e.owner = broker_id(broker);
     std::unique_lock gate(st.gates.gate(e.partition));
+    // Named the owner of a partition whose log is not here (removed with its topic while the move ran): refused, so
+    // that no entry outlives the topic and sends a later incarnation's partition to a broker without its log.
+    if (e.owner == opt.self && !st.store.end_offset(e.partition))
+      return error_response(404, "not_found", "no log of " + name_of(e.partition) + " on " + opt.self.value() +
+                                                  " (its topic was deleted): ownership not recorded");
     if (auto s = st.ownership.record(e, expect); !s) {
       if (s.code() != errc::conflict) return from_error(s.err());
       auto current = st.ownership.entry(e.partition);
@@ -344,7 +349,7 @@ struct cluster_service::impl {
         w.Null();
       put(w, "version", e ? e->version : 0);
       put(w, "handover", e ? e->handover : false);
-      put(w, "serves", serves(st.ownership, *tp, opt.self));
+      put(w, "serves", serves(st.ownership, *tp, opt.self) && st.store.end_offset(*tp).ok());  // no log: nothing served
       put(w, "moving", opt.moves.busy ? opt.moves.busy(*tp) : false);
     });
   }

@@ -170,6 +170,17 @@ result<producer_states::committed_view> producer_states::committed(const topic_p
   return v;
 }
 
+result<producer_states::committed_view> producer_states::whole_log(const topic_partition& tp) {
+  slot& s = slot_of(tp);
+  std::lock_guard lock(s.mu);
+  if (auto c = catch_up(tp, s); !c) return c.err();
+  committed_view v;
+  v.last_stable_offset = s.txns.last_stable_offset(s.table.applied());
+  v.aborted = s.txns.aborted_between(0, UINT64_MAX);
+  v.open = s.txns.open_transactions();
+  return v;
+}
+
 bool producer_states::has_open_transactions(const topic_partition& tp) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(tp);

@@ -146,14 +146,19 @@ void raft_ownership_table::apply(const raft::entry& e) {
     }
     return;
   }
-  std::lock_guard lock(mu_);
   if (e.kind == raft::entry_kind::controller) {
+    std::lock_guard lock(mu_);
     controller_ = {epoch(e.term), broker_id(e.data)};
     return;
   }
   rapidjson::Document d;
   // Written by write_owner and carried in CRC-checked logs, so always readable; one that is not changes nothing.
   auto c = json::parse_object(e.data, d) ? read_owner(d) : std::nullopt;
+  // An entry of a move that was still running when its topic's delete was applied (earlier in the log) changes
+  // nothing: it would outlive the topic and route a later incarnation's partition to where it no longer lives.
+  if (c && topics_)
+    if (auto t = topics_->find(c->entry.partition.topic); t && t->deleted) c.reset();
+  std::lock_guard lock(mu_);
   bool applied = false;
   if (c) {
     auto it = replicated_.find(c->entry.partition);

@@ -235,6 +235,7 @@ void topic_directory::carry_out(const std::string& name) {
 }
 
 void topic_directory::withhold_strays_locked() {
+  for (const auto& r : catalog().records()) (void)adopt_if_empty_locked(r);
   const topic_catalog cat = catalog();
   std::set<topic_partition> strays;
   std::vector<ownership_entry> routes;
@@ -316,28 +317,36 @@ status topic_directory::drop_stray(const topic_partition& tp,
     if (auto s = empty(tp); !s) return s;
   }
   p_.log.warn("topics", name_of(tp) + ": the stray log here is emptied, by an operator's decision");
-  const std::optional<topic_record> r = find(tp.topic);
-  auto count = p_.store.partition_count(tp.topic);
-  if (r && count && !stamps_.count(tp.topic)) {
-    bool all_empty = true;
-    for (std::int32_t i = 0; i < *count && all_empty; ++i) {
-      auto size = p_.store.size_bytes({tp.topic, i});
-      all_empty = size && *size == 0;
-    }
-    // Nothing of what no record made is left: the logs are the catalog's from now on.
-    if (all_empty && r->deleted) {
-      if (auto s = remove_here(tp.topic, *count); !s) return s;
-    } else if (all_empty) {
-      stamps_[tp.topic] = r->created;
-      if (auto s = write_stamps_locked(); !s) {
-        stamps_.erase(tp.topic);
-        return s;
-      }
-      if (auto s = carry_out_locked(tp.topic); !s) return s;
-    }
-  }
-  withhold_strays_locked();
+  withhold_strays_locked();  // adopts the topic's logs when nothing of what no record made is left in them
   return {};
+}
+
+bool topic_directory::adopt_if_empty_locked(const topic_record& r) {
+  auto count = p_.store.partition_count(r.name);
+  if (!count || stamps_.count(r.name)) return false;
+  for (std::int32_t i = 0; i < *count; ++i) {
+    auto size = p_.store.size_bytes({r.name, i});
+    if (!size || *size != 0) return false;
+  }
+  // Nothing of what no record made is left (emptied by an operator, or never written): the logs are the catalog's.
+  if (r.deleted) return remove_here(r.name, *count).ok();
+  stamps_[r.name] = r.created;
+  if (auto s = write_stamps_locked(); !s) {
+    stamps_.erase(r.name);
+    p_.log.error("topics", "topic '" + r.name + "': cannot stamp its empty logs here: " + s.message());
+    return false;
+  }
+  // A partition another broker owns is recorded as that broker's before anything reads the log as this broker's.
+  std::vector<ownership_entry> theirs;
+  for (std::int32_t i = 0; i < std::min(*count, r.partitions()); ++i) {
+    const broker_id& owner = r.owners[static_cast<std::size_t>(i)];
+    if (owner != p_.self && !p_.ownership.entry({r.name, i})) theirs.push_back({{r.name, i}, owner, 0, false});
+  }
+  if (auto s = p_.ownership.record_all(theirs); !s)
+    p_.log.error("topics", "topic '" + r.name + "': cannot record its partitions' owners here: " + s.message());
+  p_.log.info("topics", "topic '" + r.name + "': the empty logs here that no record made are now the catalog's");
+  (void)carry_out_locked(r.name);
+  return true;
 }
 
 result<std::int32_t> topic_directory::grow_unlisted(const std::string& topic, std::int32_t partitions) {
@@ -395,6 +404,10 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
   const bool mine = std::find(r->owners.begin(), r->owners.end(), p_.self) != r->owners.end();
   if (!mine && !had && !make_here) return {};  // nothing of it lives here
   if (!stamp) {
+    // A new incarnation here: whatever ownership entries this broker holds of the name belong to an earlier one (a
+    // move that was running when that one was deleted can record its outcome after the delete's removal).
+    if (!had)
+      if (auto s = p_.ownership.forget_topic(name); !s) return fail("cannot drop its earlier ownership entries here", s);
     stamps_[name] = r->created;  // before the logs exist: a stop between the two leaves logs that are stamped
     if (auto s = write_stamps_locked(); !s) {
       stamps_.erase(name);

@@ -301,6 +301,97 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     }
   };
 
+  // Topics as cluster metadata: created, grown and deleted through any broker while everything else goes on; their
+  // partitions move with the balancer and by hand, and take records at their owners.
+  std::vector<std::string> admin_names;
+  std::map<topic_partition, std::vector<std::string>> admin_acked;
+  int admin_written = 0;
+  auto random_owners = [&](std::size_t n) {
+    std::vector<broker_id> out;
+    for (std::size_t k = 0; k < n; ++k) out.push_back(w.ids[w.pick(brokers)]);
+    return out;
+  };
+  auto topic_step = [&] {
+    const int via = 1 + static_cast<int>(w.pick(brokers));
+    const std::size_t kind = admin_names.empty() ? 0 : w.pick(8);
+    if (kind <= 1) {  // create: a new name, or again a deleted one (a new incarnation)
+      std::string name = "a" + std::to_string(admin_names.size());
+      std::uint64_t expect = 0;
+      if (kind == 1)
+        for (const auto& n : admin_names)
+          if (auto r = c[via].topics->find(n); r && r->deleted) {
+            name = n;
+            expect = r->version;
+            break;
+          }
+      if (std::find(admin_names.begin(), admin_names.end(), name) == admin_names.end()) admin_names.push_back(name);
+      note(step, w.change_topic(via, {cluster::topic_op::create, name, expect, random_owners(1 + w.pick(3))}));
+      return;
+    }
+    const std::string name = admin_names[w.pick(admin_names.size())];
+    auto known = c[via].topics->find(name);
+    if (kind <= 3) {  // grow, against the version `via` knows (a stale one is refused)
+      if (!known || known->deleted) return;
+      note(step, w.change_topic(via, {cluster::topic_op::grow, name, known->version, random_owners(1 + w.pick(2))}));
+      return;
+    }
+    if (kind == 4) {  // delete
+      if (!known || known->deleted) return;
+      note(step, w.change_topic(via, {cluster::topic_op::remove, name, known->version, {}}));
+      if (auto r = w.newest(name); r && r->deleted)
+        for (auto it = admin_acked.begin(); it != admin_acked.end();)
+          it = it->first.topic == name ? admin_acked.erase(it) : std::next(it);
+      return;
+    }
+    // A record for one of its partitions, produced at the broker that serves it.
+    auto r = w.newest(name);
+    if (!r || r->deleted) return;
+    const topic_partition tp{name, static_cast<std::int32_t>(w.pick(static_cast<std::size_t>(r->partitions())))};
+    auto at = w.log_servers(tp);
+    if (at.size() != 1) return;
+    const std::string value = "a" + std::to_string(o.seed) + "-" + std::to_string(admin_written++);
+    auto done = w.run(c[at[0]].router->produce(tp, {storage::record{std::nullopt, value, 1, 0}}));
+    if (done) admin_acked[tp].push_back(value);
+    note(step, "produce " + name_of(tp) + " at b" + std::to_string(at[0]) + ": " + (done ? "ok" : done.message()));
+  };
+  // One log per partition of every topic the catalog made, after every step: never two brokers serving a partition
+  // (from a log of their own), never a stray (a log no carry-out made). After the heal: exactly one serves each
+  // partition of a live topic, none of a deleted one, and every broker has the same record of each topic.
+  auto check_one_log = [&](bool final) {
+    const std::string at = final ? "after the heal" : "step " + std::to_string(step);
+    for (int i = 1; i <= brokers; ++i)
+      for (const auto& tp : c[i].ownership->withheld_all())
+        out.violations.push_back(at + ": a stray of " + name_of(tp) + " on b" + std::to_string(i));
+    for (const auto& name : admin_names) {
+      auto r = w.newest(name);
+      if (!r) continue;
+      for (int p = 0; p < r->partitions(); ++p) {
+        auto servers = w.log_servers({name, p});
+        if (servers.size() > 1 || (final && servers.size() != (r->deleted ? 0u : 1u))) {
+          std::string state;  // what each broker has of it, for the report
+          for (int i = 1; i <= brokers; ++i) {
+            const topic_partition tp{name, p};
+            auto n = c[i].store.partition_count(name);
+            auto e = c[i].ownership->entry(tp);
+            state += " b" + std::to_string(i) + ":" + (n && p < *n ? "log" : "no log") +
+                     (e ? ",entry " + e->owner.value() + "@" + std::to_string(e->version) + (e->handover ? "h" : "")
+                        : ",no entry") +
+                     (c[i].ownership->withheld(tp) ? ",withheld" : "");
+            if (auto mine = c[i].topics->find(name)) state += ",v" + std::to_string(mine->version);
+          }
+          out.violations.push_back(at + ": " + name + "-" + std::to_string(p) + (r->deleted ? " (deleted)" : "") +
+                                   " served from " + std::to_string(servers.size()) + " logs (first owner " +
+                                   r->owners[static_cast<std::size_t>(p)].value() + ";" + state + ")");
+        }
+      }
+      if (final)
+        for (int i = 1; i <= brokers; ++i)
+          if (auto mine = c[i].topics->find(name); !mine || *mine != *r)
+            out.violations.push_back(at + ": b" + std::to_string(i) + " has not got version " +
+                                     std::to_string(r->version) + " of topic " + name);
+    }
+  };
+
   auto check_one_server = [&](bool final) {
     for (int p = 0; p < partitions; ++p) {
       auto at = w.servers({topic, p});
@@ -320,15 +411,15 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     if (raft_fault_percent) fault("raft_log");
     if (w.pick(8) == 0) {
       const int a = 1 + static_cast<int>(w.pick(brokers)), b = 1 + (a % brokers);
-      c.net.partition(c[a].id, c[b].id);
+      w.cut(a, b);
       note(step, "cut b" + std::to_string(a) + " - b" + std::to_string(b));
       fault("link_cut");
     } else if (w.pick(3) == 0) {
-      c.net.heal();
+      w.heal();
     }
     if (const std::size_t held = c.net.held(); held > 0) w.release(w.pick(held + 1));
 
-    switch (w.pick(16)) {
+    switch (w.pick(17)) {
       case 0:
       case 1:
       case 2:
@@ -345,8 +436,11 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         member_step(members[w.pick(members.size())]);
         break;
       case 9: {  // a hand-driven move, started in the background
-        const topic_partition tp{topic, static_cast<std::int32_t>(w.pick(partitions))};
-        auto at = w.servers(tp);
+        topic_partition tp{topic, static_cast<std::int32_t>(w.pick(partitions))};
+        if (!admin_names.empty() && w.pick(3) == 0)
+          if (auto r = w.newest(admin_names[w.pick(admin_names.size())]); r && !r->deleted)
+            tp = {r->name, static_cast<std::int32_t>(w.pick(static_cast<std::size_t>(r->partitions())))};
+        auto at = tp.topic == topic ? w.servers(tp) : w.log_servers(tp);
         if (at.size() != 1) break;
         const int dest = 1 + static_cast<int>((static_cast<std::size_t>(at[0]) + w.pick(brokers - 1)) % brokers);
         auto started = c[at[0]].reassigner->start(c.io.get_executor(), tp, broker_id(c[dest].id));
@@ -395,21 +489,26 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         lagging.erase(it);
         break;
       }
-      default: {  // time passes: transactions time out, silent members expire, clearances are asked, and each
-                  // broker resolves its journaled moves (what moonmqd retries every 5 s)
+      case 14:
+        topic_step();
+        break;
+      default: {  // time passes: transactions time out, silent members expire, clearances are asked, each broker
+                  // resolves its journaled moves and learns the topics it missed (what moonmqd retries every 5 s)
         w.now += static_cast<std::int64_t>(w.pick(6'000));
         w.tick_coordinators();
+        w.catch_up_topics();
         if (o.replicated && w.pick(2) == 0) c.log.release();
         for (int i = 1; i <= brokers; ++i) w.spawn_recover(i);
       }
     }
     w.advance(w.pick(40));
     check_one_server(false);
+    check_one_log(false);
   }
 
   // Heal: no fault from here on; every held request and entry delivered, every broker caught up.
   loss_percent = hold_percent = raft_fault_percent = 0;
-  c.net.heal();
+  w.heal();
   if (o.replicated) {
     c.log.release();
     for (const auto& id : lagging) c.log.catch_up(id);
@@ -439,6 +538,19 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     w.tick_coordinators();
   }
   check_one_server(true);
+  w.catch_up_topics();
+  check_one_log(true);
+  for (const auto& [tp, values] : admin_acked) {  // every acknowledged record of a live topic is on its one log
+    auto at = w.log_servers(tp);
+    if (at.size() != 1) continue;
+    auto read = read_committed(c[at[0]], tp, 0, sim_sabotage::none);
+    std::set<std::string> there;
+    if (read)
+      for (const auto& [offset, v] : read->records) there.insert(v);
+    for (const auto& v : values)
+      if (!there.count(v))
+        out.violations.push_back("after the heal: " + name_of(tp) + " lost the acknowledged record " + v);
+  }
   if (w.released > 0) out.faults["held_request"] += static_cast<int>(w.released);
 
   // The final reads: each partition's read_committed view from the broker that serves it, and each group offset.

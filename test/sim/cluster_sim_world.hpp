@@ -60,7 +60,9 @@ const std::string group = "g";
 class world {
  public:
   explicit world(const cluster_sim_options& o)
-      : opt(o), c(brokers, 2048, o.seed, o.replicated, /*single_threaded=*/true), rng(o.seed * 7919 + 17) {
+      : opt(o),
+        c(brokers, 2048, o.seed, o.replicated, /*single_threaded=*/true, /*with_topics=*/true),
+        rng(o.seed * 7919 + 17) {
     // A produce that meets a handover looks again once, after the reactor has run what was ready: counted, not
     // timed, so that a seed replays whatever the machine's speed.
     c.set_router_options({std::chrono::milliseconds(0), 1});
@@ -166,6 +168,74 @@ class world {
     return false;
   }
 
+  /// A link cut between brokers a and b (the network's partition(), remembered: a topic's coordinator does not reach
+  /// a broker it is cut from).
+  void cut(int a, int b) {
+    c.net.partition(c[a].id, c[b].id);
+    cuts.insert({std::min(a, b), std::max(a, b)});
+  }
+  void heal() {
+    c.net.heal();
+    cuts.clear();
+  }
+  bool reaches(int a, int b) const { return a == b || !cuts.count({std::min(a, b), std::max(a, b)}); }
+
+  /// Topics as cluster metadata (docs/cluster.md, "Topics"): a change asked of broker `via`, as moonmqd's topic routes
+  /// carry it. With Raft it is decided through the log from `via` (a lagging `via` is not told the outcome); without,
+  /// `via` forwards it to the topic's coordinator (when it reaches it), which decides and tells every broker it
+  /// reaches; the others learn at catch_up_topics(), as moonmqd's catch-up loop does. Returns what happened, in words.
+  std::string change_topic(int via, cluster::topic_change change) {
+    auto& from = *c[via].topics;
+    const std::string what = std::string(cluster::topic_op_name(change.op)) + " " + change.name;
+    if (opt.replicated) {
+      auto r = from.decide(change);
+      return what + " via b" + std::to_string(via) + ": " + (r ? "version " + std::to_string(r->version) : r.message());
+    }
+    const int coordinator = index_of(from.coordinator_of(change.name));
+    if (!reaches(via, coordinator)) return what + ": coordinator b" + std::to_string(coordinator) + " unreachable";
+    auto r = c[coordinator].topics->decide(change);
+    if (!r) return what + " on b" + std::to_string(coordinator) + ": " + r.message();
+    for (int i = 1; i <= brokers; ++i)
+      if (i != coordinator && reaches(coordinator, i)) (void)c[i].topics->learn(*r);
+    return what + " on b" + std::to_string(coordinator) + ": version " + std::to_string(r->version);
+  }
+
+  /// Without Raft: every broker learns the records of the topics each broker it reaches coordinates.
+  void catch_up_topics() {
+    if (opt.replicated) return;
+    for (int i = 1; i <= brokers; ++i)
+      for (int j = 1; j <= brokers; ++j) {
+        if (i == j || !reaches(i, j)) continue;
+        for (const auto& r : c[j].topics->catalog().records())
+          if (c[j].topics->coordinator_of(r.name) == broker_id(c[j].id)) (void)c[i].topics->learn(r);
+      }
+  }
+
+  /// The newest record of `name` any broker has.
+  std::optional<cluster::topic_record> newest(const std::string& name) {
+    std::optional<cluster::topic_record> out;
+    for (int i = 1; i <= brokers; ++i)
+      if (auto r = c[i].topics->find(name); r && (!out || r->version > out->version)) out = r;
+    return out;
+  }
+
+  /// The brokers that hold a log of `tp` and serve it (a broker without the log serves nothing of it, whatever its
+  /// table says).
+  std::vector<int> log_servers(const topic_partition& tp) {
+    std::vector<int> out;
+    for (int i = 1; i <= brokers; ++i) {
+      auto n = c[i].store.partition_count(tp.topic);
+      if (n && tp.partition < *n && c[i].serves(tp)) out.push_back(i);
+    }
+    return out;
+  }
+
+  int index_of(const broker_id& id) const {
+    for (int i = 1; i <= brokers; ++i)
+      if (ids[idx(i)] == id) return i;
+    return 1;
+  }
+
   /// The brokers that serve `tp` now.
   std::vector<int> servers(const topic_partition& tp) {
     std::vector<int> out;
@@ -196,6 +266,7 @@ class world {
   std::vector<std::unique_ptr<txn::txn_service>> txns;
   std::vector<std::unique_ptr<groups::group_service>> group_services;
   std::vector<std::unique_ptr<groups::group_routes>> group_routes;
+  std::set<std::pair<int, int>> cuts;                          ///< links cut (see cut())
   bool balancing = false;                                      ///< a balance pass is running in the background
   std::size_t released = 0;                                    ///< held requests let go (each one delayed)
   std::vector<int> recovering = std::vector<int>(brokers, 0);  ///< background recover() runs, per broker

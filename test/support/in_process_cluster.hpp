@@ -19,6 +19,8 @@
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/cluster/topic_directory.hpp"
+#include "cluster/topic_json.hpp"
 #include "support/kept_file.hpp"
 #include "support/ownership.hpp"
 #include "support/test_log.hpp"
@@ -36,6 +38,11 @@ struct in_process_broker {
   storage::memory_offset_store offsets;
   storage::memory_state_file* ownership_file = nullptr;
   storage::memory_state_file* journal_file = nullptr;
+  storage::memory_state_file* topics_file = nullptr;  ///< DataDir/topics.json (without Raft)
+  storage::memory_state_file* stamps_file = nullptr;  ///< DataDir/topic-logs.json
+  /// The broker's topic catalog, when the cluster was made `with_topics` (as moonmqd has it: a move's ensure makes
+  /// only what the catalog lists, and carries the source's record).
+  std::unique_ptr<cluster::topic_directory> topics;
   std::unique_ptr<cluster::ownership_table> ownership;
   std::unique_ptr<cluster::controller_fence> fence;
   std::unique_ptr<cluster::move_journal> journal;
@@ -65,9 +72,15 @@ class in_process_cluster {
   /// rules without elections).
   /// With `single_threaded`, the brokers' blocking work (file reads, journal and table writes, planning) runs on the
   /// reactor too, so that the order in which the test runs its handlers is the whole schedule (the simulation).
+  /// With `with_topics`, every broker has a topic directory (topics as cluster metadata: decided through the log
+  /// with `replicated`, by each topic's coordinator without it).
   explicit in_process_cluster(int brokers, std::uint32_t batch_bytes = 256 * 1024, std::uint64_t seed = 1,
-                              bool replicated = false, bool single_threaded = false)
-      : net(seed), batch_bytes_(batch_bytes), replicated_(replicated), single_threaded_(single_threaded) {
+                              bool replicated = false, bool single_threaded = false, bool with_topics = false)
+      : net(seed),
+        batch_bytes_(batch_bytes),
+        replicated_(replicated),
+        single_threaded_(single_threaded),
+        with_topics_(with_topics) {
     for (int i = 1; i <= brokers; ++i) add("b" + std::to_string(i));
     for (auto& b : brokers_) wire(*b);
   }
@@ -159,6 +172,7 @@ class in_process_cluster {
   in_process_broker& unwire(int i) {
     auto& b = (*this)[i];
     net.detach(b.id);
+    b.topics.reset();  // it holds the ownership table a restart replaces
     b.balancer.reset();
     b.reassigner.reset();
     b.router.reset();
@@ -196,6 +210,10 @@ class in_process_cluster {
     b->ownership_file = files_.back().get();
     files_.push_back(std::make_unique<storage::memory_state_file>(id + "/cluster-moves.json"));
     b->journal_file = files_.back().get();
+    files_.push_back(std::make_unique<storage::memory_state_file>(id + "/topics.json"));
+    b->topics_file = files_.back().get();
+    files_.push_back(std::make_unique<storage::memory_state_file>(id + "/topic-logs.json"));
+    b->stamps_file = files_.back().get();
     b->ownership = open_ownership(*b, false);
     b->fence = std::move(*cluster::open_file_controller_fence(
         broker_id(id), std::make_unique<storage::memory_state_file>(id + "/controller-epoch.json")));
@@ -211,7 +229,28 @@ class in_process_cluster {
     return table;
   }
 
+  /// The broker's topic directory, over its kept files (a restart reads them back; with Raft, the log replays).
+  void open_topics(in_process_broker& b) {
+    b.topics.reset();
+    if (!with_topics_) return;
+    std::vector<broker_id> all;
+    for (const auto& other : brokers_) all.emplace_back(other->id);
+    cluster::topic_directory::parts p{broker_id(b.id), all, b.store, *b.ownership, b.gates, b.log};
+    if (replicated_) {
+      auto d = cluster::topic_directory::replicated(std::move(p), keep(b.stamps_file));
+      if (!d) throw std::runtime_error("topic directory: " + d.message());
+      b.topics = std::move(*d);
+      b.topics->attach(log.proposer_for(b.id));
+      dynamic_cast<cluster::raft_ownership_table&>(*b.ownership).attach_topics(*b.topics);
+    } else {
+      auto d = cluster::topic_directory::open(std::move(p), keep(b.topics_file), keep(b.stamps_file));
+      if (!d) throw std::runtime_error("topic directory: " + d.message());
+      b.topics = std::move(*d);
+    }
+  }
+
   void wire(in_process_broker& b) {
+    open_topics(b);
     b.service = std::make_unique<cluster::cluster_service>(
         cluster::cluster_service_options{broker_id(b.id), "secret", {}, 64u << 20,
                                          cluster::move_control_of(b.reassigner, io.get_executor()), {}, {}, false,
@@ -223,6 +262,13 @@ class in_process_cluster {
                                            if (!b.transactions)
                                              return transport::error_response(501, "not_implemented", "transactions are not available yet on this broker");
                                            return b.transactions(r);
+                                         },
+                                         {},
+                                         [&b](const std::string& t, std::int32_t n,
+                                              const std::optional<cluster::topic_record>& theirs)
+                                             -> std::optional<result<std::int32_t>> {
+                                           if (!b.topics) return std::nullopt;
+                                           return b.topics->ensure_listed(t, n, theirs);
                                          }},
         b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
@@ -230,13 +276,28 @@ class in_process_cluster {
     b.peers = std::make_unique<cluster::peer_client>(
         *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
     b.router = std::make_unique<cluster::router>(b.state(), *b.peers, router_options_);
-    b.reassigner = std::make_unique<cluster::reassigner>(cluster::reassigner_options{batch_bytes_}, b.state(), *b.peers,
-                                                         *b.journal, blocking());
+    b.reassigner = std::make_unique<cluster::reassigner>(reassigner_options_for(b), b.state(), *b.peers, *b.journal,
+                                                         blocking());
+  }
+
+  /// What moonmqd gives a reassigner: the topic's record rides a move's ensure.
+  cluster::reassigner_options reassigner_options_for(in_process_broker& b) {
+    cluster::reassigner_options o;
+    o.batch_bytes = batch_bytes_;
+    if (with_topics_)
+      o.topic_record = [&b](const std::string& topic) -> std::optional<std::string> {
+        if (!b.topics) return std::nullopt;
+        auto r = b.topics->find(topic);
+        if (!r) return std::nullopt;
+        return cluster::wire::topic_record_body(*r);
+      };
+    return o;
   }
 
   std::uint32_t batch_bytes_;
   bool replicated_ = false;
   bool single_threaded_ = false;
+  bool with_topics_ = false;
   cluster::router_options router_options_;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;

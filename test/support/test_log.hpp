@@ -29,6 +29,11 @@ class test_log {
     if (!lagging) catch_up_locked(id);
   }
 
+  /// What `id` proposes through (a topic directory's proposer: the same log, the same faults).
+  std::function<result<raft::index_t>(raft::entry_kind, std::string)> proposer_for(const std::string& id) {
+    return [this, id](raft::entry_kind k, std::string data) { return propose(id, k, std::move(data)); };
+  }
+
   /// `id` applies everything appended so far and is caught up from then on.
   void catch_up(const std::string& id) {
     std::lock_guard lock(mu_);

@@ -347,12 +347,13 @@ int main(int argc, char** argv) {
           }
           print_unreachable(d);
         });
-        if (rc == 0 && o.json) {
-          rapidjson::Document d;
-          d.Parse(a.body.c_str(), a.body.size());
-          any = !d.HasParseError() && d.IsObject() && !array(d, "partitions").Empty();
-        }
-        return rc != 0 ? rc : (any ? exit_refused : 0);
+        rapidjson::Document d;
+        d.Parse(a.body.c_str(), a.body.size());
+        const bool parsed = !d.HasParseError() && d.IsObject();
+        if (rc == 0 && o.json) any = parsed && !array(d, "partitions").Empty();
+        // A broker that did not answer may hold a stray: not "one log" either.
+        const bool unanswered = parsed && !array(d, "unreachable").Empty();
+        return rc != 0 ? rc : (any || unanswered ? exit_refused : 0);
       }
       if (keep_broker.empty() && append_broker.empty()) {
         std::cerr << "moonmqctl: name the decision: --keep BROKER or --append BROKER\n";
@@ -361,21 +362,37 @@ int main(int argc, char** argv) {
       // A large stray is appended in steps; each answer says where the next starts.
       const std::string path = base + "/partitions/" + std::to_string(reconcile_partition) + "/reconcile";
       std::uint64_t from = 0, copied = 0, already = 0, skipped = 0;
+      auto u64 = [](const rapidjson::Value& v, const char* k) -> std::uint64_t {
+        return v.IsObject() && v.HasMember(k) && v[k].IsUint64() ? v[k].GetUint64() : 0;
+      };
       for (;;) {
-        std::string body = keep_broker.empty() ? "{\"append\":\"" + append_broker + "\"" : "{\"keep\":\"" + keep_broker + "\"";
-        body += ",\"from\":" + std::to_string(from) + "}";
-        auto a = c.post(path, body);
-        if (!a.ok()) return failed(a);
+        rapidjson::StringBuffer body;
+        rapidjson::Writer<rapidjson::StringBuffer> w(body);
+        w.StartObject();
+        w.Key(keep_broker.empty() ? "append" : "keep");
+        w.String(keep_broker.empty() ? append_broker.c_str() : keep_broker.c_str());
+        w.Key("from");
+        w.Uint64(from);
+        w.EndObject();
+        auto a = c.post(path, body.GetString());
         rapidjson::Document d;
         d.Parse(a.body.c_str(), a.body.size());
+        if (!a.ok()) {
+          const int rc = failed(a);
+          if (!d.HasParseError() && d.IsObject() && d.HasMember("done"))
+            std::cerr << "moonmqctl: before it stopped: " << (flag(d, "cleared") ? "the served log was emptied, " : "")
+                      << u64(d, "copied") << " record(s) on " << str(d, "owner") << "'s log; run the same command "
+                      << "again (nothing is written twice)\n";
+          return rc;
+        }
         if (d.HasParseError() || !d.IsObject()) {
           std::cerr << "moonmqctl: the broker's answer is not JSON: " << a.body << "\n";
           return exit_refused;
         }
         if (o.json) std::cout << a.body << "\n";
-        copied += static_cast<std::uint64_t>(num(d, "copied"));
-        already += static_cast<std::uint64_t>(num(d, "already"));
-        skipped += static_cast<std::uint64_t>(num(d, "skipped"));
+        copied += u64(d, "copied");
+        already += u64(d, "already");
+        skipped += u64(d, "skipped");
         if (!o.json) {
           if (flag(d, "cleared"))
             std::cout << "emptied the served log of " << reconcile_topic << "-" << reconcile_partition << " on "
@@ -387,7 +404,8 @@ int main(int argc, char** argv) {
         if (flag(d, "done")) {
           if (!o.json) {
             if (copied || already || skipped)
-              std::cout << copied << " record(s) appended" << (already ? ", " + std::to_string(already) + " appended before" : "")
+              std::cout << copied + already << " record(s) of the stray are on " << str(d, "owner") << "'s log"
+                        << (already ? " (" + std::to_string(already) + " appended by an earlier run)" : "")
                         << (skipped ? ", " + std::to_string(skipped) + " not copied (control, aborted or never-ended transaction)" : "")
                         << "\n";
             std::string gone;
@@ -397,7 +415,12 @@ int main(int argc, char** argv) {
           }
           return 0;
         }
-        from = static_cast<std::uint64_t>(num(d, "next"));
+        const std::uint64_t next = u64(d, "next");
+        if (next <= from && from != 0) {
+          std::cerr << "moonmqctl: the append made no progress past offset " << from << "\n";
+          return exit_refused;
+        }
+        from = next;
       }
     };
   });

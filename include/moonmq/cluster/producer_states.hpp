@@ -65,6 +65,9 @@ class producer_states {
     }
   };
   result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
+  /// The same over the whole log, with every aborted range, those past the last stable offset too (a stray's records
+  /// are judged by it, stray_reconciler: the stray is never written again, so its open transactions never end).
+  result<committed_view> whole_log(const topic_partition& tp);
 
   /// Whether a transaction is open on `tp`, as far as this object has read its log. Never waits for a partition's
   /// producer lock (the balance loop and /cluster/loads ask from the reactor).

@@ -107,8 +107,8 @@ class topic_directory {
   result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
 
   /// Empties the stray log of `tp` here through `empty` (producer_states::discard), an operator's decision
-  /// (stray_reconciler). When that leaves every log of an unstamped topic here empty, the logs become the catalog's:
-  /// stamped and carried out as if made by it (a deleted topic's are removed). conflict when `tp` is no stray here.
+  /// (stray_reconciler). conflict when `tp` is no stray here. When every log of an unstamped topic here is empty, the
+  /// logs become the catalog's (see adopt_if_empty_locked).
   status drop_stray(const topic_partition& tp, const std::function<status(const topic_partition&)>& empty);
 
   /// Runs `work` once everything applied so far has been carried out here (with Raft; without it, at once).
@@ -136,6 +136,11 @@ class topic_directory {
   /// them (ownership_table::withhold); each partition of a live topic is routed to its first owner unless an entry
   /// already names one. REQUIRES: topics() held.
   void withhold_strays_locked();
+  /// Logs of `r`'s name here that no record stamped, all of them empty (emptied by an operator, or never written),
+  /// hold nothing of another history: they are stamped as the catalog's and carried out, each partition another
+  /// broker owns recorded as that broker's first (a deleted topic's are removed). Whether it adopted them.
+  /// REQUIRES: topics() held.
+  bool adopt_if_empty_locked(const topic_record& r);
   status persist_locked() const;
   /// Runs `work` through parts::run_later, or at once.
   void later(std::function<void()> work);

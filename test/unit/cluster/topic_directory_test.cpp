@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "moonmq/cluster/local_ownership_table.hpp"
+#include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/cluster/stray_reconciler.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
@@ -287,31 +288,60 @@ TEST_CASE("topic directory: a stray emptied by an operator's decision is gone, a
 
 TEST_CASE("stray reconciler: what a read_committed reader of the stray would not see is never copied",
           "[topics][strays]") {
-  producer_states::committed_view view;
-  view.last_stable_offset = 10;  // an open transaction of producer 7 began at 10
-  view.aborted.push_back({5, 20, 40});
-  view.open[7] = {0, 10};
-  auto rec = [](std::uint64_t offset, std::uint8_t attributes, std::optional<std::uint64_t> producer) {
-    storage::record_view v;
-    v.offset = offset;
-    v.attributes = attributes;
-    if (producer) v.producer = storage::producer_stamp{*producer, 0, 0};
-    return v;
+  storage::memory_partition_store store;
+  REQUIRE(store.ensure_topic("t", 1));
+  producer_states producers(store);
+  const topic_partition tp{"t", 0};
+  auto txn_record = [](std::uint64_t producer, std::uint32_t seq, std::string v) {
+    return storage::record{std::nullopt, std::move(v), 0, storage::attr_transactional,
+                           storage::producer_stamp{producer, 0, seq}};
   };
-  using storage::attr_control, storage::attr_transactional;
-  CHECK(copied_from_stray(rec(0, 0, std::nullopt), view));
-  CHECK(copied_from_stray(rec(50, 0, std::nullopt), view));  // past the LSO, but in no transaction
-  CHECK_FALSE(copied_from_stray(rec(3, attr_control, 5), view));
-  CHECK_FALSE(copied_from_stray(rec(30, attr_transactional, 5), view));  // aborted
-  CHECK(copied_from_stray(rec(50, attr_transactional, 5), view));         // a later, committed transaction
-  CHECK_FALSE(copied_from_stray(rec(12, attr_transactional, 7), view));  // never ended
-  CHECK(copied_from_stray(rec(8, attr_transactional, 7), view));          // an earlier, committed one
-  // The append's producer: the same for the same stray, another for another.
+  auto plain = [](std::string v) { return storage::record{std::nullopt, std::move(v), 0, 0}; };
+  REQUIRE(producers.append(tp, {plain("first")}));
+  REQUIRE(producers.enroll(tp, 5, 0));  // aborted
+  REQUIRE(producers.append(tp, {txn_record(5, 0, "aborted early")}));
+  REQUIRE(producers.end_transaction(tp, 5, 1, false));
+  REQUIRE(producers.enroll(tp, 6, 0));  // committed
+  REQUIRE(producers.append(tp, {txn_record(6, 0, "committed")}));
+  REQUIRE(producers.end_transaction(tp, 6, 1, true));
+  REQUIRE(producers.enroll(tp, 7, 0));  // never ended: the last stable offset stays at its start
+  REQUIRE(producers.append(tp, {txn_record(7, 0, "never ended")}));
+  REQUIRE(producers.enroll(tp, 9, 0));  // aborted, past the last stable offset
+  REQUIRE(producers.append(tp, {txn_record(9, 0, "aborted late")}));
+  REQUIRE(producers.end_transaction(tp, 9, 1, false));
+  REQUIRE(producers.append(tp, {plain("last")}));
+
+  auto view = producers.whole_log(tp);
+  REQUIRE(view);
+  auto bytes = store.read(tp, 0, 1u << 20);
+  REQUIRE(bytes);
+  std::vector<std::string> copied;
+  for (const auto& v : storage::decode_frames(bytes->bytes.view(), 0))
+    if (copied_from_stray(v, *view)) copied.emplace_back(v.value);
+  CHECK(copied == std::vector<std::string>{"first", "committed", "last"});
+
+  // The append's producer: the same for the same stray, another for another (partition, holder, size or content).
   const broker_id b2("b2");
-  CHECK(stray_producer_id(b2, {"t", 0}, 100) == stray_producer_id(b2, {"t", 0}, 100));
-  CHECK(stray_producer_id(b2, {"t", 0}, 100) != stray_producer_id(b2, {"t", 1}, 100));
-  CHECK(stray_producer_id(b2, {"t", 0}, 100) != stray_producer_id(broker_id("b3"), {"t", 0}, 100));
-  CHECK(stray_producer_id(b2, {"t", 0}, 100) < (1ULL << 63));
+  const auto id = stray_producer_id(b2, {"t", 0}, 100, 7);
+  CHECK(id == stray_producer_id(b2, {"t", 0}, 100, 7));
+  CHECK(id != stray_producer_id(b2, {"t", 1}, 100, 7));
+  CHECK(id != stray_producer_id(broker_id("b3"), {"t", 0}, 100, 7));
+  CHECK(id != stray_producer_id(b2, {"t", 0}, 101, 7));
+  CHECK(id != stray_producer_id(b2, {"t", 0}, 100, 8));
+}
+
+TEST_CASE("topic directory: a listed topic's logs that no record made, all empty, are adopted with their partitions "
+          "routed to their owners",
+          "[topics][strays]") {
+  broker_parts b2("b2");
+  REQUIRE(b2.store.ensure_topic("e", 2));  // made by hand, never written
+  auto d = topic_directory::open(b2.parts(), std::make_unique<storage::memory_state_file>(), b2.stamps());
+  REQUIRE(d);
+  REQUIRE((*d)->learn({"e", 1, 1, {broker_id("b1"), broker_id("b2")}, false}));
+  CHECK(b2.table->withheld_all().empty());
+  CHECK_FALSE(serves(*b2.table, {"e", 0}, broker_id("b2")));  // b1's: never served from the empty log here
+  CHECK(b2.table->entry({"e", 0})->owner == broker_id("b1"));
+  CHECK(serves(*b2.table, {"e", 1}, broker_id("b2")));
 }
 
 TEST_CASE("topic directory with Raft: a stale record carried out late never lowers a later incarnation's stamp",
