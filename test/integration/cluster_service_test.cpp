@@ -238,3 +238,24 @@ TEST_CASE("router: a forwarded produce is never forwarded again, and a chain of 
     CHECK_THAT(r.message(), Catch::Contains("b2"));
   }
 }
+
+TEST_CASE("service: a broker named the owner of a partition it has no log of refuses the entry and does not say it "
+          "serves it",
+          "[service][topics]") {
+  // A move's confirm that arrives after its topic's delete removed the logs here (a move that outlived its topic).
+  in_process_cluster c(2);
+  auto confirm = make("POST", "/cluster/owner", R"({"topic":"gone","partition":0,"broker":"b1","version":1})");
+  auto refused = c[1].service->handle(confirm);
+  CHECK(refused.status == 404);
+  CHECK_THAT(refused.body, Catch::Contains("no log of gone-0"));
+  CHECK_FALSE(c[1].ownership->entry({"gone", 0}));
+  auto ask = make("GET", "/cluster/owner");
+  ask.params = {{"topic", "gone"}, {"partition", "0"}};
+  auto asked = c[1].service->handle(ask);
+  REQUIRE(asked.status == 200);
+  CHECK_THAT(asked.body, Catch::Contains("\"serves\":false"));
+  // With the log, the same confirm is recorded.
+  REQUIRE(c[1].store.ensure_topic("gone", 1));
+  CHECK(c[1].service->handle(confirm).status == 200);
+  CHECK(c[1].ownership->entry({"gone", 0})->owner == broker_id("b1"));
+}
