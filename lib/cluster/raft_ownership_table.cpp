@@ -11,7 +11,10 @@ namespace {
 
 /// One owner entry, {"topic","partition","broker","version","handover"[,"expect"]}: a log entry's data (with the
 /// version it expects) and an element of the snapshot (without).
-void write_owner(json::writer& w, const ownership_entry& e, std::optional<ownership_point> expect = {}) {
+/// `incarnation`: in a log entry of a topic the catalog lists, the incarnation (topic_record::created) the proposer
+/// decided it for.
+void write_owner(json::writer& w, const ownership_entry& e, std::optional<ownership_point> expect = {},
+                 std::optional<std::uint64_t> incarnation = {}) {
   w.StartObject();
   json::put(w, "topic", e.partition.topic);
   json::put(w, "partition", e.partition.partition);
@@ -22,6 +25,7 @@ void write_owner(json::writer& w, const ownership_entry& e, std::optional<owners
     json::put(w, "expect", expect->version);
     json::put(w, "expect_handover", expect->handover);
   }
+  if (incarnation) json::put(w, "incarnation", *incarnation);
   w.EndObject();
 }
 
@@ -29,6 +33,7 @@ struct owner_change {
   ownership_entry entry;
   bool versioned = true;  ///< false: written before ownership versions (applied unconditionally, version kept)
   std::optional<ownership_point> expect;
+  std::optional<std::uint64_t> incarnation;
 };
 
 std::optional<owner_change> read_owner(const rapidjson::Value& v) {
@@ -47,6 +52,11 @@ std::optional<owner_change> read_owner(const rapidjson::Value& v) {
     r.get("expect", p.version, true);
     r.get("expect_handover", p.handover, false);
     c.expect = p;
+  }
+  if (v.IsObject() && v.HasMember("incarnation")) {
+    std::uint64_t i = 0;
+    r.get("incarnation", i, true);
+    c.incarnation = i;
   }
   if (!r.finish() || partition < 0 || partition > INT32_MAX || broker.empty()) return std::nullopt;
   c.entry.partition = topic_partition{topic, static_cast<std::int32_t>(partition)};
@@ -87,7 +97,10 @@ status raft_ownership_table::decide(const ownership_entry& e, ownership_point ex
   if (!propose_) return {errc::unavailable, "Raft is not running: the ownership of " + name + " cannot be decided"};
   rapidjson::StringBuffer text;
   json::writer w(text);
-  write_owner(w, e, expect);
+  std::optional<std::uint64_t> incarnation;
+  if (topics_)
+    if (auto t = topics_->find(e.partition.topic); t && !t->deleted) incarnation = t->created;
+  write_owner(w, e, expect, incarnation);
   auto index = propose_(raft::entry_kind::owner, std::string(text.GetString(), text.GetSize()));
   if (!index) return {errc::unavailable, "the outcome of " + name + "'s ownership entry is not known: " + index.message()};
   std::optional<ownership_entry> current;
@@ -154,10 +167,12 @@ void raft_ownership_table::apply(const raft::entry& e) {
   rapidjson::Document d;
   // Written by write_owner and carried in CRC-checked logs, so always readable; one that is not changes nothing.
   auto c = json::parse_object(e.data, d) ? read_owner(d) : std::nullopt;
-  // An entry of a move that was still running when its topic's delete was applied (earlier in the log) changes
-  // nothing: it would outlive the topic and route a later incarnation's partition to where it no longer lives.
+  // An entry of a move that was still running when its topic's delete was applied (earlier in the log), or decided
+  // for an earlier incarnation of the name (an entry that committed late, after the name was made again), changes
+  // nothing: it would outlive its topic and route a later incarnation's partition to where it does not live.
   if (c && topics_)
-    if (auto t = topics_->find(c->entry.partition.topic); t && t->deleted) c.reset();
+    if (auto t = topics_->find(c->entry.partition.topic))
+      if (t->deleted || (c->incarnation && *c->incarnation != t->created)) c.reset();
   std::lock_guard lock(mu_);
   bool applied = false;
   if (c) {

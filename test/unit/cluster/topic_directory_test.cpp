@@ -4,6 +4,7 @@
 
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/producer_states.hpp"
+#include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/cluster/stray_reconciler.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
@@ -415,4 +416,46 @@ TEST_CASE("topic directory: a move's ensure brings the source's record to a dest
     CHECK(made->code() == errc::unavailable);
     CHECK_FALSE(b3.store.partition_count("t"));
   }
+}
+
+TEST_CASE("raft ownership table: an owner entry of an earlier incarnation of a topic, committed late, changes nothing",
+          "[topics][raft]") {
+  // A move of ev-0 to b2 decided its cutover; the leader committed the entry only after ev was deleted and made again.
+  storage::memory_partition_store store;
+  partition_gates gates;
+  null_logger log;
+  raft_ownership_table table(broker_id("b1"), std::move(*open_local_ownership_table(
+                                                  broker_id("b1"), std::make_unique<storage::memory_state_file>())));
+  auto topics = std::move(*topic_directory::replicated(
+      {broker_id("b1"), {broker_id("b1"), broker_id("b2")}, store, table, gates, log},
+      std::make_unique<storage::memory_state_file>()));
+  table.attach_topics(*topics);
+  std::vector<raft::entry> entries, held;
+  bool hold = false;
+  auto propose = [&](raft::entry_kind k, std::string data) -> result<raft::index_t> {
+    raft::entry e{1, entries.size() + held.size() + 1, k, std::move(data)};
+    if (hold) {
+      held.push_back(e);
+      return error{errc::unavailable, "did not commit within the timeout"};
+    }
+    entries.push_back(e);
+    table.apply(e);
+    return e.index;
+  };
+  table.attach(propose);
+  topics->attach(propose);
+  table.caught_up();
+
+  REQUIRE(topics->decide({topic_op::create, "ev", 0, {broker_id("b1")}}));
+  hold = true;
+  CHECK(table.decide({{"ev", 0}, broker_id("b2"), 1, true}, {0, false}).code() == errc::unavailable);
+  hold = false;
+  REQUIRE(topics->decide({topic_op::remove, "ev", 1, {}}));
+  REQUIRE(topics->decide({topic_op::create, "ev", 2, {broker_id("b1")}}));
+  for (auto& e : held) table.apply(e);  // committed late
+  CHECK_FALSE(table.entry({"ev", 0}));  // the new incarnation's ev-0 is b1's: nothing routes it to b2
+  CHECK(serves(table, {"ev", 0}, broker_id("b1")));
+  // The same entry for the incarnation that exists applies.
+  REQUIRE(table.decide({{"ev", 0}, broker_id("b2"), 1, true}, {0, false}));
+  CHECK(table.entry({"ev", 0})->owner == broker_id("b2"));
 }
