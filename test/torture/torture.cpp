@@ -148,6 +148,7 @@ class torture {
     for (int i = 0; i < 2; ++i) workers.push_back(worker(7 + i, [this, i] { group_member(i); }));
     workers.push_back(worker(6, [this] { mover(); }));
     workers.push_back(worker(10, [this] { topic_admin(); }));
+    workers.push_back(worker(11, [this] { one_log_watch(); }));
     struct joined {  // the workers stop and are joined however this scope is left
       torture& t;
       std::vector<std::thread>& threads;
@@ -584,6 +585,43 @@ class torture {
       }
       std::lock_guard lock(admin_mu_);
       admin_topics_[name] = std::move(t);
+    }
+  }
+
+  /// One log per partition while everything goes on: twice a second, one broker's cluster-wide list of partitions
+  /// (/v1/partitions) must show no stray (a log the topic catalog did not make where it is) and no partition served
+  /// by two brokers. The brokers of one list answer at slightly different instants, so a partition is reported served
+  /// twice only when two lists at least a second apart both say so with the same brokers (a cutover between two
+  /// answers looks like two servers for that instant).
+  void one_log_watch() {
+    std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> twice;  // tp -> brokers, since
+    std::set<std::string> reported;
+    while (!stop_) {
+      std::this_thread::sleep_for(500ms);
+      auto r = c_.client(pick(c_.brokers.size())).Get("/v1/partitions");
+      if (!r || r->status != 200) continue;
+      auto d = parse(r->body);
+      if (!d.IsObject() || !d.HasMember("partitions")) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (d.HasMember("strays") && d["strays"].IsArray())
+        for (const auto& st : d["strays"].GetArray()) {
+          const std::string what = std::string(st["topic"].GetString()) + "-" +
+                                   std::to_string(st["partition"].GetInt()) + " on " + st["broker"].GetString();
+          if (reported.insert("stray " + what).second) harness_anomaly("stray", what);
+        }
+      std::map<std::string, std::string> servers;  // tp -> brokers serving it, in this list
+      for (const auto& p : d["partitions"].GetArray()) {
+        const std::string tp = std::string(p["topic"].GetString()) + "-" + std::to_string(p["partition"].GetInt());
+        servers[tp] += std::string(servers[tp].empty() ? "" : " ") + p["owner"].GetString();
+      }
+      for (auto it = twice.begin(); it != twice.end();)
+        it = servers.count(it->first) && servers[it->first] == it->second.first ? std::next(it) : twice.erase(it);
+      for (const auto& [tp, who] : servers) {
+        if (who.find(' ') == std::string::npos) continue;
+        auto [it, fresh] = twice.try_emplace(tp, who, now);
+        if (!fresh && now - it->second.second >= 1s && reported.insert("twice " + tp).second)
+          harness_anomaly("two_servers", tp, "served by: " + who + " for at least a second");
+      }
     }
   }
 
