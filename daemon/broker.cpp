@@ -426,8 +426,14 @@ class running_broker final : public broker {
     if (cfg_.cluster)
       for (const auto& p : cfg_.cluster->peers) brokers.emplace_back(p.id);
     auto strand = asio::make_strand(blocking_);
-    return {self_, std::move(brokers), *store_, *ownership_, gates_, *log_,
-            [strand](std::function<void()> work) { asio::post(strand, std::move(work)); }};
+    return {self_,
+            std::move(brokers),
+            *store_,
+            *ownership_,
+            gates_,
+            *log_,
+            [strand](std::function<void()> work) { asio::post(strand, std::move(work)); },
+            [this](const std::string& topic) { return offsets_->forget_topic(topic); }};
   }
 
   /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as

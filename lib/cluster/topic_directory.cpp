@@ -363,6 +363,8 @@ status topic_directory::remove_here(const std::string& name, std::int32_t partit
   // Then the partitions' ownership history here, so that a later incarnation starts afresh; then the stamp (last:
   // a stop before it leaves the stamp, and the next carry-out finishes the removal).
   if (auto s = p_.ownership.forget_topic(name); !s) return s;
+  if (p_.forget_offsets)
+    if (auto s = p_.forget_offsets(name); !s) return s;
   if (stamps_.erase(name)) return write_stamps_locked();
   return {};
 }
@@ -391,8 +393,11 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
     had = error{errc::not_found, ""};
     stamp.reset();
   } else if (!stamp && r->deleted) {
-    // Nothing here to remove; its ownership history goes (a broker that only routed to it may hold entries).
+    // Nothing here to remove; its ownership history and committed offsets go (a broker that only routed to it may
+    // hold entries; one a move's offsets were pushed to, offsets).
     if (auto s = p_.ownership.forget_topic(name); !s) return fail("cannot drop its ownership entries here", s);
+    if (p_.forget_offsets)
+      if (auto s = p_.forget_offsets(name); !s) return fail("cannot forget its committed offsets here", s);
   }
   if (r->deleted) return {};
   // Logs stamped by a later incarnation than this record (this broker is replaying the Raft log, or its catalog is

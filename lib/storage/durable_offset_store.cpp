@@ -15,7 +15,8 @@ namespace moonmq::storage {
 
 namespace {
 
-/// One commit as a keyed log record: key "group\0topic\0partition", value the offset, both as text.
+/// One commit as a keyed log record: key "group\0topic\0partition", value the offset, both as text; an empty value is
+/// a commit forgotten with its topic (versions before it refuse to open such a log).
 std::string commit_key(const std::string& group, const topic_partition& tp) {
   return group + '\0' + tp.topic + '\0' + std::to_string(tp.partition);
 }
@@ -62,6 +63,7 @@ class durable_offset_store final : public offset_store {
     if (!l) return l.err();
     file_ = std::move(*l);
     for (const auto& [key, value] : file_->entries()) {
+      if (value.empty()) continue;  // forgotten (forget_topic)
       auto c = read_commit(key, value);
       if (!c) return {errc::corrupt, path_ + ": unreadable commit of key '" + key + "'"};
       table_.set(c->group, c->tp, c->offset);
@@ -91,6 +93,18 @@ class durable_offset_store final : public offset_store {
   std::vector<group_offset> groups_for(const topic_partition& tp) const override {
     std::lock_guard lock(mu_);
     return table_.groups_for(tp);
+  }
+
+  /// Each of the topic's commits is overwritten with an empty value (read as none at the next open), synced once.
+  status forget_topic(const std::string& topic) override {
+    std::lock_guard lock(mu_);
+    const auto keys = table_.keys_of(topic);
+    if (keys.empty()) return {};
+    for (const auto& k : keys)
+      if (auto s = file_->put(commit_key(std::get<0>(k), {std::get<1>(k), std::get<2>(k)}), "", false); !s) return s;
+    if (auto s = file_->sync(); !s) return s;
+    for (const auto& k : keys) table_.erase(k);
+    return {};
   }
 
  private:

@@ -63,6 +63,9 @@ class topic_directory {
     /// takes partition gates, and a move's cutover holds its partition's gate while it waits for the log to apply
     /// its entry: on the applying thread, the two would wait for each other.
     std::function<void(std::function<void()>)> run_later = {};
+    /// Forgets every group's committed offsets of a topic (storage::offset_store::forget_topic), called where a
+    /// deleted topic's logs and entries go: a later topic of the name never resumes a group at the old one's offsets.
+    std::function<status(const std::string&)> forget_offsets = {};
   };
 
   /// Without Raft: the catalog in `file` (DataDir/topics.json), read now, and carried out; `stamps` is

@@ -39,6 +39,9 @@ class offset_store {
   virtual result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) = 0;
   /// Every group's offset for the partition, sorted by group.
   virtual std::vector<group_offset> groups_for(const topic_partition& tp) const = 0;
+  /// Forgets every group's offsets for every partition of `topic` (the topic was deleted: a later topic of the name
+  /// starts with none), durably.
+  virtual status forget_topic(const std::string& topic) = 0;
 };
 
 /// The keyed map both implementations keep, with the merge rules in one place.
@@ -65,6 +68,14 @@ class offset_table {
     return out;
   }
   const std::map<key, std::uint64_t>& entries() const { return map_; }
+  /// The keys of `topic`'s offsets.
+  std::vector<key> keys_of(const std::string& topic) const {
+    std::vector<key> out;
+    for (const auto& [k, v] : map_)
+      if (std::get<1>(k) == topic) out.push_back(k);
+    return out;
+  }
+  void erase(const key& k) { map_.erase(k); }
 
  private:
   std::map<key, std::uint64_t> map_;
@@ -92,6 +103,11 @@ class memory_offset_store final : public offset_store {
   std::vector<group_offset> groups_for(const topic_partition& tp) const override {
     std::lock_guard lock(mu_);
     return table_.groups_for(tp);
+  }
+  status forget_topic(const std::string& topic) override {
+    std::lock_guard lock(mu_);
+    for (const auto& k : table_.keys_of(topic)) table_.erase(k);
+    return {};
   }
 
  private:

@@ -20,7 +20,14 @@ struct broker_parts {
       : self(self),
         table(std::move(*open_local_ownership_table(broker_id(self), std::make_unique<storage::memory_state_file>()))) {}
   topic_directory::parts parts() {
-    return {broker_id(self), {broker_id("b1"), broker_id("b2"), broker_id("b3")}, store, *table, gates, log};
+    return {broker_id(self),
+            {broker_id("b1"), broker_id("b2"), broker_id("b3")},
+            store,
+            *table,
+            gates,
+            log,
+            {},
+            [this](const std::string& topic) { return offsets.forget_topic(topic); }};
   }
   /// DataDir/topic-logs.json, kept across a "restart" of the directory (a new one over the same store).
   std::unique_ptr<storage::state_file> stamps() {
@@ -34,6 +41,7 @@ struct broker_parts {
   std::optional<std::string> kept;
   std::string self;
   storage::memory_partition_store store;
+  storage::memory_offset_store offsets;
   std::unique_ptr<ownership_table> table;
   partition_gates gates;
   null_logger log;
@@ -72,10 +80,16 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
     REQUIRE((*other)->learn(*made));
     CHECK_FALSE(b4.store.partition_count("t"));
     CHECK((*other)->find("t")->version == 1);
+    REQUIRE(b2.offsets.commit("g", {"t", 1}, 77));  // committed while t lived
+    REQUIRE(b4.offsets.commit("g", {"t", 0}, 5));   // pushed to a broker that holds no log of it
     auto gone = (*d)->decide({topic_op::remove, "t", 1, {}});
     REQUIRE(gone);
     CHECK_FALSE(b2.store.partition_count("t"));
     CHECK((*d)->live().empty());
+    // A later topic of the name never resumes a group at the deleted one's offsets, wherever they were.
+    CHECK_FALSE(b2.offsets.committed("g", {"t", 1}));
+    REQUIRE((*other)->learn(*gone));
+    CHECK_FALSE(b4.offsets.committed("g", {"t", 0}));
   }
   SECTION("a restart reads the catalog back and carries it out again") {
     auto copy = std::make_unique<storage::memory_state_file>("topics.json");

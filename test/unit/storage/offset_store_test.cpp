@@ -50,6 +50,31 @@ TEST_CASE("offset store: a pushed offset only ever raises a group's offset", "[o
   CHECK(*s->committed("g", tp) == 60);
 }
 
+TEST_CASE("offset store: a deleted topic's offsets are forgotten, for every group and partition, durably",
+          "[offset_store]") {
+  std::string kind = GENERATE("memory", "durable");
+  INFO(kind);
+  test::temp_dir dir;
+  {
+    auto s = make(kind, dir.path());
+    REQUIRE(s->commit("g1", {"gone", 0}, 500));
+    REQUIRE(s->commit("g2", {"gone", 3}, 7));
+    REQUIRE(s->commit("g1", {"kept", 0}, 42));
+    REQUIRE(s->forget_topic("gone"));
+    CHECK_FALSE(s->committed("g1", {"gone", 0}));
+    CHECK(s->groups_for({"gone", 3}).empty());
+    CHECK(*s->committed("g1", {"kept", 0}) == 42);
+    REQUIRE(s->forget_topic("never"));  // nothing to forget
+    if (kind == "memory") return;
+  }
+  auto s = make(kind, dir.path());  // reopened: still forgotten; a later topic of the name starts with none
+  CHECK_FALSE(s->committed("g1", {"gone", 0}));
+  CHECK_FALSE(s->committed("g2", {"gone", 3}));
+  CHECK(*s->committed("g1", {"kept", 0}) == 42);
+  REQUIRE(s->commit("g1", {"gone", 0}, 3));
+  CHECK(*s->committed("g1", {"gone", 0}) == 3);
+}
+
 TEST_CASE("durable offset store: commits survive a reopen", "[offset_store]") {
   test::temp_dir dir;
   {
