@@ -69,10 +69,14 @@ status topic_directory::load_stamps() {
     json::object_reader r(d["logs"][i], stamps_file_->name() + ".logs[" + std::to_string(i) + "]");
     std::string name;
     std::uint64_t created = 0;
+    std::uint32_t made = 0;
     r.get("name", name, true);
     r.get("created", created, true);
+    const bool has_made = d["logs"][i].IsObject() && d["logs"][i].HasMember("made");
+    r.get("made", made);
     if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
     stamps_[name] = created;
+    if (has_made) made_[name] = static_cast<std::int32_t>(std::min<std::uint32_t>(made, INT32_MAX));
   }
   return {};
 }
@@ -85,6 +89,7 @@ status topic_directory::write_stamps_locked() const {
                                    w.StartObject();
                                    json::put(w, "name", name);
                                    json::put(w, "created", created);
+                                   if (auto m = made_.find(name); m != made_.end()) json::put(w, "made", m->second);
                                    w.EndObject();
                                  }
                                  w.EndArray();
@@ -245,8 +250,13 @@ void topic_directory::withhold_strays_locked() {
     // A stamped log is the catalog's unless it is a partition past the count of the incarnation it is stamped with
     // (made by hand). A stamp of another incarnation means a carry-out is pending (a removal a stop cut short, or a
     // catalog behind the logs while the Raft log replays): not a stray.
-    if (auto stamp = stamps_.find(tp.topic); stamp != stamps_.end())
-      if (r->deleted || stamp->second != r->created || tp.partition < r->partitions()) continue;
+    if (auto stamp = stamps_.find(tp.topic); stamp != stamps_.end()) {
+      // Made by carry-outs here: the partitions up to the count they made (a stamp written before that count was kept:
+      // up to the record's count).
+      auto made = made_.find(tp.topic);
+      const std::int32_t ours = made != made_.end() ? std::min(made->second, r->partitions()) : r->partitions();
+      if (r->deleted || stamp->second != r->created || tp.partition < ours) continue;
+    }
     // An unstamped log that a move was confirmed onto (an entry naming this broker past version 0) is the partition's
     // log, made the old way by a move's ensure before this broker knew the topic: withholding it would leave the
     // partition with no server.
@@ -291,10 +301,9 @@ std::optional<result<std::int32_t>> topic_directory::ensure_listed(const std::st
   if (!r) return std::nullopt;
   if (r->deleted)
     return result<std::int32_t>(error{errc::not_found, "topic '" + topic + "' was deleted: nothing of it is made again"});
-  if (partitions > r->partitions())
-    return result<std::int32_t>(error{errc::not_found, "topic '" + topic + "' has " + std::to_string(r->partitions()) +
-                                                           " partitions in the cluster's catalog, not " +
-                                                           std::to_string(partitions)});
+  // A source holding partitions past the catalog's count (strays made by hand) asks for its store's count: the
+  // destination makes what the catalog lists, which covers every partition a move can take (a stray never moves).
+  partitions = std::min(partitions, r->partitions());
   auto s = carry_out_locked(topic, true);
   withhold_strays_locked();
   if (!s) return result<std::int32_t>(s.err());
@@ -331,8 +340,10 @@ bool topic_directory::adopt_if_empty_locked(const topic_record& r) {
   // Nothing of what no record made is left (emptied by an operator, or never written): the logs are the catalog's.
   if (r.deleted) return remove_here(r.name, *count).ok();
   stamps_[r.name] = r.created;
+  made_[r.name] = std::min(*count, r.partitions());
   if (auto s = write_stamps_locked(); !s) {
     stamps_.erase(r.name);
+    made_.erase(r.name);
     p_.log.error("topics", "topic '" + r.name + "': cannot stamp its empty logs here: " + s.message());
     return false;
   }
@@ -365,6 +376,7 @@ status topic_directory::remove_here(const std::string& name, std::int32_t partit
   if (auto s = p_.ownership.forget_topic(name); !s) return s;
   if (p_.forget_offsets)
     if (auto s = p_.forget_offsets(name); !s) return s;
+  made_.erase(name);
   if (stamps_.erase(name)) return write_stamps_locked();
   return {};
 }
@@ -414,10 +426,19 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
     if (!had)
       if (auto s = p_.ownership.forget_topic(name); !s) return fail("cannot drop its earlier ownership entries here", s);
     stamps_[name] = r->created;  // before the logs exist: a stop between the two leaves logs that are stamped
-    if (auto s = write_stamps_locked(); !s) {
-      stamps_.erase(name);
-      return fail("cannot stamp its logs here", s);
-    }
+  }
+  // So is the count they are made up to: a partition past it here (made by hand) stays a stray even once a grow
+  // covers its number (the grow's partition is its first owner's).
+  const std::optional<std::int32_t> made_before =
+      made_.count(name) ? std::optional<std::int32_t>(made_[name]) : std::nullopt;
+  made_[name] = want;
+  if (auto s = write_stamps_locked(); !s) {
+    if (!stamp) stamps_.erase(name);
+    if (made_before)
+      made_[name] = *made_before;
+    else
+      made_.erase(name);
+    return fail("cannot stamp its logs here", s);
   }
   // The partitions about to be created here that another broker owns are recorded as that broker's first, so that
   // no produce ever lands in this broker's empty namesake of one.

@@ -102,7 +102,8 @@ class topic_directory {
   /// for its first owners. `theirs`: the source's record of the topic, when its catalog lists it; without Raft it is
   /// learned, with Raft a catalog behind it answers errc::unavailable (the move fails before anything moved). nullopt
   /// when neither lists the topic (made before topics were cluster metadata: the caller's own rules apply);
-  /// not_found for a deleted topic or more partitions than it has; conflict when a stray of it is here.
+  /// not_found for a deleted topic; a count past the catalog's is cut to it (a source with strays past the count asks
+  /// for its store's); conflict when a stray of it is here.
   std::optional<result<std::int32_t>> ensure_listed(const std::string& topic, std::int32_t partitions,
                                                     const std::optional<topic_record>& theirs = std::nullopt);
 
@@ -154,6 +155,8 @@ class topic_directory {
   /// The incarnation of each topic's logs here; guarded by partition_gates::topics(), which every carry-out holds (so
   /// that its file is written without holding mu_, which the thread applying the Raft log takes).
   std::map<std::string, std::uint64_t> stamps_;
+  /// How many partitions of each stamped topic carry-outs made here (a log past it is a stray); guarded likewise.
+  std::map<std::string, std::int32_t> made_;
   proposer propose_;
   mutable std::mutex mu_;  // guards catalog_, outcomes_
   topic_catalog catalog_;

@@ -266,6 +266,27 @@ TEST_CASE("topic directory: a stray log is never served, is routed to the partit
     REQUIRE(b1.store.ensure_topic("t", 3));  // by hand
     REQUIRE((*d)->learn({"t", 2, 1, {broker_id("b1"), broker_id("b3")}, false}));  // any later carry-out
     CHECK(b1.table->withheld_all() == std::set<topic_partition>{{"t", 2}});
+    // A move from b1 asks for its store's count (3): the destination makes what the catalog lists.
+    broker_parts b3("b3");
+    auto dest = topic_directory::open(b3.parts(), std::make_unique<storage::memory_state_file>(), b3.stamps());
+    REQUIRE(dest);
+    auto ensured = (*dest)->ensure_listed("t", 3, (*d)->find("t"));
+    REQUIRE(ensured);
+    REQUIRE(*ensured);
+    CHECK(**ensured == 2);
+    // A grow that covers its number makes t-2 b3's: on b1 the hand-made log stays a stray, routed to b3, not served.
+    REQUIRE((*d)->learn({"t", 3, 1, {broker_id("b1"), broker_id("b3"), broker_id("b3")}, false}));
+    CHECK(b1.table->withheld_all() == std::set<topic_partition>{{"t", 2}});
+    CHECK_FALSE(serves(*b1.table, {"t", 2}, broker_id("b1")));
+    CHECK(b1.table->entry({"t", 2})->owner == broker_id("b3"));
+    // And so after a restart (the count the carry-outs made is kept with the stamp).
+    b1.keep_stamps();
+    b1.table->withhold({});
+    auto file = std::make_unique<storage::memory_state_file>("topics.json");
+    REQUIRE(file->replace(R"({"topics":[{"name":"t","version":3,"created":1,"owners":["b1","b3","b3"],"deleted":false}]})"));
+    auto again = topic_directory::open(b1.parts(), std::move(file), b1.stamps());
+    REQUIRE(again);
+    CHECK(b1.table->withheld_all() == std::set<topic_partition>{{"t", 2}});
   }
 }
 
