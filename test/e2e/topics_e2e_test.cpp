@@ -264,6 +264,66 @@ void reconcile_the_strays(cluster3& c) {
   move(c.b1, 0, "b2", "dup");
   CHECK(values(c.b2, "dup", 0) == std::vector<std::string>{"p0 on b1", "via b2", "p0 on b1"});
 }
+
+/// A log made by hand (or before topics were metadata) beside the cluster's, on a broker restarted with it: a stray,
+/// never served, kept untouched and reported; then the operator reconciles it (reconcile_the_strays).
+void strays_and_reconcile(cluster3& c) {
+  // A log made by hand (or before topics were metadata) beside the cluster's, on a broker restarted with it: a
+  // stray, never served, kept untouched; a move of that partition is refused, naming both brokers, instead of keeping
+  // one log and dropping the other's records.
+  REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":3,"placement":"local"})").status == 200);
+  for (int p = 0; p < 3; ++p)
+    REQUIRE(post(c.b1, "/v1/topics/dup/records",
+                 "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"p" + std::to_string(p) +
+                     " on b1\"}]}")
+                .status == 200);
+  c.b2.send_signal(SIGTERM);
+  REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
+  // A copy of b1's log, as a restore from a backup would leave it (a log with records, which reclaim would count).
+  std::filesystem::copy(c.b1.data_dir + "/topics/dup", c.b2.data_dir + "/topics/dup",
+                        std::filesystem::copy_options::recursive);
+  c.b2.start();
+  REQUIRE(eventually(
+      [&] {
+        auto r = c.b2.api().Get("/readyz");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(20), std::chrono::milliseconds(100)));
+  auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
+  CHECK(refused.status == 409);
+  CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
+  // b2 never serves it: a produce through b2 reaches b1's log, a fetch from b2 is sent to b1.
+  auto via_b2 = post(c.b2, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"via b2"}]})");
+  CHECK(via_b2.status == 200);
+  CHECK(parse(via_b2.body)["broker"] == "b1");
+  auto fetch = c.b2.api().Get("/v1/topics/dup/partitions/0/records?offset=0");
+  REQUIRE(fetch);
+  CHECK(fetch->status == 421);
+  // The operator is told: status exits non-zero with a warning, partitions and topics mark it, a metric counts it,
+  // and reclaim keeps it.
+  const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
+  auto status = run_process({MOONMQ_CTL_BIN, "--broker", broker, "status"});
+  CHECK(status.exit_code == 1);
+  CHECK_THAT(status.out, Catch::Contains("3 stray log(s) (dup-0 on b2, dup-1 on b2, dup-2 on b2)"));
+  auto partitions = run_process({MOONMQ_CTL_BIN, "--broker", broker, "partitions", "--topic", "dup"});
+  INFO(partitions.out);
+  CHECK_THAT(partitions.out, Catch::Contains("a stray log of it on b2") && Catch::Contains("STRAY"));
+  auto topics = run_process({MOONMQ_CTL_BIN, "--broker", broker, "topics"});
+  INFO(topics.out);
+  CHECK_THAT(topics.out, Catch::Contains("3 stray log(s)"));
+  auto metrics = c.b2.api().Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body, Catch::Contains(R"(moonmq_broker_partitions{state="stray"} 3)"));
+  auto kept = c.b2.api().Get("/v1/brokers/b2/reclaim");
+  REQUIRE(kept);
+  CHECK_THAT(kept->body, Catch::Contains("a stray"));
+  auto reclaim = post(c.b2, "/v1/brokers/b2/reclaim", "");
+  CHECK(reclaim.status == 200);
+  CHECK_THAT(reclaim.body, !Catch::Contains("dup"));  // other copies may go (ev2's, moved away), never the stray
+  CHECK(moonmq::posix::exists(c.b2.data_dir + "/topics/dup/0.log"));
+
+  reconcile_the_strays(c);
+}
 }  // namespace
 
 TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per partition, moves keep every record",
@@ -272,6 +332,7 @@ TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per p
   placement_grow_and_delete(c);  // first: on brokers that serve nothing yet, a spread is one partition each
   the_reproduction(c);
   concurrent_creates(c, "race");
+  strays_and_reconcile(c);
   // Every Raft log now holds topic entries: a broker killed and started again reads them back (the torture round
   // found brokers that could not start, their log's reader knowing only the older entry kinds) and lists the topics.
   c.b1.kill9();
@@ -311,53 +372,5 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   CHECK(listed(c.b2, name).IsNull());
   CHECK(post(c.b2, "/v1/topics/" + name + "/records", R"({"partition":0,"records":[{"value":"x"}]})").status == 404);
 
-  // A log made by hand (or before topics were metadata) beside the cluster's, on a broker restarted with it: a
-  // stray, never served, kept untouched; a move of that partition is refused, naming both brokers, instead of keeping
-  // one log and dropping the other's records.
-  REQUIRE(post(c.b1, "/v1/topics", R"({"name":"dup","partitions":3,"placement":"local"})").status == 200);
-  for (int p = 0; p < 3; ++p)
-    REQUIRE(post(c.b1, "/v1/topics/dup/records",
-                 "{\"partition\":" + std::to_string(p) + ",\"records\":[{\"value\":\"p" + std::to_string(p) +
-                     " on b1\"}]}")
-                .status == 200);
-  c.b2.send_signal(SIGTERM);
-  REQUIRE(c.b2.wait_for_end(std::chrono::seconds(15)));
-  // A copy of b1's log, as a restore from a backup would leave it (a log with records, which reclaim would count).
-  std::filesystem::copy(c.b1.data_dir + "/topics/dup", c.b2.data_dir + "/topics/dup",
-                        std::filesystem::copy_options::recursive);
-  c.b2.start();
-  auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
-  CHECK(refused.status == 409);
-  CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
-  // b2 never serves it: a produce through b2 reaches b1's log, a fetch from b2 is sent to b1.
-  auto via_b2 = post(c.b2, "/v1/topics/dup/records", R"({"partition":0,"records":[{"value":"via b2"}]})");
-  CHECK(via_b2.status == 200);
-  CHECK(parse(via_b2.body)["broker"] == "b1");
-  auto fetch = c.b2.api().Get("/v1/topics/dup/partitions/0/records?offset=0");
-  REQUIRE(fetch);
-  CHECK(fetch->status == 421);
-  // The operator is told: status exits non-zero with a warning, partitions and topics mark it, a metric counts it,
-  // and reclaim keeps it.
-  const std::string broker = "127.0.0.1:" + std::to_string(c.b3.api_port);
-  auto status = run_process({MOONMQ_CTL_BIN, "--broker", broker, "status"});
-  CHECK(status.exit_code == 1);
-  CHECK_THAT(status.out, Catch::Contains("3 stray log(s) (dup-0 on b2, dup-1 on b2, dup-2 on b2)"));
-  auto partitions = run_process({MOONMQ_CTL_BIN, "--broker", broker, "partitions", "--topic", "dup"});
-  INFO(partitions.out);
-  CHECK_THAT(partitions.out, Catch::Contains("a stray log of it on b2") && Catch::Contains("STRAY"));
-  auto topics = run_process({MOONMQ_CTL_BIN, "--broker", broker, "topics"});
-  INFO(topics.out);
-  CHECK_THAT(topics.out, Catch::Contains("3 stray log(s)"));
-  auto metrics = c.b2.api().Get("/metrics");
-  REQUIRE(metrics);
-  CHECK_THAT(metrics->body, Catch::Contains(R"(moonmq_broker_partitions{state="stray"} 3)"));
-  auto kept = c.b2.api().Get("/v1/brokers/b2/reclaim");
-  REQUIRE(kept);
-  CHECK_THAT(kept->body, Catch::Contains("a stray"));
-  auto reclaim = post(c.b2, "/v1/brokers/b2/reclaim", "");
-  CHECK(reclaim.status == 200);
-  CHECK_THAT(reclaim.body, !Catch::Contains("dup"));  // other copies may go (ev2's, moved away), never the stray
-  CHECK(moonmq::posix::exists(c.b2.data_dir + "/topics/dup/0.log"));
-
-  reconcile_the_strays(c);
+  strays_and_reconcile(c);
 }

@@ -304,7 +304,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   // Topics as cluster metadata: created, grown and deleted through any broker while everything else goes on; their
   // partitions move with the balancer and by hand, and take records at their owners.
   std::vector<std::string> admin_names;
-  std::map<topic_partition, std::vector<std::string>> admin_acked;
+  std::map<std::pair<topic_partition, std::uint64_t>, std::vector<std::string>> admin_acked;  // by incarnation
   int admin_written = 0;
   auto random_owners = [&](std::size_t n) {
     std::vector<broker_id> out;
@@ -338,9 +338,6 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     if (kind == 4) {  // delete
       if (!known || known->deleted) return;
       note(step, w.change_topic(via, {cluster::topic_op::remove, name, known->version, {}}));
-      if (auto r = w.newest(name); r && r->deleted)
-        for (auto it = admin_acked.begin(); it != admin_acked.end();)
-          it = it->first.topic == name ? admin_acked.erase(it) : std::next(it);
       return;
     }
     // A record for one of its partitions, produced at the broker that serves it.
@@ -350,8 +347,9 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     auto at = w.log_servers(tp);
     if (at.size() != 1) return;
     const std::string value = "a" + std::to_string(o.seed) + "-" + std::to_string(admin_written++);
+    auto mine = c[at[0]].topics->find(name);  // the incarnation the record is written to
     auto done = w.run(c[at[0]].router->produce(tp, {storage::record{std::nullopt, value, 1, 0}}));
-    if (done) admin_acked[tp].push_back(value);
+    if (done && mine) admin_acked[{tp, mine->created}].push_back(value);
     note(step, "produce " + name_of(tp) + " at b" + std::to_string(at[0]) + ": " + (done ? "ok" : done.message()));
   };
   // One log per partition of every topic the catalog made, after every step: never two brokers serving a partition
@@ -540,7 +538,10 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   check_one_server(true);
   w.catch_up_topics();
   check_one_log(true);
-  for (const auto& [tp, values] : admin_acked) {  // every acknowledged record of a live topic is on its one log
+  for (const auto& [key, values] : admin_acked) {  // every acknowledged record of a live topic is on its one log
+    const auto& [tp, created] = key;
+    auto r = w.newest(tp.topic);
+    if (!r || r->deleted || r->created != created) continue;  // its incarnation was deleted: so were its records
     auto at = w.log_servers(tp);
     if (at.size() != 1) continue;
     auto read = read_committed(c[at[0]], tp, 0, sim_sabotage::none);

@@ -187,12 +187,24 @@ class world {
   std::string change_topic(int via, cluster::topic_change change) {
     auto& from = *c[via].topics;
     const std::string what = std::string(cluster::topic_op_name(change.op)) + " " + change.name;
+    // A create asks every broker first, from the broker that decides it: one that holds a log of the name, or does
+    // not answer (it might), refuses it (moonmqd's topic routes: 409 topic_exists, 503).
+    auto survey = [&](int decider) -> std::optional<std::string> {
+      if (change.op != cluster::topic_op::create) return std::nullopt;
+      for (int i = 1; i <= brokers; ++i) {
+        if (!reaches(decider, i)) return what + ": refused, b" + std::to_string(i) + " did not answer";
+        if (c[i].store.partition_count(change.name)) return what + ": refused, b" + std::to_string(i) + " holds a log";
+      }
+      return std::nullopt;
+    };
     if (opt.replicated) {
+      if (auto no = survey(via)) return *no;
       auto r = from.decide(change);
       return what + " via b" + std::to_string(via) + ": " + (r ? "version " + std::to_string(r->version) : r.message());
     }
     const int coordinator = index_of(from.coordinator_of(change.name));
     if (!reaches(via, coordinator)) return what + ": coordinator b" + std::to_string(coordinator) + " unreachable";
+    if (auto no = survey(coordinator)) return *no;
     auto r = c[coordinator].topics->decide(change);
     if (!r) return what + " on b" + std::to_string(coordinator) + ": " + r.message();
     for (int i = 1; i <= brokers; ++i)
