@@ -3,6 +3,8 @@
 #include <rapidjson/document.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "api_reply.hpp"
 #include "cluster/topic_json.hpp"
@@ -71,6 +73,91 @@ void topic_api::routes(httplib::Server& api) {
   api.Post(R"(/v1/topics/([^/]+)/partitions)",
            [this](const httplib::Request& req, httplib::Response& res) { grow(req, res); });
   api.Delete(R"(/v1/topics/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) { remove(req, res); });
+  api.Post(R"(/v1/topics/([^/]+)/adopt)", [this](const httplib::Request& req, httplib::Response& res) { adopt(req, res); });
+}
+
+void topic_api::adopt(const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  if (auto v = validate_topic_name(name); !v) return reply_error(res, 400, "invalid_argument", v.message());
+  if (topics_.find(name))
+    return reply_error(res, 409, "conflict", "topic '" + name + "' is in the cluster's catalog already");
+  // Who serves each partition now; a broker that does not answer might, and nothing is decided without it.
+  std::map<std::int32_t, std::vector<std::pair<std::string, std::uint64_t>>> servers;  // partition -> broker, size
+  std::vector<std::string> holders;
+  for (const auto& b : view_.brokers()) {
+    if (!b.reachable)
+      return reply_error(res, 503, "unavailable",
+                         b.id + " did not answer (" + b.error + "): it may hold a log of '" + name + "'; nothing changed");
+    bool holds = false;
+    for (const auto& p : b.partitions)
+      if (p.partition.topic == name) {
+        servers[p.partition.partition].emplace_back(b.id, p.size_bytes);
+        holds = true;
+      }
+    if (holds) holders.push_back(b.id);
+  }
+  if (servers.empty()) return reply_error(res, 404, "not_found", "no broker serves a partition of '" + name + "'");
+  const std::int32_t count = servers.rbegin()->first + 1;
+  // Each partition's log: of the brokers serving it, the one whose own entry for it is newest (a move confirmed there:
+  // the others route to it), then the largest, then the first by id. The others' logs of it become strays.
+  std::vector<std::string> owners;
+  for (std::int32_t p = 0; p < count; ++p) {
+    auto it = servers.find(p);
+    if (it == servers.end())
+      return reply_error(res, 409, "conflict",
+                         name + "-" + std::to_string(p) + " is served by no broker: adopt it once every partition is");
+    std::string best;
+    std::uint64_t best_version = 0, best_size = 0;
+    for (const auto& [b, size] : it->second) {
+      transport::request q = transport::get_request("/cluster/owner");
+      q.params = {{"topic", name}, {"partition", std::to_string(p)}};
+      std::uint64_t version = 0;
+      auto a = b == view_.self().value() ? service_owner_(q) : view_.ask(b, q);
+      rapidjson::Document d;
+      if (a.ok() && json::parse_object(a.body, d) && d.HasMember("version") && d["version"].IsUint64() &&
+          d.HasMember("owner") && d["owner"].IsString() && b == d["owner"].GetString())
+        version = d["version"].GetUint64();
+      if (best.empty() || version > best_version || (version == best_version && size > best_size) ||
+          (version == best_version && size == best_size && b < best)) {
+        best = b;
+        best_version = version;
+        best_size = size;
+      }
+    }
+    owners.push_back(best);
+  }
+  // First every holder stamps its logs as the incarnation about to be made (version 1) and learns which of them are
+  // not the partition's; then the create is decided like any other, with these owners.
+  for (const auto& b : holders) {
+    std::vector<std::int32_t> disowned;
+    for (std::int32_t p = 0; p < count; ++p) {
+      const auto& list = servers[p];
+      if (owners[static_cast<std::size_t>(p)] != b &&
+          std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == b; }))
+        disowned.push_back(p);
+    }
+    transport::request claim;
+    claim.path = "/cluster/admin/topics/claim";
+    claim.body = json::object([&](json_writer& w) {
+      put(w, "name", name);
+      put(w, "created", std::uint64_t{1});
+      put(w, "partitions", count);
+      w.Key("disowned");
+      w.StartArray();
+      for (std::int32_t p : disowned) w.Int(p);
+      w.EndArray();
+    });
+    auto a = b == view_.self().value() ? handle_cluster(claim) : view_.ask(b, claim);
+    if (!a.ok())
+      return reply_error(res, a.status ? a.status : 503, a.status ? "conflict" : "unavailable",
+                         b + " did not claim its logs of '" + name + "': " + describe_answer(a) + "; nothing decided");
+  }
+  change_request c;
+  c.op = "adopt";
+  c.name = name;
+  c.partitions = static_cast<std::uint32_t>(count);
+  c.brokers = owners;
+  relay(res, submit(c));
 }
 
 void topic_api::create(const httplib::Request& req, httplib::Response& res) {
@@ -229,7 +316,14 @@ transport::response topic_api::decide_here(const change_request& c) {
   cluster::topic_change change;
   change.name = c.name;
   change.expect = existing ? existing->version : 0;
-  if (c.op == "create") {
+  if (c.op == "adopt") {
+    // A topic made before topics were cluster metadata, its logs claimed on every broker holding them (adopt()).
+    if (existing) return error_response(409, "conflict", "topic '" + c.name + "' is in the cluster's catalog already");
+    if (c.brokers.size() != c.partitions || c.brokers.empty())
+      return error_response(400, "invalid_argument", "adopt: one owner per partition");
+    change.op = cluster::topic_op::create;
+    for (const auto& b : c.brokers) change.added.emplace_back(b);
+  } else if (c.op == "create") {
     if (live)
       return error_response(409, "topic_exists", "topic '" + c.name + "' already exists (its partitions were created on " +
                                                      owners_text(existing->owners) + ")");
@@ -246,7 +340,7 @@ transport::response topic_api::decide_here(const change_request& c) {
     return error_response(400, "invalid_argument", "op: expected create, grow or delete");
   }
 
-  if (change.op != cluster::topic_op::remove) {
+  if (change.op != cluster::topic_op::remove && c.op != "adopt") {
     survey s = ask_everyone(c.name, c.partitions, change.op == cluster::topic_op::create);
     if (s.refusal) return *s.refusal;
     // A grow makes the new partitions' logs on every broker that holds the topic: each must have room for them.
@@ -323,6 +417,28 @@ transport::response topic_api::handle_cluster(const transport::request& req) {
   }
   if (get && req.path == "/cluster/admin/topics/catalog")
     return json_response(200, json::object([&](json_writer& w) { cluster::wire::write_catalog(w, topics_.catalog()); }));
+  if (post && req.path == "/cluster/admin/topics/claim") {
+    rapidjson::Document d;
+    if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
+    json::object_reader r(d, "");
+    std::string name;
+    std::uint64_t created = 0;
+    std::uint32_t partitions = 0;
+    r.get("name", name, true);
+    r.get("created", created, true);
+    r.get("partitions", partitions, true);
+    std::set<std::int32_t> disowned;
+    if (const rapidjson::Value* list = r.member("disowned"); list && list->IsArray()) {
+      for (const auto& v : list->GetArray())
+        if (v.IsInt() && v.GetInt() >= 0) disowned.insert(v.GetInt());
+        else r.fail("disowned", "expected partitions");
+    }
+    check_count(r, "partitions", partitions);
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    if (auto s = topics_.claim(name, created, static_cast<std::int32_t>(partitions), std::move(disowned)); !s)
+      return refusal(s.err());
+    return json_response(200, "{}");
+  }
   if (post && req.path == "/cluster/admin/topics/learn") {
     auto r = cluster::wire::read_topic_record(req.body);
     if (!r) return error_response(400, "invalid_argument", r.message());

@@ -5,12 +5,16 @@
 //                                                                    topics that the catalog does not list)
 //   POST   /v1/topics/{t}/partitions {"count"}                        (admin) grow for the cluster
 //   DELETE /v1/topics/{t}                                            (admin) delete for the cluster
+//   POST   /v1/topics/{t}/adopt                                      (admin) a topic made before topics were cluster
+//                                                                    metadata enters the catalog: each partition's
+//                                                                    log is one serving broker's, the others' strays
 // With Raft the broker that receives a change decides it through the log. Without Raft it is forwarded to the
 // topic's coordinator over the cluster routes this class also answers:
 //   POST /cluster/admin/topics/change        a change, decided on the coordinator (the body a client sent, resolved)
 //   POST /cluster/admin/topics/learn         a decided record, told by the coordinator to every broker
 //   GET  /cluster/admin/topics/holds?name=   whether this broker has a log of that name; the partitions it serves
 //   GET  /cluster/admin/topics/catalog       this broker's catalog (a broker that starts learns what it missed)
+//   POST /cluster/admin/topics/claim         an adoption's claim of this broker's logs (topic_directory::claim)
 // Placement of a new topic's partitions (and of those a grow adds): spread over the brokers that answered, each to the
 // one serving the fewest partitions; `"placement":"local"` puts them all on the receiving broker (the spec's
 // behaviour); `"brokers":[...]` spreads them over the brokers named.
@@ -35,9 +39,16 @@ class topic_api {
  public:
   /// `served`: how many partitions this broker serves now (what placement balances); `balance`: the balancer's
   /// settings, whose stated capacities weigh placement (a broker twice the size takes twice the partitions).
+  /// `here`: this broker's cluster routes (what a peer asks over the network, asked of itself).
   topic_api(cluster::topic_directory& topics, cluster_view& view, storage::partition_store& store,
-            std::function<std::size_t()> served, autobalancer::autobalance_config balance = {})
-      : topics_(topics), view_(view), store_(store), served_(std::move(served)), balance_(std::move(balance)) {}
+            std::function<std::size_t()> served, autobalancer::autobalance_config balance = {},
+            std::function<transport::response(const transport::request&)> here = {})
+      : topics_(topics),
+        view_(view),
+        store_(store),
+        served_(std::move(served)),
+        balance_(std::move(balance)),
+        service_owner_(std::move(here)) {}
 
   void routes(httplib::Server& api);
 
@@ -78,12 +89,16 @@ class topic_api {
   void create(const httplib::Request& req, httplib::Response& res);
   void list(httplib::Response& res);
   void grow(const httplib::Request& req, httplib::Response& res);
+  /// POST /v1/topics/{t}/adopt: a topic made before topics were cluster metadata enters the catalog (docs/cluster.md,
+  /// "Adopting a topic made before").
+  void adopt(const httplib::Request& req, httplib::Response& res);
   void remove(const httplib::Request& req, httplib::Response& res);
 
   cluster::topic_directory& topics_;
   cluster_view& view_;
   storage::partition_store& store_;
   std::function<std::size_t()> served_;
+  std::function<transport::response(const transport::request&)> service_owner_;
   autobalancer::autobalance_config balance_;
 };
 

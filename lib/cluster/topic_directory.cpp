@@ -74,9 +74,18 @@ status topic_directory::load_stamps() {
     r.get("created", created, true);
     const bool has_made = d["logs"][i].IsObject() && d["logs"][i].HasMember("made");
     r.get("made", made);
+    std::set<std::int32_t> disowned;
+    if (const rapidjson::Value* list = r.member("disowned")) {
+      if (!list->IsArray()) r.fail("disowned", "expected an array of partitions");
+      for (rapidjson::SizeType k = 0; r.ok() && list->IsArray() && k < list->Size(); ++k) {
+        if (!(*list)[k].IsInt() || (*list)[k].GetInt() < 0) r.fail("disowned", "expected partitions (whole numbers)");
+        else disowned.insert((*list)[k].GetInt());
+      }
+    }
     if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
     stamps_[name] = created;
     if (has_made) made_[name] = static_cast<std::int32_t>(std::min<std::uint32_t>(made, INT32_MAX));
+    if (!disowned.empty()) disowned_[name] = std::move(disowned);
   }
   return {};
 }
@@ -90,6 +99,12 @@ status topic_directory::write_stamps_locked() const {
                                    json::put(w, "name", name);
                                    json::put(w, "created", created);
                                    if (auto m = made_.find(name); m != made_.end()) json::put(w, "made", m->second);
+                                   if (auto o = disowned_.find(name); o != disowned_.end() && !o->second.empty()) {
+                                     w.Key("disowned");
+                                     w.StartArray();
+                                     for (std::int32_t p : o->second) w.Int(p);
+                                     w.EndArray();
+                                   }
                                    w.EndObject();
                                  }
                                  w.EndArray();
@@ -255,7 +270,9 @@ void topic_directory::withhold_strays_locked() {
       // up to the record's count).
       auto made = made_.find(tp.topic);
       const std::int32_t ours = made != made_.end() ? std::min(made->second, r->partitions()) : r->partitions();
-      if (r->deleted || stamp->second != r->created || tp.partition < ours) continue;
+      auto disowned = disowned_.find(tp.topic);
+      const bool ours_not = disowned != disowned_.end() && disowned->second.count(tp.partition) > 0;
+      if (r->deleted || stamp->second != r->created || (tp.partition < ours && !ours_not)) continue;
     }
     // An unstamped log that a move was confirmed onto (an entry naming this broker past version 0) is the partition's
     // log, made the old way by a move's ensure before this broker knew the topic: withholding it would leave the
@@ -326,7 +343,34 @@ status topic_directory::drop_stray(const topic_partition& tp,
     if (auto s = empty(tp); !s) return s;
   }
   p_.log.warn("topics", name_of(tp) + ": the stray log here is emptied, by an operator's decision");
+  // A disowned log (an adopted topic's duplicate) that is empty holds nothing of another history: the catalog's now.
+  if (auto o = disowned_.find(tp.topic); o != disowned_.end() && o->second.erase(tp.partition) > 0) {
+    if (o->second.empty()) disowned_.erase(o);
+    if (auto s = write_stamps_locked(); !s) return s;
+  }
   withhold_strays_locked();  // adopts the topic's logs when nothing of what no record made is left in them
+  return {};
+}
+
+status topic_directory::claim(const std::string& name, std::uint64_t created, std::int32_t partitions,
+                              std::set<std::int32_t> disowned) {
+  std::lock_guard topics(p_.gates.topics());
+  if (find(name)) return {errc::conflict, "topic '" + name + "' is in the cluster's catalog already: nothing to adopt"};
+  if (!p_.store.partition_count(name)) return {};  // nothing of it here
+  stamps_[name] = created;
+  made_[name] = partitions;
+  if (disowned.empty())
+    disowned_.erase(name);
+  else
+    disowned_[name] = std::move(disowned);
+  if (auto s = write_stamps_locked(); !s) {
+    stamps_.erase(name);
+    made_.erase(name);
+    disowned_.erase(name);
+    return s;
+  }
+  p_.log.info("topics", "topic '" + name + "': the logs here are claimed for its adoption into the catalog (version " +
+                            std::to_string(created) + ")");
   return {};
 }
 
@@ -377,6 +421,7 @@ status topic_directory::remove_here(const std::string& name, std::int32_t partit
   if (p_.forget_offsets)
     if (auto s = p_.forget_offsets(name); !s) return s;
   made_.erase(name);
+  disowned_.erase(name);
   if (stamps_.erase(name)) return write_stamps_locked();
   return {};
 }

@@ -324,6 +324,55 @@ void strays_and_reconcile(cluster3& c) {
 
   reconcile_the_strays(c);
 }
+
+/// A topic made before topics were cluster metadata, on two brokers (the issue's fork, from before the change): both
+/// serve it until an operator adopts it into the catalog; then one log is the partition's and the other a stray,
+/// reconciled like any other.
+void adopt_a_forked_topic(cluster3& c) {
+  const std::string broker = "127.0.0.1:" + std::to_string(c.b2.api_port);
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {MOONMQ_CTL_BIN, "--broker", broker});
+    return run_process(args);
+  };
+  // Logs of "old" that no catalog made: b1's holds one record, b3's two (copies of a topic's log, by hand).
+  REQUIRE(post_when_ready(c.b1, "/v1/topics", R"({"name":"src","partitions":1,"placement":"local"})").status == 200);
+  REQUIRE(post(c.b1, "/v1/topics/src/records", R"({"partition":0,"records":[{"value":"first"}]})").status == 200);
+  for (auto* b : {&c.b1, &c.b3}) {
+    if (b == &c.b3)
+      REQUIRE(post(c.b1, "/v1/topics/src/records", R"({"partition":0,"records":[{"value":"second"}]})").status == 200);
+    b->send_signal(SIGTERM);
+    REQUIRE(b->wait_for_end(std::chrono::seconds(15)));
+    std::filesystem::copy(c.b1.data_dir + "/topics/src", b->data_dir + "/topics/old",
+                          std::filesystem::copy_options::recursive);
+    b->start();
+    REQUIRE(eventually(
+        [&] {
+          auto r = b->api().Get("/readyz");
+          return r && r->status == 200;
+        },
+        std::chrono::seconds(20), std::chrono::milliseconds(100)));
+  }
+  auto before = ctl({"status"});
+  CHECK(before.exit_code == 1);  // served by two brokers
+  auto adopted = ctl({"topics", "adopt", "old"});
+  INFO(adopted.out << adopted.err);
+  REQUIRE(adopted.exit_code == 0);
+  CHECK_THAT(adopted.out, Catch::Contains("owners b3"));  // the larger log
+  CHECK(ctl({"topics", "adopt", "old"}).exit_code == 1);  // in the catalog now
+  REQUIRE(everyone_lists(c, "old", 1));
+  // b1's log is a stray: never served, reported; a produce through b1 reaches b3.
+  auto via_b1 = post(c.b1, "/v1/topics/old/records", R"({"partition":0,"records":[{"value":"third"}]})");
+  REQUIRE(via_b1.status == 200);
+  CHECK(parse(via_b1.body)["broker"] == "b3");
+  auto status = ctl({"status"});
+  CHECK(status.exit_code == 1);
+  CHECK_THAT(status.out, Catch::Contains("old-0 on b1"));
+  auto appended = ctl({"topics", "reconcile", "old", "--partition", "0", "--append", "b1"});
+  INFO(appended.out << appended.err);
+  REQUIRE(appended.exit_code == 0);
+  CHECK(values(c.b3, "old", 0) == std::vector<std::string>{"first", "second", "third", "first"});
+  CHECK(ctl({"status"}).exit_code == 0);
+}
 }  // namespace
 
 TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per partition, moves keep every record",
@@ -333,6 +382,7 @@ TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per p
   the_reproduction(c);
   concurrent_creates(c, "race");
   strays_and_reconcile(c);
+  adopt_a_forked_topic(c);
   // Every Raft log now holds topic entries: a broker killed and started again reads them back (the torture round
   // found brokers that could not start, their log's reader knowing only the older entry kinds) and lists the topics.
   c.b1.kill9();
@@ -373,4 +423,5 @@ TEST_CASE("e2e topics, no Raft: each topic's coordinator decides it, and a broke
   CHECK(post(c.b2, "/v1/topics/" + name + "/records", R"({"partition":0,"records":[{"value":"x"}]})").status == 404);
 
   strays_and_reconcile(c);
+  adopt_a_forked_topic(c);
 }

@@ -424,8 +424,25 @@ int main(int argc, char** argv) {
       }
     };
   });
+  std::string adopt_topic;
+  auto* adopt = topics_cmd->add_subcommand(
+      "adopt", "a topic made before topics were cluster metadata enters the catalog: each partition's log is one "
+               "serving broker's, a duplicate elsewhere becomes a stray to reconcile (docs/cluster.md)");
+  adopt->add_option("topic", adopt_topic, "the topic")->required();
+  adopt->callback([&] {
+    run = [&](broker_client& c) {
+      return show(o, c.post("/v1/topics/" + encoded(adopt_topic) + "/adopt"), [&](const rapidjson::Document& d) {
+        std::string owners;
+        for (const auto& b : array(d, "owners").GetArray())
+          owners += (owners.empty() ? "" : " ") + std::string(b.IsString() ? b.GetString() : "?");
+        std::cout << "adopted " << str(d, "name") << " (" << str(d, "partitions") << " partitions, version "
+                  << str(d, "version") << "): owners " << owners << "\n"
+                  << "then: moonmqctl topics reconcile " << adopt_topic << " (a duplicate log is a stray now)\n";
+      });
+    };
+  });
   topics_cmd->callback([&] {
-    if (reconcile->parsed()) return;
+    if (reconcile->parsed() || adopt->parsed()) return;
     run = [&](broker_client& c) {
       return show(o, c.get("/v1/partitions"), [](const rapidjson::Document& d) {
         struct agg {

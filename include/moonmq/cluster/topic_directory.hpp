@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,14 @@ class topic_directory {
   std::optional<result<std::int32_t>> ensure_listed(const std::string& topic, std::int32_t partitions,
                                                     const std::optional<topic_record>& theirs = std::nullopt);
 
+  /// Adoption of a topic the catalog does not list (made before topics were cluster metadata): before its create is
+  /// decided at version `created`, this broker's logs of `name` are stamped as that incarnation's, made up to
+  /// `partitions`, except the `disowned` partitions (a duplicate of a partition another broker's log was chosen for),
+  /// which are strays once the catalog lists the topic. conflict when the catalog lists the name; nothing when this
+  /// broker holds no log of it. A claim whose create is never decided is taken by the next adoption of the name.
+  status claim(const std::string& name, std::uint64_t created, std::int32_t partitions,
+               std::set<std::int32_t> disowned);
+
   /// Grows a topic the catalog does not list (made before topics were cluster metadata) on this broker alone.
   result<std::int32_t> grow_unlisted(const std::string& topic, std::int32_t partitions);
 
@@ -157,6 +166,8 @@ class topic_directory {
   std::map<std::string, std::uint64_t> stamps_;
   /// How many partitions of each stamped topic carry-outs made here (a log past it is a stray); guarded likewise.
   std::map<std::string, std::int32_t> made_;
+  /// Partitions of an adopted topic whose logs here were not chosen (strays); guarded likewise.
+  std::map<std::string, std::set<std::int32_t>> disowned_;
   proposer propose_;
   mutable std::mutex mu_;  // guards catalog_, outcomes_
   topic_catalog catalog_;
