@@ -497,7 +497,7 @@ class running_broker final : public broker {
     });
     topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *store_, [this] {
       return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()).size();
-    }, cfg_.autobalance, [this](const transport::request& r) { return service_->handle(r); });
+    }, cfg_.autobalance, [this](const topic_partition& tp) { return ownership_->entry(tp); });
     cluster_api_ = std::make_unique<cluster_api>(
         *view_, [this] { return controller_id(); },
         [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },

@@ -96,6 +96,22 @@ void topic_api::adopt(const httplib::Request& req, httplib::Response& res) {
       }
     if (holds) holders.push_back(b.id);
   }
+  // Brokers that hold logs of it without serving any (a move's leftover or half-made copy) claim theirs too: once the
+  // catalog lists the topic, an unclaimed log of it would be a stray.
+  transport::request hq = transport::get_request("/cluster/admin/topics/holds");
+  hq.params = {{"name", name}};
+  for (const auto& a : view_.ask_peers(hq)) {
+    rapidjson::Document d;
+    if (!a.response.ok() || !json::parse_object(a.response.body, d) || !d.HasMember("holds") || !d["holds"].IsBool())
+      return reply_error(res, 503, "unavailable",
+                         a.broker + " did not say whether it holds '" + name + "' (" + describe_answer(a.response) +
+                             "); nothing changed");
+    if (d["holds"].GetBool() && std::find(holders.begin(), holders.end(), a.broker) == holders.end())
+      holders.push_back(a.broker);
+  }
+  if (store_.partition_count(name) &&
+      std::find(holders.begin(), holders.end(), view_.self().value()) == holders.end())
+    holders.push_back(view_.self().value());
   if (servers.empty()) return reply_error(res, 404, "not_found", "no broker serves a partition of '" + name + "'");
   const std::int32_t count = servers.rbegin()->first + 1;
   // Each partition's log: of the brokers serving it, the one whose own entry for it is newest (a move confirmed there:
@@ -109,14 +125,21 @@ void topic_api::adopt(const httplib::Request& req, httplib::Response& res) {
     std::string best;
     std::uint64_t best_version = 0, best_size = 0;
     for (const auto& [b, size] : it->second) {
-      transport::request q = transport::get_request("/cluster/owner");
-      q.params = {{"topic", name}, {"partition", std::to_string(p)}};
-      std::uint64_t version = 0;
-      auto a = b == view_.self().value() ? service_owner_(q) : view_.ask(b, q);
-      rapidjson::Document d;
-      if (a.ok() && json::parse_object(a.body, d) && d.HasMember("version") && d["version"].IsUint64() &&
-          d.HasMember("owner") && d["owner"].IsString() && b == d["owner"].GetString())
-        version = d["version"].GetUint64();
+      std::uint64_t version = 0;  // of b's own entry for the partition, when it names b
+      if (b == view_.self().value()) {
+        if (auto e = own_entry_({name, p}); e && e->owner == view_.self()) version = e->version;
+      } else {
+        transport::request q = transport::get_request("/cluster/owner");
+        q.params = {{"topic", name}, {"partition", std::to_string(p)}};
+        auto a = view_.ask(b, q);
+        rapidjson::Document d;
+        if (!a.ok() || !json::parse_object(a.body, d) || !d.HasMember("version") || !d["version"].IsUint64())
+          return reply_error(res, 503, "unavailable",
+                             b + " did not say who owns " + name + "-" + std::to_string(p) + " (" + describe_answer(a) +
+                                 "); nothing changed");
+        if (d.HasMember("owner") && d["owner"].IsString() && b == d["owner"].GetString())
+          version = d["version"].GetUint64();
+      }
       if (best.empty() || version > best_version || (version == best_version && size > best_size) ||
           (version == best_version && size == best_size && b < best)) {
         best = b;
@@ -148,9 +171,15 @@ void topic_api::adopt(const httplib::Request& req, httplib::Response& res) {
       w.EndArray();
     });
     auto a = b == view_.self().value() ? handle_cluster(claim) : view_.ask(b, claim);
-    if (!a.ok())
-      return reply_error(res, a.status ? a.status : 503, a.status ? "conflict" : "unavailable",
-                         b + " did not claim its logs of '" + name + "': " + describe_answer(a) + "; nothing decided");
+    if (!a.ok()) {
+      rapidjson::Document e;
+      std::string code = a.status ? "internal" : "unavailable";
+      if (json::parse_object(a.body, e) && e.HasMember("error") && e["error"].IsString()) code = e["error"].GetString();
+      return reply_error(res, a.status ? a.status : 503, code,
+                         b + " did not claim its logs of '" + name + "': " + describe_answer(a) +
+                             "; the topic was not adopted (brokers that claimed theirs keep the claim until the next "
+                             "adoption of the name)");
+    }
   }
   change_request c;
   c.op = "adopt";
@@ -434,6 +463,9 @@ transport::response topic_api::handle_cluster(const transport::request& req) {
         else r.fail("disowned", "expected partitions");
     }
     check_count(r, "partitions", partitions);
+    if (r.ok() && created < 1) r.fail("created", "must be at least 1");
+    if (r.ok() && !disowned.empty() && *disowned.rbegin() >= static_cast<std::int32_t>(partitions))
+      r.fail("disowned", "names a partition past the topic's count");
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     if (auto s = topics_.claim(name, created, static_cast<std::int32_t>(partitions), std::move(disowned)); !s)
       return refusal(s.err());

@@ -39,16 +39,16 @@ class topic_api {
  public:
   /// `served`: how many partitions this broker serves now (what placement balances); `balance`: the balancer's
   /// settings, whose stated capacities weigh placement (a broker twice the size takes twice the partitions).
-  /// `here`: this broker's cluster routes (what a peer asks over the network, asked of itself).
+  /// `own_entry`: this broker's ownership entry of a partition (what a peer answers on GET /cluster/owner).
   topic_api(cluster::topic_directory& topics, cluster_view& view, storage::partition_store& store,
             std::function<std::size_t()> served, autobalancer::autobalance_config balance = {},
-            std::function<transport::response(const transport::request&)> here = {})
+            std::function<std::optional<cluster::ownership_entry>(const topic_partition&)> own_entry = {})
       : topics_(topics),
         view_(view),
         store_(store),
         served_(std::move(served)),
-        balance_(std::move(balance)),
-        service_owner_(std::move(here)) {}
+        own_entry_(std::move(own_entry)),
+        balance_(std::move(balance)) {}
 
   void routes(httplib::Server& api);
 
@@ -98,7 +98,7 @@ class topic_api {
   cluster_view& view_;
   storage::partition_store& store_;
   std::function<std::size_t()> served_;
-  std::function<transport::response(const transport::request&)> service_owner_;
+  std::function<std::optional<cluster::ownership_entry>(const topic_partition&)> own_entry_;
   autobalancer::autobalance_config balance_;
 };
 

@@ -341,7 +341,7 @@ struct reassigner::impl {
     // Its log removed meanwhile (the topic was deleted): nothing is handed over, so that no ownership entry of a
     // deleted topic is made to outlive it.
     if (!st.store.end_offset(tp))
-      return {errc::not_found, "cutover refused: the log of " + name_of(tp) + " is gone here (its topic was deleted)"};
+      return {errc::conflict, "cutover refused: the log of " + name_of(tp) + " is gone here (its topic was deleted)"};
     const ownership_entry handover{tp, dest, version + 1, true};
     if (auto s = st.ownership.record(handover); !s) return s;
     auto decided = st.ownership.decide(handover, {version, false});

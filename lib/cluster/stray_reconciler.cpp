@@ -255,6 +255,11 @@ result<bool> stray_reconciler::clear(const topic_partition& tp, std::uint64_t pr
   if (!first) return first.err();
   const auto head = storage::decode_frames(first->bytes.view(), 0);
   if (!head.empty() && head.front().producer && head.front().producer->id == producer_id) return false;
+  {
+    // Emptied for this stray already (and clients produced to it before the copies began): not again.
+    std::lock_guard lock(mu_);
+    if (auto c = cleared_.find(tp); c != cleared_.end() && c->second == producer_id) return false;
+  }
   if (resumed)
     return error{errc::conflict, name + ": the log on " + p_.self.value() + " does not start with the stray's copies; "
                                             "a resumed decision to keep the stray would leave its start out (run it "
@@ -270,6 +275,10 @@ result<bool> stray_reconciler::clear(const topic_partition& tp, std::uint64_t pr
     return error{errc::conflict, name + " has " + std::to_string(view->open.size()) +
                                      " transaction(s) open: its log is not cleared; try again when they have ended"};
   if (auto s = p_.producers.discard(tp); !s) return s.err();
+  {
+    std::lock_guard lock(mu_);
+    cleared_[tp] = producer_id;
+  }
   p_.log.warn("topics", name + ": the log here (" + std::to_string(*end) +
                             " bytes) is emptied, by an operator's decision to keep a stray in its place");
   return true;

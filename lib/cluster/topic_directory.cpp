@@ -277,7 +277,7 @@ void topic_directory::withhold_strays_locked() {
     // An unstamped log that a move was confirmed onto (an entry naming this broker past version 0) is the partition's
     // log, made the old way by a move's ensure before this broker knew the topic: withholding it would leave the
     // partition with no server.
-    if (!r->deleted && tp.partition < r->partitions())
+    if (!r->deleted && tp.partition < r->partitions() && !stamps_.count(tp.topic))
       if (auto e = p_.ownership.entry(tp); e && e->owner == p_.self && e->version > 0) continue;
     strays.insert(tp);
     // A produce for it here goes to the partition's first owner, not into this log.
@@ -462,6 +462,15 @@ status topic_directory::carry_out_locked(const std::string& name, bool make_here
   if (stamp && *stamp > r->created) return {};
   const std::int32_t from = had ? *had : 0;
   const std::int32_t want = r->partitions();
+  if (stamp && *stamp == r->created && had && !made_.count(name)) {
+    // A stamp written before the count was kept: what carry-outs made is at most the record's count (a log past it
+    // was made by hand), and that stays so when a later grow covers its number.
+    made_[name] = std::min(from, want);
+    if (auto s = write_stamps_locked(); !s) {
+      made_.erase(name);
+      return fail("cannot record its logs' count here", s);
+    }
+  }
   if (from >= want) return {};
   const bool mine = std::find(r->owners.begin(), r->owners.end(), p_.self) != r->owners.end();
   if (!mine && !had && !make_here) return {};  // nothing of it lives here

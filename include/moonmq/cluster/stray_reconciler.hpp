@@ -107,7 +107,8 @@ class stray_reconciler {
   status discard(const topic_partition& tp, bool appended);
 
   /// On the owner: empties the log of `tp` it serves, unless it already starts with a record of `producer_id` (a
-  /// stray's copies: an earlier run cleared it). With `resumed`, a log that does not start so is refused (the request
+  /// stray's copies: an earlier run cleared it) or was emptied for that producer since this broker started (clients
+  /// produced to it before the copies began: their records are kept). With `resumed`, a log that does not start so is refused (the request
   /// resumes an append whose start would be missing). Returns whether it emptied the log.
   result<bool> clear(const topic_partition& tp, std::uint64_t producer_id, bool resumed);
 
@@ -127,6 +128,8 @@ class stray_reconciler {
   std::map<topic_partition, resume_point> resume_;  ///< where each stray's last step ended
   std::map<topic_partition, std::pair<std::uint64_t, std::uint32_t>> crc_;  ///< size, checksum
   std::set<topic_partition> busy_;
+  /// On the owner: the stray producer each log was last emptied for (since this broker started).
+  std::map<topic_partition, std::uint64_t> cleared_;
 };
 
 }  // namespace moonmq::cluster
