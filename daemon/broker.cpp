@@ -246,6 +246,10 @@ class running_broker final : public broker {
       if (!r) return std::nullopt;
       return cluster::wire::topic_record_body(*r);
     };
+    ro.incarnation_of = [this](const std::string& topic) -> std::uint64_t {
+      auto r = topics_ ? topics_->find(topic) : std::nullopt;
+      return !r ? 0 : r->deleted ? UINT64_MAX : r->created;
+    };
     reassigner_ = std::make_unique<cluster::reassigner>(
         ro, st, *peers_, *journal_,
         blocking_);

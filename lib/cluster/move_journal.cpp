@@ -33,6 +33,7 @@ class file_move_journal final : public move_journal {
       p.legacy = !m.IsObject() || !m.HasMember("version");
       r.get("version", p.version, false);
       r.get("drained", p.drained, false);
+      r.get("incarnation", p.incarnation, false);
       if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
       if (r.ok() && dest.empty()) r.fail("dest", "must not be empty");
       if (auto s = r.finish(); !s) return {errc::corrupt, s.message()};
@@ -80,6 +81,7 @@ class file_move_journal final : public move_journal {
           json::put(w, "version", m.version);
           json::put(w, "drained", m.drained);
         }
+        if (m.incarnation) json::put(w, "incarnation", m.incarnation);
         w.EndObject();
       }
       w.EndArray();

@@ -328,6 +328,22 @@ struct reassigner::impl {
     co_return at;
   }
 
+  /// The incarnation of tp's topic now (0: unlisted, or not checked).
+  std::uint64_t incarnation_now(const topic_partition& tp) const {
+    return opt.incarnation_of ? opt.incarnation_of(tp.topic) : 0;
+  }
+  /// Whether the topic a move started on (at `incarnation`) was deleted since: its move is dropped, never decided.
+  bool outlived(const topic_partition& tp, std::uint64_t incarnation) const {
+    return incarnation != 0 && opt.incarnation_of && opt.incarnation_of(tp.topic) != incarnation;
+  }
+  /// Drops the journal entry of a move whose topic was deleted, with a log line; the error the move ends with.
+  status drop_outlived(const topic_partition& tp, std::uint64_t version) {
+    (void)journal.remove(tp, version);
+    st.log.warn("reassigner", "the move of " + name_of(tp) + " is dropped: its topic was deleted (or made again) "
+                                  "while it ran, and nothing is decided for a later topic of the name");
+    return {errc::not_found, "the topic of " + name_of(tp) + " was deleted while it moved"};
+  }
+
   /// The cutover: under the partition's gate (exclusive: waits for appends in flight, stops new ones), `tp` goes
   /// from this broker at `version` to `dest` in handover at version + 1. The handover is recorded here before it is
   /// decided, so that a decision whose outcome is not known leaves the partition served by nobody here.
@@ -443,6 +459,10 @@ struct reassigner::impl {
     const pending_move m = *found;
     const broker_id& self = peers.directory().self;
     const std::string name = name_of(tp) + " to " + m.dest.value();
+    if (outlived(tp, m.incarnation)) {
+      (void)co_await offload(pool, [&] { return drop_outlived(tp, m.version); });
+      co_return true;
+    }
     if (m.legacy) {
       bool done = co_await resolve_legacy(m);
       co_return done;
@@ -511,6 +531,7 @@ struct reassigner::impl {
     // The ownership version this broker serves the partition at: the move gives dest version + 1 (cut_over checks
     // that it is still this one).
     const std::uint64_t version = entry_as_seen_by(st.ownership, tp, self).version;
+    const std::uint64_t incarnation = incarnation_now(tp);  // checked before every decision
 
     set_step(p, "ensure");
     {
@@ -581,10 +602,11 @@ struct reassigner::impl {
     if (auto f = MOONMQ_FAULT("reassigner.after_copy"); !f) co_return f;
 
     if (auto c = enter_cutover(p); !c) co_return c;
-    const pending_move journaled{tp, dest, version + 1, false};
+    const pending_move journaled{tp, dest, version + 1, false, false, incarnation};
     if (auto s = co_await offload(pool, [&] { return journal.add(journaled); }); !s) co_return s;
     // Journaled, nothing decided: an error here leaves the entry for recovery to resolve (as a crash would).
     if (auto f = MOONMQ_FAULT("reassigner.before_cutover"); !f) co_return f;
+    if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
     if (auto s = co_await offload(pool, [&] { return cut_over(tp, dest, version); }); !s) {
       // A cutover whose decision failed may still take effect (a replicated entry can commit after the wait for it
       // gave up): it is rolled back by a decision of its own, after it in the log. Only once that holds may the
@@ -593,6 +615,7 @@ struct reassigner::impl {
         (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
         co_return s;
       }
+      if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
       if (co_await offload(pool, [&] { return roll_back(tp, version + 1); }))
         (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
       co_return s;
@@ -623,6 +646,7 @@ struct reassigner::impl {
       // No confirm has been sent: the destination can never serve this version, so the move is rolled back.
       const std::string why = drained ? "the journal could not record the drain: " + marked.message() : drained.message();
       st.log.error("reassigner", "move " + name_of(tp) + ": drain failed, rolling ownership back: " + why);
+      if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
       auto back = co_await offload(pool, [&] { return roll_back(tp, version + 1); });
       if (back) {
         (void)co_await offload(pool, [&] { return journal.remove(tp, version + 1); });
@@ -643,8 +667,10 @@ struct reassigner::impl {
     if (auto f = MOONMQ_FAULT("reassigner.before_confirm"); !f) {
       why = f.message();  // as if no confirm got an answer: recovery confirms it later
     } else {
-      for (int attempt = 0; attempt < 3 && c != confirmation::confirmed; ++attempt)
+      for (int attempt = 0; attempt < 3 && c != confirmation::confirmed; ++attempt) {
+        if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
         c = co_await confirm(tp, dest, version + 1, claim, &why);
+      }
     }
     if (c != confirmation::confirmed)
       co_return status{errc::unavailable, "confirm on " + dest.value() +

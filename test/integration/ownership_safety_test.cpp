@@ -383,3 +383,34 @@ TEST_CASE("a journal entry written before ownership versions is resolved as that
   CHECK(servers(c, t0) == std::vector<int>{1});
   CHECK(c[1].journal->pending().empty());
 }
+
+TEST_CASE("a journaled move whose topic was deleted and made again is dropped, never decided for the new topic",
+          "[ownership][safety][topics]") {
+  // A move of x-0 from b1 to b2 was journaled in its cutover; then x was deleted and made again with x-0 on b1.
+  in_process_cluster c(2, 4096, 1, false, false, /*with_topics=*/true);
+  auto decide = [&](const cluster::topic_change& change) {
+    const auto coordinator = c[1].topics->coordinator_of("x");
+    auto& on = coordinator == broker_id("b1") ? c[1] : c[2];
+    auto& other = coordinator == broker_id("b1") ? c[2] : c[1];
+    auto r = on.topics->decide(change);
+    REQUIRE(r);
+    REQUIRE(other.topics->learn(*r));
+    return *r;
+  };
+  const auto first = decide({cluster::topic_op::create, "x", 0, {broker_id("b1")}});
+  const topic_partition x0{"x", 0};
+  // Drained: recovery would confirm it on b2, which holds the new topic's logs (it owns x-1 now).
+  REQUIRE(c[1].journal->add({x0, broker_id("b2"), 1, true, false, first.created}));
+  decide({cluster::topic_op::remove, "x", first.version, {}});
+  const auto again = decide({cluster::topic_op::create, "x", first.version + 1, {broker_id("b1"), broker_id("b2")}});
+  REQUIRE(again.created != first.created);
+  REQUIRE(c[2].store.partition_count("x"));
+  REQUIRE(c.produce(1, x0, {rec("acknowledged in the new x")}));
+  CHECK(c.run(c[1].reassigner->recover()) == 0);
+  CHECK(c[1].journal->pending().empty());
+  // The new x-0 is b1's: nothing rolled it back or confirmed it elsewhere.
+  CHECK(c[1].serves(x0));
+  CHECK_FALSE((c[2].serves(x0) && c[2].store.partition_count("x").ok()));
+  auto e = c[1].ownership->entry(x0);
+  CHECK((!e || e->owner == broker_id("b1")));
+}

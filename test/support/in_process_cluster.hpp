@@ -291,6 +291,11 @@ class in_process_cluster {
         if (!r) return std::nullopt;
         return cluster::wire::topic_record_body(*r);
       };
+    if (with_topics_)
+      o.incarnation_of = [&b](const std::string& topic) -> std::uint64_t {
+        auto r = b.topics ? b.topics->find(topic) : std::nullopt;
+        return !r ? 0 : r->deleted ? UINT64_MAX : r->created;
+      };
     return o;
   }
 

@@ -25,6 +25,10 @@ struct pending_move {
   std::uint64_t version = 0;  ///< the ownership version the move gives `dest` (the source's version + 1)
   bool drained = false;       ///< the tail is on `dest`: a confirm may have been sent
   bool legacy = false;        ///< written before ownership versions (no version, no phase)
+  /// The incarnation of the partition's topic the move is for (topic_record::created; 0: a topic the catalog does
+  /// not list, or written before incarnations were kept): a move whose topic was deleted meanwhile is dropped, never
+  /// decided (its decision would be taken for a later topic of the name).
+  std::uint64_t incarnation = 0;
   bool operator==(const pending_move&) const = default;
 };
 
