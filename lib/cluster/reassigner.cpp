@@ -332,9 +332,12 @@ struct reassigner::impl {
   std::uint64_t incarnation_now(const topic_partition& tp) const {
     return opt.incarnation_of ? opt.incarnation_of(tp.topic) : 0;
   }
-  /// Whether the topic a move started on (at `incarnation`) was deleted since: its move is dropped, never decided.
+  /// Whether the topic a move started on (at `incarnation`) was deleted since: its move is dropped, never decided. A
+  /// catalog that does not list the topic (yet: a broker catching up with the Raft log after a start) says nothing.
   bool outlived(const topic_partition& tp, std::uint64_t incarnation) const {
-    return incarnation != 0 && opt.incarnation_of && opt.incarnation_of(tp.topic) != incarnation;
+    if (incarnation == 0 || !opt.incarnation_of) return false;
+    const std::uint64_t now = opt.incarnation_of(tp.topic);
+    return now != 0 && now != incarnation;
   }
   /// Drops the journal entry of a move whose topic was deleted, with a log line; the error the move ends with.
   status drop_outlived(const topic_partition& tp, std::uint64_t version) {

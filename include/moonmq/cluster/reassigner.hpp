@@ -55,8 +55,9 @@ struct reassigner_options {
   /// nullopt for a topic the catalog does not list. Empty: none is sent.
   std::function<std::optional<std::string>(const std::string& topic)> topic_record;
   /// The incarnation of `topic` in the catalog (topic_record::created), UINT64_MAX for a deleted one, 0 for one it
-  /// does not list. A move records the incarnation it started on and is dropped, never decided, once that is gone
-  /// (a decision taken after the name was made again would route the new topic's partition). Empty: not checked.
+  /// does not list (or not yet). A move records the incarnation it started on and is dropped, never decided, once the
+  /// catalog names another (a decision taken after the name was made again would route the new topic's partition).
+  /// Empty: not checked.
   std::function<std::uint64_t(const std::string& topic)> incarnation_of;
 };
 
