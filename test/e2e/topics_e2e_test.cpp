@@ -62,6 +62,16 @@ answer post_when_ready(const moonmqd_process& b, const std::string& path, const 
   return a;
 }
 
+/// Waits (up to 20 s) until `b` answers /readyz with 200: started and caught up (with Raft, its log applied).
+bool ready(const moonmqd_process& b) {
+  return eventually(
+      [&] {
+        auto r = b.api().Get("/readyz");
+        return r && r->status == 200;
+      },
+      std::chrono::seconds(20), std::chrono::milliseconds(100));
+}
+
 /// The topic as broker `b` lists it (null when it does not).
 rapidjson::Document listed(const moonmqd_process& b, const std::string& topic) {
   auto r = b.api().Get("/v1/topics");
@@ -283,12 +293,7 @@ void strays_and_reconcile(cluster3& c) {
   std::filesystem::copy(c.b1.data_dir + "/topics/dup", c.b2.data_dir + "/topics/dup",
                         std::filesystem::copy_options::recursive);
   c.b2.start();
-  REQUIRE(eventually(
-      [&] {
-        auto r = c.b2.api().Get("/readyz");
-        return r && r->status == 200;
-      },
-      std::chrono::seconds(20), std::chrono::milliseconds(100)));
+  REQUIRE(ready(c.b2));
   auto refused = post(c.b1, "/v1/reassignments", R"({"topic":"dup","partition":0,"dest":"b3"})");
   CHECK(refused.status == 409);
   CHECK_THAT(refused.body, Catch::Contains("more than one log") && Catch::Contains("b1") && Catch::Contains("b2"));
@@ -345,12 +350,7 @@ void adopt_a_forked_topic(cluster3& c) {
     std::filesystem::copy(c.b1.data_dir + "/topics/src", b->data_dir + "/topics/old",
                           std::filesystem::copy_options::recursive);
     b->start();
-    REQUIRE(eventually(
-        [&] {
-          auto r = b->api().Get("/readyz");
-          return r && r->status == 200;
-        },
-        std::chrono::seconds(20), std::chrono::milliseconds(100)));
+    REQUIRE(ready(*b));
   }
   auto before = ctl({"status"});
   CHECK(before.exit_code == 1);  // served by two brokers
@@ -388,12 +388,7 @@ TEST_CASE("e2e topics, Raft: a second create of a name is refused, one log per p
   c.b1.kill9();
   c.b1.start();
   // Alive first; ready once it has caught up with the log (and carried out its topic entries).
-  REQUIRE(eventually(
-      [&] {
-        auto r = c.b1.api().Get("/readyz");
-        return r && r->status == 200;
-      },
-      std::chrono::seconds(20), std::chrono::milliseconds(100)));
+  REQUIRE(ready(c.b1));
   CHECK_FALSE(listed(c.b1, "race").IsNull());
 }
 
