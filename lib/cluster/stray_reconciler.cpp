@@ -195,9 +195,10 @@ result<append_step> stray_reconciler::append(const topic_partition& tp, std::uin
       }
     }
     if (stopped) break;
-    if (at >= from) read_now += got->bytes.size();
+    const bool counting = at < from;  // recounting the copies before `from` (no step before ended there): no budget
+    if (!counting) read_now += got->bytes.size();
     at = got->next_offset;
-    if (read_now >= budget_bytes || std::chrono::steady_clock::now() >= deadline) break;
+    if (!counting && (read_now >= budget_bytes || std::chrono::steady_clock::now() >= deadline)) break;
   }
   if (!stopped && !flush()) stopped = true;
   if (stopped) {
