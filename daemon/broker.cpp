@@ -259,9 +259,16 @@ class running_broker final : public broker {
     status_api_ = std::make_unique<status_api>(status_api_parts{view_.get(), cfg_.host + ":" + std::to_string(cfg_.port),
                                                                 store_.get(), ownership_.get(), fence_.get(),
                                                                 raft_.get(), &metrics_});
-    record_api_ = std::make_unique<record_api>(record_api_parts{
-        self_, store_.get(), offsets_.get(), ownership_.get(), producers_.get(), router_.get(), &gates_, &counters_,
-        txns_.get(), groups_.get(), group_routes_.get(), &metrics_, &io_, view_.get()});
+    placement_ = std::make_unique<view_placement>(*view_);
+    produce_ = std::make_unique<frontend::produce_frontend>(frontend::produce_parts{
+        self_, store_.get(), ownership_.get(), router_.get(), txns_.get(), &metrics_, placement_.get(),
+        io_.get_executor()});
+    fetch_ = std::make_unique<frontend::fetch_frontend>(frontend::fetch_parts{
+        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, placement_.get()});
+    offsets_api_ = std::make_unique<frontend::offsets_frontend>(frontend::offsets_parts{
+        self_, store_.get(), offsets_.get(), ownership_.get(), &gates_, group_routes_.get(), groups_.get(), &metrics_,
+        {}});
+    record_api_ = std::make_unique<record_api>(record_api_parts{produce_.get(), fetch_.get(), offsets_api_.get()});
 
     metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
     metrics_.set(cluster::metrics::ab_enabled, 0);
@@ -842,6 +849,10 @@ class running_broker final : public broker {
   std::unique_ptr<storage::state_file> throttle_file_;
   std::mutex throttle_mu_;
   std::unique_ptr<cluster_view> view_;
+  std::unique_ptr<view_placement> placement_;
+  std::unique_ptr<frontend::produce_frontend> produce_;
+  std::unique_ptr<frontend::fetch_frontend> fetch_;
+  std::unique_ptr<frontend::offsets_frontend> offsets_api_;
   std::unique_ptr<record_api> record_api_;
   std::unique_ptr<status_api> status_api_;
   std::unique_ptr<move_api> move_api_;

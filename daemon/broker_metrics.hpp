@@ -1,5 +1,5 @@
-// What moonmqd counts about its own traffic and storage (beside the cluster layer's families): produce and fetch
-// records and bytes per topic, bytes held (served and not), partitions, and the client API's latency by route.
+// What moonmqd counts about its own storage and API (beside the cluster layer's and the front ends' families):
+// bytes held (served and not), partitions, and the client API's latency by route.
 #pragma once
 
 #include <array>
@@ -10,18 +10,6 @@
 
 namespace moonmq::daemon::metrics {
 
-inline constexpr metric_family produced_records{"moonmq_broker_produced_records_total",
-                                                "Records appended by produce requests answered here {topic}",
-                                                metric_kind::counter};
-inline constexpr metric_family produced_bytes{"moonmq_broker_produced_bytes_total",
-                                              "Key and value bytes of the records counted in produced_records {topic}",
-                                              metric_kind::counter};
-inline constexpr metric_family fetched_records{"moonmq_broker_fetched_records_total",
-                                               "Records returned by fetches served here {topic}",
-                                               metric_kind::counter};
-inline constexpr metric_family fetched_bytes{"moonmq_broker_fetched_bytes_total",
-                                             "Key and value bytes of the records counted in fetched_records {topic}",
-                                             metric_kind::counter};
 inline constexpr metric_family stored_bytes{
     "moonmq_broker_stored_bytes",
     "Bytes of partition logs on this broker's disk {state: served, unserved (copies left by moves, see reclaim), "

@@ -395,11 +395,13 @@ struct reassigner::impl {
   }
 
   /// The offsets step: every group's committed offset for `tp` goes to `dest` (higher wins there). Commits here are
-  /// refused since the cutover, so the snapshot is complete. A failure is logged loudly and does not stop the move.
-  asio::awaitable<void> push_offsets(const topic_partition& tp, const broker_id& dest,
-                                     std::optional<controller_claim> claim) {
+  /// refused since the cutover, so the snapshot is complete. The move is not confirmed until `dest` holds them: a
+  /// destination that owned the partition before keeps the offsets of that time, and would answer with them, older
+  /// than what the groups committed here since (a committed offset going back).
+  asio::awaitable<status> push_offsets(const topic_partition& tp, const broker_id& dest,
+                                       std::optional<controller_claim> claim) {
     auto groups = st.offsets.groups_for(tp);
-    if (groups.empty()) co_return;
+    if (groups.empty()) co_return status{};
     std::string list = "[";
     for (std::size_t i = 0; i < groups.size(); ++i)
       list += (i ? "," : "") + std::string("{\"group\":") + quoted(groups[i].group) +
@@ -409,10 +411,11 @@ struct reassigner::impl {
     r.params.clear();
     r.body = partition_body(tp, "offsets", list);
     auto resp = co_await peers.call(dest.value(), std::move(r), claim);
-    if (!resp.ok())
-      st.log.error("reassigner", "move " + name_of(tp) + ": COMMITTED OFFSETS WERE NOT PUSHED to " + dest.value() +
-                                     " (" + std::to_string(groups.size()) +
-                                     " groups will restart from their last offset there): " + resp.body);
+    if (resp.ok()) co_return status{};
+    co_return status{errc::unavailable, "the committed offsets of " + std::to_string(groups.size()) +
+                                            " groups were not taken by " + dest.value() + ": " +
+                                            (resp.status ? "HTTP " + std::to_string(resp.status) + " " + resp.body
+                                                         : std::string("no answer"))};
   }
 
   enum class confirmation { confirmed, unknown };
@@ -484,7 +487,10 @@ struct reassigner::impl {
       if (back) co_await tell_rolled_back(tp, m.dest, m.version);
     } else {
       // The move goes forward: the offsets (a crash may have come before they were pushed), then the confirm.
-      co_await push_offsets(tp, m.dest, std::nullopt);
+      if (auto pushed = co_await push_offsets(tp, m.dest, std::nullopt); !pushed) {
+        st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + pushed.message());
+        co_return false;
+      }
       std::string why;
       if (co_await confirm(tp, m.dest, m.version, std::nullopt, &why) != confirmation::confirmed) {
         st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + why);
@@ -660,7 +666,15 @@ struct reassigner::impl {
     }
 
     set_step(p, "offsets");
-    co_await push_offsets(tp, dest, claim);
+    status pushed = co_await push_offsets(tp, dest, claim);
+    for (int attempt = 1; attempt < 3 && !pushed; ++attempt) {
+      if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
+      pushed = co_await push_offsets(tp, dest, claim);
+    }
+    if (!pushed)  // the partition stays in handover (served nowhere) until the destination takes them
+      co_return status{errc::unavailable, "move " + name_of(tp) + ": " + pushed.message() +
+                                              "; the move stays journaled and is confirmed once " + dest.value() +
+                                              " holds them"};
 
     // From here the move only goes forward: a confirm may reach the destination at any time, so a rollback could
     // make two servers. An unanswered confirm is sent again by recover() until an answer decides it.

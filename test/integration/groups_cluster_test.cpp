@@ -47,6 +47,8 @@ struct group_cluster {
     services[idx(i)] = std::move(*svc);
     routes[idx(i)] = std::make_unique<groups::group_routes>(*services[idx(i)], *b.peers, ids, [this] { return now; });
     b.groups = [r = routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
+    b.group_service = services[idx(i)].get();
+    b.group_routes = routes[idx(i)].get();
   }
 
   /// One tick of every broker's ticker: coordinators expire and follow owners, owners are asked for clearances.
@@ -116,11 +118,16 @@ struct consumer {
     return r.status;
   }
 
-  /// Commits `offset` of t-p through broker `at` (the owner writes it to its offset store if the fence passes).
+  /// Commits `offset` of t-p through broker `at`'s offsets front end (moonmqd's commit: the owner writes it to its
+  /// offset store if the fence passes).
   status commit(int p, std::uint64_t offset, int at) {
-    const topic_partition tp{"t", p};
-    return g.routes[group_cluster::idx(at)]->fenced_commit(
-        "g", id, epoch, tp, [&] { return g.c[at].offsets.commit("g", tp, offset); });
+    auto r = g.c[at].offsets_frontend().commit({"g", {"t", p}, offset, id, epoch});
+    return r ? status{} : status{r.refused().err};
+  }
+
+  /// Only the coordinator's fence, asked through broker `at` (a no-op write): whether it admits this member.
+  status fence_at(int p, int at) {
+    return g.routes[group_cluster::idx(at)]->fenced_commit("g", id, epoch, {"t", p}, [] { return status{}; });
   }
 
  private:
@@ -155,6 +162,8 @@ void settle(group_cluster& g, const std::vector<consumer*>& members, std::size_t
 /// Topic t with `n` partitions, created on broker 1 and moved so that partition p ends on broker `owners[p]`.
 void place(group_cluster& g, const std::vector<int>& owners) {
   REQUIRE(g.c[1].store.ensure_topic("t", static_cast<std::int32_t>(owners.size())));
+  for (std::size_t p = 0; p < owners.size(); ++p)  // a record in each, so that small commits are inside the log
+    REQUIRE(g.c.produce(1, {"t", static_cast<std::int32_t>(p)}, {test::rec("first")}));
   for (std::size_t p = 0; p < owners.size(); ++p)
     if (owners[p] != 1) REQUIRE(g.c.move(1, {"t", static_cast<std::int32_t>(p)}, owners[p]));
 }
@@ -184,9 +193,13 @@ TEST_CASE("in-process groups: calls anywhere reach the coordinator, members get 
   CHECK(m3.commit(p, 5, 2));
   CHECK(*g.c[2].offsets.committed("g", {"t", p}) == 5);
   for (int at = 1; at <= 3; ++at) {
-    auto fenced = m4.commit(p, 9, at);
+    auto fenced = m4.fence_at(p, at);
     REQUIRE_FALSE(fenced);
     CHECK(fenced.code() == errc::conflict);
+    // A commit is written only at the owner: elsewhere it is refused before the coordinator is asked.
+    auto commit = m4.commit(p, 9, at);
+    REQUIRE_FALSE(commit);
+    CHECK(commit.code() == (at == 2 ? errc::conflict : errc::not_owner));
   }
   CHECK(*g.c[2].offsets.committed("g", {"t", p}) == 5);
   // An epoch the holder had before it held the partition is fenced too.

@@ -72,6 +72,7 @@ struct txn_cluster {
     REQUIRE(svc);
     services[idx(i)] = std::move(*svc);
     b.transactions = [s = services[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
+    b.txns = services[idx(i)].get();
   }
 
   txn::txn_service& at(int i) { return *services[idx(i)]; }
@@ -122,19 +123,15 @@ struct producer {
     return r.status;
   }
 
-  /// Joins `tp` to the transaction and produces `values` there, as the daemon's produce route does.
-  status send(const topic_partition& tp, const std::vector<std::string>& values) {
-    auto& b = g.c[via];
-    if (auto j = g.at(via).join(tid, id, epoch, tp, cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id))); !j)
-      return j.err();
+  /// Produces `values` to `tp` in the transaction through broker `via`'s produce front end (moonmqd's produce).
+  frontend::outcome<frontend::produced> send(const topic_partition& tp, const std::vector<std::string>& values) {
     std::vector<storage::record> records;
-    for (std::size_t i = 0; i < values.size(); ++i)
-      records.push_back({std::nullopt, values[i], 1, storage::attr_transactional,
-                         storage::producer_stamp{id, epoch, sequence[tp] + static_cast<std::uint32_t>(i)}});
-    auto r = g.c.produce(via, tp, records);
-    if (!r) return r.err();
-    sequence[tp] += static_cast<std::uint32_t>(values.size());
-    return {};
+    for (const auto& v : values) records.push_back({std::nullopt, v, 1, 0});
+    auto fe = g.c[via].produce_frontend();
+    auto r = g.c.run(fe.produce_async({tp.topic, tp.partition, std::move(records),
+                                       storage::producer_stamp{id, epoch, sequence[tp]}, tid}));
+    if (r) sequence[tp] += static_cast<std::uint32_t>(values.size());
+    return r;
   }
 
   /// Commits or aborts; the answer's state. The next transaction uses the bumped epoch.
@@ -433,21 +430,10 @@ sim_run simulate(std::uint64_t seed) {
       case 1: {  // produce to a random partition
         const topic_partition tp{"t", static_cast<std::int32_t>(pick(3))};
         const std::string value = "s" + std::to_string(seed) + "-" + s.p.tid + "-" + std::to_string(s.written++);
-        auto& b = g.c[s.p.via];
         std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
                            ",\"value\":\"" + value + "\",\"txn\":\"" + txn + "\"";
-        auto joined = g.at(s.p.via).join(s.p.tid, s.p.id, s.p.epoch, tp,
-                                         cluster::owner_as_seen_by(*b.ownership, tp, broker_id(b.id)));
-        if (!joined) {
-          add(line + ",\"outcome\":\"fail\"}");
-          s.broken = true;
-          break;
-        }
-        std::vector<storage::record> records{{std::nullopt, value, 1, storage::attr_transactional,
-                                              storage::producer_stamp{s.p.id, s.p.epoch, s.p.sequence[tp]}}};
-        auto r = g.c.produce(s.p.via, tp, records);
+        auto r = s.p.send(tp, {value});  // the produce front end: join, append or forward, the owner told
         if (r) {
-          ++s.p.sequence[tp];
           add(line + ",\"outcome\":\"ok\",\"offset\":" + std::to_string(r->offsets[0]) + "}");
         } else {
           add(line + ",\"outcome\":\"info\"}");  // its answer may be what was lost

@@ -111,9 +111,9 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     const auto& rec = *p.pending;
     const int via = 1 + static_cast<int>(w.pick(brokers));
     const topic_partition tp{topic, rec.partition};
-    std::vector<storage::record> records{
-        {std::nullopt, rec.value, 1, 0, storage::producer_stamp{p.id, 0, rec.sequence}}};
-    auto r = w.run(c[via].router->produce(tp, std::move(records)));
+    auto fe = c[via].produce_frontend();
+    auto r = w.run(fe.produce_async(
+        {tp.topic, tp.partition, {{std::nullopt, rec.value, 1, 0}}, storage::producer_stamp{p.id, 0, rec.sequence}, {}}));
     const std::string line = "{\"op\":\"produce\",\"topic\":\"t\",\"partition\":" + std::to_string(rec.partition) +
                              ",\"value\":\"" + rec.value + "\"";
     if (r) {
@@ -153,24 +153,11 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         note(step, p.tid + " declares " + std::to_string(declared.size()) +
                        " partitions: " + (d ? std::string("ok") : d.message()));
       }
-      auto joined = w.txns[world::idx(p.via)]->join(p.tid, p.id, p.epoch, tp, seen(tp));
-      if (!joined) {
-        add(line + ",\"outcome\":\"fail\"}");
-        p.broken = true;
-        note(step, "txn produce " + value + ": join failed: " + joined.message());
-        return;
-      }
-      std::vector<storage::record> records{{std::nullopt, value, 1, storage::attr_transactional,
-                                            storage::producer_stamp{p.id, p.epoch, p.sequence[tp.partition]}}};
-      auto r = w.run(b.router->produce(tp, std::move(records)));
-      if (r && r->broker != *joined) {
-        if (auto again = w.txns[world::idx(p.via)]->join_again(p.tid, p.id, p.epoch, tp, r->broker); !again) {
-          add(line + ",\"outcome\":\"info\"}");  // written, but the coordinator may not know where
-          p.broken = true;
-          note(step, "txn produce " + value + ": the coordinator was not told the owner");
-          return;
-        }
-      }
+      // Through the produce front end moonmqd's API calls: the coordinator's join, the append or forward, and the
+      // coordinator told where the records went.
+      auto fe = b.produce_frontend();
+      auto r = w.run(fe.produce_async({tp.topic, tp.partition, {{std::nullopt, value, 1, 0}},
+                                       storage::producer_stamp{p.id, p.epoch, p.sequence[tp.partition]}, p.tid}));
       if (r) {
         ++p.sequence[tp.partition];
         add(line + ",\"outcome\":\"ok\",\"offset\":" + std::to_string(r->offsets[0]) + "}");
@@ -213,8 +200,28 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     m.owned.clear();
     for (const auto& a : d["assignment"].GetArray()) m.owned.insert(a["partition"].GetInt());
   };
+  // A member commits what an earlier step read, through the offsets front end of the partition's owner now: fenced
+  // by the group's coordinator, since the partition may have gone to another member after the read.
+  auto commit_read = [&](member& m) {
+    const topic_partition tp{topic, m.to_commit->first};
+    const std::uint64_t upto = m.to_commit->second;
+    m.to_commit.reset();
+    auto at = w.servers(tp);
+    if (at.size() != 1) return;
+    auto fe = c[at[0]].offsets_frontend();
+    auto s = fe.commit({group, tp, upto, m.id, m.epoch});
+    add("{\"op\":\"offset_commit\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" +
+        std::to_string(tp.partition) + ",\"offset\":" + std::to_string(upto) + ",\"outcome\":\"" +
+        (s ? "ok" : "fail") + "\"}");
+    note(step, "member " + m.id + " commits t-" + std::to_string(tp.partition) + " at " + std::to_string(upto) +
+                   " via b" + std::to_string(at[0]) + ": " + (s ? "ok" : s.message()));
+  };
   auto member_step = [&](member& m) {
     if (step < m.silent_until_step) return;
+    if (m.silent_until_step >= 0) {  // back from silence: first the position it had read before (a late commit)
+      m.silent_until_step = -1;
+      if (m.to_commit) return commit_read(m);
+    }
     if (!m.joined || w.pick(8) == 0) {  // join (or rejoin with its id)
       auto r = member_call(m, "join", json::object([&](json::writer& jw) {
                              json::put(jw, "group", group);
@@ -244,7 +251,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         return;
       }
       case 1: {  // goes silent for a while (its coordinator expires it when time passes)
-        m.silent_until_step = step + 3 + static_cast<int>(w.pick(8));
+        m.silent_until_step = step + 3 + static_cast<int>(w.pick(120));
         note(step, "member " + m.id + " goes silent until step " + std::to_string(m.silent_until_step));
         return;
       }
@@ -272,7 +279,8 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         note(step, "member " + m.id + " heartbeat: " + std::to_string(r.status));
         return;
       }
-      default: {  // consume one owned partition from its committed offset, and commit where it got to
+      default: {  // consume: commit what an earlier step read, or read an owned partition from its committed offset
+        if (m.to_commit) return commit_read(m);
         if (m.owned.empty()) return;
         auto it = m.owned.begin();
         std::advance(it, static_cast<long>(w.pick(m.owned.size())));
@@ -280,22 +288,25 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         auto at = w.servers(tp);
         if (at.size() != 1) return;
         auto& b = c[at[0]];
-        const auto committed = b.offsets.committed(group, tp);
-        const std::uint64_t from = committed.value_or(0);
-        if (committed)
+        auto committed = b.offsets_frontend().committed(group, tp);
+        if (!committed) return;
+        const std::uint64_t from = committed->value_or(0);
+        if (*committed)
           add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
-              ",\"offset\":" + std::to_string(*committed) + "}");
-        auto read = read_committed(b, tp, from, o.sabotage);
+              ",\"offset\":" + std::to_string(**committed) + "}");
+        auto read = o.sabotage == sim_sabotage::read_aborted ? read_committed(b, tp, from, o.sabotage)
+                                                             : fetch_committed(b, tp, from);
         if (!read) return;
         if (read->records.size() > 5) read->records.resize(5);
         const std::uint64_t upto = read->records.empty() ? from : read->records.back().first + 1;
         if (!read->records.empty()) add(read_line(tp, *read, false));
-        auto s = w.group_routes[world::idx(at[0])]->fenced_commit(group, m.id, m.epoch, tp,
-                                                                  [&] { return b.offsets.commit(group, tp, upto); });
-        add("{\"op\":\"offset_commit\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
-            ",\"offset\":" + std::to_string(upto) + ",\"outcome\":\"" + (s ? "ok" : "fail") + "\"}");
+        if (upto > from) m.to_commit = {tp.partition, upto};
         note(step, "member " + m.id + " read t-" + std::to_string(tp.partition) + " from " + std::to_string(from) +
-                       " to " + std::to_string(upto) + ", commit: " + (s ? "ok" : s.message()));
+                       " to " + std::to_string(upto));
+        if (m.to_commit && w.pick(4) == 0) {  // stalls while processing (the zombie: it commits when it is back)
+          m.silent_until_step = step + 3 + static_cast<int>(w.pick(120));
+          note(step, "member " + m.id + " stalls until step " + std::to_string(m.silent_until_step));
+        }
         return;
       }
     }

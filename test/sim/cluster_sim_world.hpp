@@ -27,6 +27,7 @@ enum class sim_sabotage {
   none,
   drop_acknowledged,  ///< the final reads leave out the first acknowledged record
   read_aborted,       ///< read_committed reads ignore the abort index
+  unfenced_commit,    ///< the offsets front end commits without asking the group's coordinator
 };
 
 struct cluster_sim_options {
@@ -88,16 +89,22 @@ class world {
     if (!t) throw std::runtime_error("txn_service: " + t.message());
     txns[idx(i)] = std::move(*t);
     b.transactions = [s = txns[idx(i)].get()](const transport::request& r) { return s->handle_cluster(r); };
+    b.txns = txns[idx(i)].get();
     group_routes[idx(i)].reset();
     group_services[idx(i)].reset();
     auto g = groups::group_service::open(
-        {ids[idx(i)], {3000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
+        {ids[idx(i)], {30'000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
         std::make_unique<kept_file>(group_disks[idx(i)].get()), placements_of(c), now, b.log);
     if (!g) throw std::runtime_error("group_service: " + g.message());
     group_services[idx(i)] = std::move(*g);
     group_routes[idx(i)] =
         std::make_unique<groups::group_routes>(*group_services[idx(i)], *b.peers, ids, [this] { return now; });
     b.groups = [r = group_routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
+    b.group_service = group_services[idx(i)].get();
+    b.group_routes = group_routes[idx(i)].get();
+    if (opt.sabotage == sim_sabotage::unfenced_commit)  // every commit is let through, fenced or not
+      b.commit_fence = [](const std::string&, const std::string&, std::uint64_t, const topic_partition&,
+                          const std::function<status()>& write) { return write(); };
   }
 
   void start_balancer() {
@@ -312,6 +319,17 @@ inline std::optional<committed_read> read_committed(in_process_broker& b, const 
   return out;
 }
 
+/// The same through broker `b`'s fetch front end (read_committed), as a consumer of moonmqd reads.
+inline std::optional<committed_read> fetch_committed(in_process_broker& b, const topic_partition& tp,
+                                                     std::uint64_t from) {
+  auto got = b.fetch_frontend().fetch({tp, from, 64u << 10, true});
+  if (!got) return std::nullopt;
+  committed_read out;
+  out.next = got->next_offset;
+  for (const auto& v : got->records) out.records.emplace_back(v.offset, std::string(v.value));
+  return out;
+}
+
 inline std::string read_line(const topic_partition& tp, const committed_read& r, bool final) {
   std::string records = "[";
   for (const auto& [offset, value] : r.records)
@@ -353,6 +371,8 @@ struct member {
   std::string id;
   std::uint64_t epoch = 0;
   std::set<int> owned;
+  /// Read up to here, to be committed on a later step (another member may have taken the partition meanwhile).
+  std::optional<std::pair<int, std::uint64_t>> to_commit;
   bool joined = false;
   int silent_until_step = -1;  ///< it sends nothing until then (a stalled consumer, expired by its coordinator)
 };

@@ -20,6 +20,9 @@
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
+#include "moonmq/frontend/fetch.hpp"
+#include "moonmq/frontend/offsets.hpp"
+#include "moonmq/frontend/produce.hpp"
 #include "cluster/topic_json.hpp"
 #include "support/kept_file.hpp"
 #include "support/ownership.hpp"
@@ -62,8 +65,30 @@ struct in_process_broker {
   /// The broker's /cluster/txn/* routes, when a test gives it transactions (empty: 501).
   std::function<transport::response(const transport::request&)> transactions;
 
+  /// The broker's coordinators, when a test gives it transactions or groups (the front ends call them).
+  txn::txn_service* txns = nullptr;
+  groups::group_service* group_service = nullptr;
+  groups::group_routes* group_routes = nullptr;
+  /// The offsets front end's fence; empty: the group coordinator's (a test that must show the fence matters
+  /// replaces it).
+  frontend::commit_fence commit_fence;
+
   cluster::cluster_state state() { return {store, offsets, *ownership, *fence, counters, gates, producers, log, metrics}; }
   bool serves(const topic_partition& tp) const { return cluster::serves(*ownership, tp, broker_id(id)); }
+
+  /// The client front ends moonmqd's APIs call, over this broker's parts as they are now (made per call: a restart
+  /// replaces the router and the coordinators).
+  frontend::produce_frontend produce_frontend() {
+    return frontend::produce_frontend(
+        {broker_id(id), &store, ownership.get(), router.get(), txns, &metrics, nullptr, {}});
+  }
+  frontend::fetch_frontend fetch_frontend() {
+    return frontend::fetch_frontend({broker_id(id), &store, ownership.get(), &producers, &counters, &metrics, nullptr});
+  }
+  frontend::offsets_frontend offsets_frontend() {
+    return frontend::offsets_frontend(
+        {broker_id(id), &store, &offsets, ownership.get(), &gates, group_routes, group_service, &metrics, commit_fence});
+  }
 };
 
 class in_process_cluster {
@@ -132,8 +157,12 @@ class in_process_cluster {
     return run((*this)[from].reassigner->move(tp, broker_id((*this)[to].id), claim));
   }
 
+  /// Produces `records` (stamped as given) to `tp` through broker `at`'s produce front end.
   result<cluster::produce_result> produce(int at, const topic_partition& tp, std::vector<storage::record> records) {
-    return run((*this)[at].router->produce(tp, std::move(records)));
+    auto fe = (*this)[at].produce_frontend();
+    auto r = run(fe.produce_async({tp.topic, tp.partition, std::move(records), std::nullopt, {}}));
+    if (!r) return r.refused().err;
+    return cluster::produce_result{std::move(r->offsets), std::move(r->broker)};
   }
 
   /// Gives broker `i` a balance loop with `config` (its peers: every other broker). `clock` drives rates and

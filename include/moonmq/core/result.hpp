@@ -31,6 +31,7 @@ enum class errc {
   producer_fenced,        ///< an idempotent/transactional producer's epoch is older than the one the owner knows
   out_of_order_sequence,  ///< a producer's sequence leaves a gap (or overlaps part of what was written)
   duplicate_sequence,     ///< a retried batch was written, but too long ago for its offsets to be kept
+  offset_out_of_range,    ///< a fetch or commit position past the partition's end
   internal,          ///< a bug: an invariant did not hold
 };
 
@@ -63,6 +64,8 @@ constexpr const char* errc_name(errc e) noexcept {
       return "out_of_order_sequence";
     case errc::duplicate_sequence:
       return "duplicate_sequence";
+    case errc::offset_out_of_range:
+      return "offset_out_of_range";
     case errc::resource_exhausted:
       return "resource_exhausted";
     case errc::internal:

@@ -63,6 +63,8 @@ inline int http_status_of(errc e) {
       return 409;
     case errc::not_owner:
       return 421;
+    case errc::offset_out_of_range:
+      return 416;
     case errc::resource_exhausted:
       return 429;
     case errc::unavailable:

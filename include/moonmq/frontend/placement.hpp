@@ -1,0 +1,28 @@
+// Where the partitions of a topic live when this broker cannot tell from its own tables (without Raft, a broker
+// knows only the moves it took part in, and nothing of a topic it never had). The front ends ask it before they
+// answer "no such topic"; moonmqd's implementation asks the other brokers.
+// Thread safety: implementations are called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "moonmq/core/ids.hpp"
+
+namespace moonmq::frontend {
+
+class placement_source {
+ public:
+  virtual ~placement_source() = default;
+
+  /// The partitions of `topic` some broker serves, with the broker that serves each (one that did not answer is
+  /// left out).
+  virtual std::map<std::int32_t, broker_id> topic_owners(const std::string& topic) const = 0;
+
+  /// The broker that serves `tp`, if any broker says it does.
+  virtual std::optional<broker_id> owner_of(const topic_partition& tp) const = 0;
+};
+
+}  // namespace moonmq::frontend

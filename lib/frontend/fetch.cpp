@@ -1,0 +1,72 @@
+#include "moonmq/frontend/fetch.hpp"
+
+#include <algorithm>
+
+#include "moonmq/frontend/frontend_metrics.hpp"
+#include "moonmq/txn/txn_metrics.hpp"
+
+namespace moonmq::frontend {
+
+refusal not_served(const cluster::ownership_table& ownership, const topic_partition& tp, const broker_id& self) {
+  auto e = cluster::entry_as_seen_by(ownership, tp, self);
+  if (e.owner == self)
+    return {{errc::unavailable, ownership.ready()
+                                    ? name_of(tp) + " is being handed over to this broker; retry"
+                                    : "this broker is catching up with the cluster's ownership log; retry"},
+            {},
+            {}};
+  return {{errc::not_owner, name_of(tp) + " is served by " + e.owner.value()}, e.owner, {}};
+}
+
+outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
+  const auto& tp = req.tp;
+  if (!p_.store->partition_count(tp.topic) && p_.placement) {
+    // A topic this broker has never had: the broker that serves it, if one does.
+    if (auto owner = p_.placement->owner_of(tp); owner && *owner != p_.self)
+      return refusal{{errc::not_owner, name_of(tp) + " is served by " + owner->value()}, owner, {}};
+  }
+  if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
+  auto end = p_.store->end_offset(tp);
+  if (!end) return end.err();
+  if (req.offset > *end)
+    return refusal{{errc::offset_out_of_range, name_of(tp) + ": offset " + std::to_string(req.offset) +
+                                                   " is past the end offset " + std::to_string(*end)},
+                   {},
+                   *end};
+  auto start = p_.store->next_record(tp, req.offset);
+  if (!start) return start.err();
+  fetched out;
+  out.offset = *start;
+  std::optional<cluster::producer_states::committed_view> stable;
+  if (req.read_committed) {
+    auto c = p_.producers->committed(tp, out.offset);
+    if (!c) return c.err();
+    stable = std::move(*c);
+    out.last_stable_offset = stable->last_stable_offset;
+    if (p_.metrics)
+      p_.metrics->set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
+                      static_cast<double>(*end - std::min(*end, stable->last_stable_offset)));
+  }
+  auto r = p_.store->read(tp, out.offset, req.max_bytes);
+  if (!r) return r.err();
+  out.read = std::move(*r);
+  if (p_.counters) p_.counters->count_consume(tp, out.read.bytes.size());
+  out.end_offset = out.read.end_offset;
+  out.next_offset = out.read.next_offset;
+  if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
+  std::size_t bytes = 0;
+  for (const auto& v : storage::decode_frames(out.read.bytes.view(), out.offset)) {
+    if (stable && v.offset >= stable->last_stable_offset) break;
+    if (v.attributes & storage::attr_control) continue;
+    if (stable && !stable->visible(v)) continue;
+    bytes += (v.key ? v.key->size() : 0) + v.value.size();
+    out.records.push_back(v);
+  }
+  if (p_.metrics) {
+    p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(out.records.size()));
+    p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(bytes));
+  }
+  return out;
+}
+
+}  // namespace moonmq::frontend

@@ -1,0 +1,123 @@
+#include "moonmq/frontend/produce.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/use_future.hpp>
+
+#include "moonmq/core/fnv1a.hpp"
+#include "moonmq/core/offload.hpp"
+#include "moonmq/frontend/frontend_metrics.hpp"
+#include "moonmq/txn/txn_metrics.hpp"
+#include "moonmq/txn/txn_service.hpp"
+
+namespace moonmq::frontend {
+
+outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) {
+  if (req.records.empty()) return error{errc::invalid_argument, "records: expected at least one"};
+  const bool transactional = !req.transactional_id.empty();
+  if (transactional && !req.producer)
+    return error{errc::invalid_argument, "a transactional produce names its producer (id, epoch, sequence)"};
+  if (transactional && !p_.txns)
+    return error{errc::unavailable, "transactions are not available on this broker"};
+  plan at;
+  for (std::size_t i = 0; i < req.records.size(); ++i) {
+    auto& rec = req.records[i];
+    at.bytes += (rec.key ? rec.key->size() : 0) + rec.value.size();
+    if (req.producer) {
+      rec.producer = *req.producer;
+      rec.producer->sequence += static_cast<std::uint32_t>(i);
+    }
+    if (transactional) rec.attributes |= storage::attr_transactional;
+  }
+  const std::string& topic = req.topic;
+  auto count = p_.store->partition_count(topic);
+  std::map<std::int32_t, broker_id> owners;  // of a topic this broker does not have, as the brokers say
+  if (!count) {
+    // Not a topic here, but a partition the ownership table places on a peer (with Raft, every broker knows every
+    // move): route it there.
+    auto owner = req.partition && *req.partition >= 0 ? p_.ownership->owner({topic, *req.partition}) : std::nullopt;
+    if (owner && *owner != p_.self) {
+      count = *req.partition + 1;
+      at.elsewhere = owner;
+    } else if (p_.placement && !(owners = p_.placement->topic_owners(topic)).empty()) {
+      // Without Raft nothing here knows: the brokers say which of them serve the topic's partitions.
+      count = owners.rbegin()->first + 1;
+    } else {
+      return count.err();
+    }
+  }
+  if (req.partition && (*req.partition < 0 || *req.partition >= *count))
+    return error{errc::not_found, "topic '" + topic + "' has no partition " + std::to_string(*req.partition)};
+  const auto n = static_cast<std::uint32_t>(*count);
+  const std::int32_t partition =
+      req.partition ? *req.partition
+                    : static_cast<std::int32_t>(req.records[0].key ? fnv1a(*req.records[0].key) % n
+                                                                   : round_robin_++ % n);
+  at.tp = {topic, partition};
+  if (!owners.empty()) {
+    auto it = owners.find(partition);
+    if (it == owners.end())
+      return error{errc::unavailable, "no reachable broker serves " + name_of(at.tp) + "; retry"};
+    at.elsewhere = it->second;
+  }
+  at.joined_owner = at.elsewhere ? *at.elsewhere : cluster::owner_as_seen_by(*p_.ownership, at.tp, p_.self);
+  if (transactional) {
+    auto joined = p_.txns->join(req.transactional_id, req.producer->id, req.producer->epoch, at.tp, at.joined_owner);
+    if (!joined) {
+      if (joined.code() == errc::producer_fenced && p_.metrics) p_.metrics->add(txn::metrics::producer_fenced, 1);
+      return joined.err();
+    }
+    at.joined_owner = *joined;
+  }
+  return at;
+}
+
+outcome<produced> produce_frontend::finish(const produce_request& req, const plan& at,
+                                           result<cluster::produce_result> done) {
+  const bool transactional = !req.transactional_id.empty();
+  if (!done) {
+    if (done.code() == errc::producer_fenced && p_.metrics) p_.metrics->add(txn::metrics::producer_fenced, 1);
+    if (transactional && (done.code() == errc::conflict || done.code() == errc::producer_fenced))
+      p_.txns->forget_join(req.transactional_id, req.producer->id, req.producer->epoch, at.tp);
+    return done.err();
+  }
+  if (transactional && done->broker != at.joined_owner) {
+    // The coordinator was told of another owner (this broker's view was stale, and the forward followed the owner's
+    // hints, or the partition moved since it was declared): the coordinator sends its markers straight to the broker
+    // that took the records, which a broker on the way may not be alive to point to.
+    if (auto s = p_.txns->join_again(req.transactional_id, req.producer->id, req.producer->epoch, at.tp, done->broker);
+        !s) {
+      p_.txns->forget_join(req.transactional_id, req.producer->id, req.producer->epoch, at.tp);
+      return s.err();  // a retry is deduplicated and asks again
+    }
+  }
+  if (p_.metrics) {
+    p_.metrics->add(metrics::produced_records, {{"topic", at.tp.topic}}, static_cast<double>(done->offsets.size()));
+    p_.metrics->add(metrics::produced_bytes, {{"topic", at.tp.topic}}, static_cast<double>(at.bytes));
+  }
+  return produced{at.tp.partition, std::move(done->offsets), std::move(done->broker)};
+}
+
+outcome<produced> produce_frontend::produce(produce_request req) {
+  auto at = prepare(req);
+  if (!at) return at.refused();
+  // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
+  auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
+                             : p_.router->try_local(at->tp, req.records);
+  if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) return finish(req, *at, std::move(*here));
+  // On this thread, straight to the owner: no hop to the reactor and back for every forwarded produce.
+  const broker_id owner = std::get<broker_id>(local);
+  if (auto now = p_.router->forward_blocking(at->tp, req.records, owner)) return finish(req, *at, std::move(*now));
+  auto later = asio::co_spawn(p_.reactor, as_optional(p_.router->forward(at->tp, std::move(req.records), owner)),
+                              asio::use_future);
+  return finish(req, *at, std::move(*later.get()));
+}
+
+asio::awaitable<outcome<produced>> produce_frontend::produce_async(produce_request req) {
+  auto at = prepare(req);
+  if (!at) co_return at.refused();
+  if (at->elsewhere)
+    co_return finish(req, *at, co_await p_.router->forward(at->tp, std::move(req.records), *at->elsewhere));
+  co_return finish(req, *at, co_await p_.router->produce(at->tp, std::move(req.records)));
+}
+
+}  // namespace moonmq::frontend
