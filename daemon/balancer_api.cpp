@@ -134,7 +134,7 @@ status balancer_api::set_paused(bool paused) {
   return {};
 }
 
-void balancer_api::routes(httplib::Server& api) {
+void balancer_api::routes(api_routes& api) {
   api.Get("/v1/autobalancer", [this](const httplib::Request&, httplib::Response& res) { status_route(res); });
   api.Get("/v1/autobalancer/snapshot", [this](const httplib::Request&, httplib::Response& res) {
     if (!loop_)

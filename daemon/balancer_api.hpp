@@ -9,6 +9,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,7 +32,7 @@ class balancer_api {
                                                     std::unique_ptr<storage::state_file> state,
                                                     std::function<std::string()> controller);
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
   /// POST /cluster/admin/autobalancer.
   transport::response handle_cluster(const transport::request& req);

@@ -31,9 +31,7 @@
 #include <utility>
 
 #include "api_reply.hpp"
-#include "api_server_setup.hpp"
 #include "client_auth.hpp"
-#include "client_workers.hpp"
 #include "balancer_api.hpp"
 #include "cluster_api.hpp"
 #include "cluster_view.hpp"
@@ -83,9 +81,6 @@ namespace moonmq::daemon {
 
 namespace {
 
-/// When the request a client API thread is answering arrived (cpp-httplib runs a request's handlers and its logger
-/// on one thread).
-thread_local std::chrono::steady_clock::time_point request_started_;
 
 using json_writer = json::writer;
 using json::put;
@@ -323,7 +318,7 @@ class running_broker final : public broker {
       lo.tls = tls;
       lo.max_body_bytes = cfg_.cluster->max_body_bytes;
       lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
-        refused_by_listener(why, client, detail);
+        refused_by_listener(listener::cluster, why, client, detail);
       };
       lo.authenticate = [svc = service_.get()](const transport::request& head) { return svc->authenticated(head); };
       auto l = transport::start_http_listener(
@@ -337,44 +332,7 @@ class running_broker final : public broker {
       if (!raft_) topic_api_->catch_up();
     }
 
-    api_ = std::make_unique<httplib::Server>();
-    transport::setup_http_server(*api_);
-    api_->new_task_queue = [n = cfg_.limits.max_client_connections] { return new client_workers(n); };
-    api_->set_payload_max_length(64u << 20);
-    // Before routing, and so before cpp-httplib reads a body: the caller's token and role. Every body is JSON
-    // whatever its Content-Type says; cpp-httplib would otherwise parse a form body itself (and cap it at 8 KB), so
-    // the header is set to JSON here (the request object is the server's own, not const).
-    api_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - request_started_).count();
-      // Paths that are no route are one label, so that a client cannot make series at will.
-      // So are the requests refused before routing (no token, wrong role): nothing of their path is kept.
-      const bool unmatched = res.status == 404 && res.body.find("is not a route") != std::string::npos;
-      const bool refused = res.status == 401 || res.status == 403;
-      metrics_.observe(metrics::request_duration,
-                       {{"method", refused || unmatched ? std::string("-") : req.method},
-                        {"route", refused ? std::string("refused")
-                                          : unmatched ? std::string("unmatched") : metrics::route_of(req.path)},
-                        {"code", std::to_string(res.status)}},
-                       seconds);
-    });
-    api_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      request_started_ = std::chrono::steady_clock::now();
-      auto v = client_auth_.judge(req.method, req.path, req.get_header_value("Authorization"));
-      if (v.status != 200) {
-        if (v.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-        res.set_header("Connection", "close");  // an unauthenticated client keeps no worker
-        reply_error(res, v.status, v.status == 401 ? "unauthorized" : "forbidden", v.message);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      auto& writable = const_cast<httplib::Request&>(req);
-      if (writable.has_header("Content-Type")) {
-        writable.headers.erase("Content-Type");
-        writable.headers.emplace("Content-Type", "application/json");
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    routes();
+    api_ = std::make_unique<api_routes>();
     group_api_->routes(*api_);
     txn_api_->routes(*api_);
     status_api_->routes(*api_);
@@ -386,12 +344,7 @@ class running_broker final : public broker {
     drain_api_->routes(*api_);
     reclaim_api_->routes(*api_);
     reconcile_api_->routes(*api_);
-    if (!api_->bind_to_port(cfg_.host.c_str(), cfg_.port))
-      return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
-                                          std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
-    api_thread_ = std::thread([this] { api_->listen_after_bind(); });
-    log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
-                              std::to_string(cfg_.port) + ", data in " + cfg_.data_dir);
+    if (auto s = start_client_listener(); !s) return s;
 
     if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
     if (!move_requests_->listed().empty()) asio::co_spawn(io_, resume_moves(), asio::detached);
@@ -407,8 +360,7 @@ class running_broker final : public broker {
   void stop() override {
     bool expected = false;
     if (!stopped_.compare_exchange_strong(expected, true)) return;
-    if (api_) api_->stop();
-    if (api_thread_.joinable()) api_thread_.join();
+    if (client_listener_) client_listener_->stop();
     if (cluster_listener_) cluster_listener_->stop();
     drain_api_.reset();  // its thread starts moves: gone before the reactor stops
     reclaim_api_.reset();
@@ -770,27 +722,76 @@ class running_broker final : public broker {
     }
   }
 
-  void routes() {
-    api_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      if (res.status == 404)
-        reply_error(res, 404, "not_found", req.method + " " + req.path + " is not a route");
-      else if (res.status == 413)
-        reply_error(res, 413, "too_large", "request body too large");
-      else
-        reply_error(res, res.status, "error", "HTTP " + std::to_string(res.status));
-    });
+  /// The client API's listener (lib's HTTP/1.1 server): the caller's token and role are judged from the request head,
+  /// before a byte of its body is read; a connection must present valid credentials within Server.Limits
+  /// .AuthTimeoutMs, and at most MaxUnauthenticatedConnections wait to (a new one evicts the oldest), so that
+  /// connections that never authenticate cannot take the threads or memory of one that does.
+  status start_client_listener() {
+    transport::http_listener_options lo;
+    lo.host = cfg_.host;
+    lo.port = cfg_.port;
+    lo.max_body_bytes = 64u << 20;
+    lo.path_prefix = "/";
+    lo.kept_headers = {"Authorization"};
+    lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
+      refused_by_listener(listener::client, why, client, detail);
+    };
+    lo.admit = [this](const transport::request& head) {
+      auto it = head.headers.find("Authorization");
+      auto v = client_auth_.judge(head.method, head.path, it == head.headers.end() ? std::string() : it->second);
+      if (v.status == 200)
+        return client_auth_.enabled() && !role_needed(head.method, head.path) ? transport::admission::open_route()
+                                                                               : transport::admission::trust();
+      // Nothing of a refused request's path is kept as a label: a client cannot make series at will.
+      metrics_.observe(metrics::request_duration, {{"method", "-"}, {"route", "refused"}, {"code", std::to_string(v.status)}},
+                       0.0);
+      auto no = transport::error_response(v.status, v.status == 401 ? "unauthorized" : "forbidden", v.message);
+      if (v.status == 401) no.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return transport::admission::refuse(std::move(no));
+    };
+    transport::http_server_limits limits;
+    limits.max_connections = cfg_.limits.max_client_connections;
+    limits.max_unauthenticated = cfg_.limits.max_unauthenticated_connections;
+    limits.auth_timeout = std::chrono::milliseconds(cfg_.limits.auth_timeout_ms);
+    auto l = transport::start_http_listener(
+        lo,
+        [this](const transport::request& r) {
+          const auto started = std::chrono::steady_clock::now();
+          auto res = api_->dispatch(r);
+          // Paths that are no route are one label, so that a client cannot make series at will.
+          const bool routed = res.status != 404 || api_->matches(r.method, r.path);
+          metrics_.observe(metrics::request_duration,
+                           {{"method", routed ? r.method : std::string("-")},
+                            {"route", routed ? metrics::route_of(r.path) : std::string("unmatched")},
+                            {"code", std::to_string(res.status)}},
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+          return res;
+        },
+        limits);
+    if (!l)
+      return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
+                                          std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
+    client_listener_ = std::move(*l);
+    log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
+                              std::to_string(client_listener_->port()) + ", data in " + cfg_.data_dir);
+    return {};
   }
 
-  /// Counts every refusal of the cluster listener and logs it, at most one line per reason every 10 s (a client
-  /// retrying with a wrong certificate would otherwise fill the log).
-  void refused_by_listener(transport::refusal_reason why, const std::string& client, const std::string& detail) {
-    metrics_.add(cluster::metrics::listener_refusals, {{"reason", transport::to_string(why)}}, 1);
+
+  enum class listener { cluster, client };
+
+  /// Counts every refusal of a listener and logs it, at most one line per listener and reason every 10 s (a client
+  /// retrying with a wrong certificate, or a flood of connections that never authenticate, would otherwise fill the
+  /// log).
+  void refused_by_listener(listener which, transport::refusal_reason why, const std::string& client,
+                           const std::string& detail) {
+    metrics_.add(which == listener::cluster ? cluster::metrics::listener_refusals : metrics::client_refusals,
+                 {{"reason", transport::to_string(why)}}, 1);
     const auto now = std::chrono::steady_clock::now();
     std::size_t left_out = 0;
     {
       std::lock_guard lock(refusal_log_mu_);
-      auto& [last, quiet] = refusal_log_[why];
+      auto& [last, quiet] = refusal_log_[{which, why}];
       if (last.time_since_epoch().count() != 0 && now - last < std::chrono::seconds(10)) {
         ++quiet;
         return;
@@ -798,7 +799,7 @@ class running_broker final : public broker {
       left_out = std::exchange(quiet, 0);
       last = now;
     }
-    log_->warn("moonmqd", "cluster listener refused " + client + " (" + transport::to_string(why) + "): " + detail +
+    log_->warn("moonmqd", std::string(which == listener::cluster ? "cluster listener" : "client API") + " refused " + client + " (" + transport::to_string(why) + "): " + detail +
                               (left_out ? "; and " + std::to_string(left_out) + " more like it since the last report"
                                         : std::string()));
   }
@@ -808,7 +809,8 @@ class running_broker final : public broker {
   daemon::client_auth client_auth_{cfg_.auth};
   std::shared_ptr<logger> log_;
   std::mutex refusal_log_mu_;
-  std::map<transport::refusal_reason, std::pair<std::chrono::steady_clock::time_point, std::size_t>> refusal_log_;
+  std::map<std::pair<listener, transport::refusal_reason>, std::pair<std::chrono::steady_clock::time_point, std::size_t>>
+      refusal_log_;
   broker_id self_;
   std::unique_ptr<storage::partition_store> store_;
   std::unique_ptr<cluster::producer_states> producers_;  ///< every append to a served partition passes it
@@ -870,8 +872,9 @@ class running_broker final : public broker {
   cluster::raft_ownership_table* raft_table_ = nullptr;
   std::unique_ptr<raft::service> raft_;
   std::unique_ptr<transport::http_listener> cluster_listener_;
-  std::unique_ptr<httplib::Server> api_;
-  std::thread io_thread_, api_thread_;
+  std::unique_ptr<api_routes> api_;
+  std::unique_ptr<transport::http_listener> client_listener_;
+  std::thread io_thread_;
   std::atomic<bool> stopped_{false};
 };
 

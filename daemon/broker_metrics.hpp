@@ -18,6 +18,12 @@ inline constexpr metric_family stored_bytes{
 inline constexpr metric_family partitions{"moonmq_broker_partitions",
                                           "Partitions in this broker's store {state: served, unserved, stray}",
                                           metric_kind::gauge};
+inline constexpr metric_family client_refusals{
+    "moonmq_http_refusals_total",
+    "Client API connections and requests turned away before any route saw them {reason: unauthenticated (evicted, "
+    "past Server.Limits.AuthTimeoutMs, or wrong credentials), busy (past MaxClientConnections), malformed, too_large, "
+    "slow}",
+    metric_kind::counter};
 inline constexpr std::array<double, 12> request_seconds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                            0.05,   0.1,   0.25,   0.5,   1,    5};
 inline constexpr metric_family request_duration{

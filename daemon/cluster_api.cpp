@@ -27,7 +27,7 @@ void write_unreachable(json_writer& w, const std::vector<broker_report>& all) {
 }
 }  // namespace
 
-void cluster_api::routes(httplib::Server& api) {
+void cluster_api::routes(api_routes& api) {
   api.Get("/v1/brokers", [this](const httplib::Request&, httplib::Response& res) { brokers(res); });
   api.Get("/v1/partitions", [this](const httplib::Request& req, httplib::Response& res) { partitions(req, res); });
 }

@@ -10,6 +10,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <functional>
 #include <set>
 #include <string>
@@ -30,7 +32,7 @@ class cluster_api {
         draining_(std::move(draining)),
         drain_report_(std::move(drain_report)) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   void brokers(httplib::Response& res);

@@ -188,7 +188,7 @@ void drain_api::tick() {
   if (draining_.count(self)) progress_ = std::move(doc);
 }
 
-void drain_api::routes(httplib::Server& api) {
+void drain_api::routes(api_routes& api) {
   api.Post(R"(/v1/brokers/([^/]+)/drain)",
            [this](const httplib::Request& req, httplib::Response& res) { change(req.matches[1], true, res); });
   api.Delete(R"(/v1/brokers/([^/]+)/drain)",

@@ -12,6 +12,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <asio/any_io_executor.hpp>
 #include <condition_variable>
 #include <memory>
@@ -42,7 +44,7 @@ class drain_api {
                                                  logger& log);
   ~drain_api();
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
   transport::response handle_cluster(const transport::request& req);
 
   /// The brokers this one knows to be draining.

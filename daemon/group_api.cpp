@@ -7,7 +7,7 @@
 
 namespace moonmq::daemon {
 
-void group_api::routes(httplib::Server& api) {
+void group_api::routes(api_routes& api) {
   // Every client call: a valid group id from the path and a JSON body, from which `body_of` makes the coordinator's
   // request body (or an error for the client); the coordinator's answer is relayed.
   auto client_call = [this](const httplib::Request& req, httplib::Response& res, const char* route, auto&& body_of) {

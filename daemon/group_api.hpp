@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include "moonmq/groups/group_routes.hpp"
 
 namespace moonmq::daemon {
@@ -15,7 +17,7 @@ class group_api {
   group_api(groups::group_service& groups, groups::group_routes& routes) : groups_(groups), routes_(routes) {}
 
   /// Registers POST /v1/groups/{g}/{join,heartbeat,leave}, GET /v1/groups and GET /v1/groups/{g}.
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   groups::group_service& groups_;

@@ -36,7 +36,7 @@ std::optional<std::uint64_t> throttle_in(const std::string& body) {
 
 }  // namespace
 
-void move_api::routes(httplib::Server& api) {
+void move_api::routes(api_routes& api) {
   api.Post("/v1/reassignments", [this](const httplib::Request& req, httplib::Response& res) { start(req, res); });
   api.Get("/v1/reassignments", [this](const httplib::Request& req, httplib::Response& res) { list(req, res); });
   api.Put("/v1/reassignments/throttle",

@@ -13,6 +13,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <functional>
 
 #include "cluster_view.hpp"
@@ -35,7 +37,7 @@ class move_api {
         set_throttle_(std::move(set_throttle)),
         draining_(std::move(draining)) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   void start(const httplib::Request& req, httplib::Response& res);

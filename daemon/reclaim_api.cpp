@@ -183,7 +183,7 @@ std::string reclaim_api::list_document() {
   });
 }
 
-void reclaim_api::routes(httplib::Server& api) {
+void reclaim_api::routes(api_routes& api) {
   auto forward = [this](const std::string& id, const char* method, httplib::Response& res) {
     if (!view_.is_peer(id)) return reply_error(res, 404, "not_found", "unknown broker '" + id + "'");
     transport::request r;

@@ -13,6 +13,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -33,7 +35,7 @@ class reclaim_api {
               cluster::reassigner& reassigner);
   ~reclaim_api();
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
   transport::response handle_cluster(const transport::request& req);
 
  private:

@@ -31,7 +31,7 @@ std::uint64_t uint_of(const rapidjson::Value& v, const char* key) {
 
 }  // namespace
 
-void reconcile_api::routes(httplib::Server& api) {
+void reconcile_api::routes(api_routes& api) {
   api.Get(R"(/v1/topics/([^/]+)/reconcile)",
           [this](const httplib::Request& req, httplib::Response& res) { show(req.matches[1], res); });
   api.Post(R"(/v1/topics/([^/]+)/partitions/([^/]+)/reconcile)",

@@ -18,6 +18,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <functional>
 #include <string>
 
@@ -33,7 +35,7 @@ class reconcile_api {
  public:
   reconcile_api(cluster::stray_reconciler& here, cluster_view& view) : here_(here), view_(view) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
   /// POST /cluster/admin/strays: a step on this broker.
   transport::response handle_cluster(const transport::request& req);

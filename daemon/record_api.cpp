@@ -41,7 +41,7 @@ void reply_refusal(httplib::Response& res, const frontend::refusal& r) {
 
 }  // namespace
 
-void record_api::routes(httplib::Server& api) {
+void record_api::routes(api_routes& api) {
   api.Post(R"(/v1/topics/([^/]+)/records)",
            [this](const httplib::Request& req, httplib::Response& res) { produce(req, res); });
   api.Get(R"(/v1/topics/([^/]+)/partitions/(\d+)/records)",

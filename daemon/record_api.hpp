@@ -9,6 +9,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include "moonmq/frontend/fetch.hpp"
 #include "moonmq/frontend/offsets.hpp"
 #include "moonmq/frontend/produce.hpp"
@@ -26,7 +28,7 @@ class record_api {
  public:
   explicit record_api(const record_api_parts& p) : produce_(*p.produce), fetch_(*p.fetch), offsets_(*p.offsets) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   void produce(const httplib::Request& req, httplib::Response& res);

@@ -13,7 +13,7 @@ using json::put;
 using json_writer = json::writer;
 }  // namespace
 
-void status_api::routes(httplib::Server& api) {
+void status_api::routes(api_routes& api) {
   const std::string self = p_.view->self().value();
   api.Get("/v1/health", [self](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, json_object([&](json_writer& w) {

@@ -8,6 +8,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <string>
 
 #include "cluster_view.hpp"
@@ -33,7 +35,7 @@ class status_api {
  public:
   explicit status_api(status_api_parts parts) : p_(std::move(parts)) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   void readyz(httplib::Response& res);

@@ -67,7 +67,7 @@ void write_record(json_writer& w, const cluster::topic_record& r) {
 
 }  // namespace
 
-void topic_api::routes(httplib::Server& api) {
+void topic_api::routes(api_routes& api) {
   api.Post("/v1/topics", [this](const httplib::Request& req, httplib::Response& res) { create(req, res); });
   api.Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) { list(res); });
   api.Post(R"(/v1/topics/([^/]+)/partitions)",

@@ -23,6 +23,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,7 +52,7 @@ class topic_api {
         own_entry_(std::move(own_entry)),
         balance_(std::move(balance)) {}
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
   /// The /cluster/admin/topics/* routes.
   transport::response handle_cluster(const transport::request& req);

@@ -53,7 +53,7 @@ std::uint64_t fresh_producer_id() {
   return id;
 }
 
-void txn_api::routes(httplib::Server& api) {
+void txn_api::routes(api_routes& api) {
   api.Post("/v1/producers", [this](const httplib::Request& req, httplib::Response& res) {
     rapidjson::Document d;
     std::string tid;

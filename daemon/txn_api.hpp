@@ -15,6 +15,8 @@
 
 #include <httplib.h>
 
+#include "api_routes.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,7 +47,7 @@ class txn_api {
   /// Topics one declaration may name (a topic this broker does not hold costs a question to every peer).
   static constexpr std::size_t max_declared_topics = 16;
 
-  void routes(httplib::Server& api);
+  void routes(api_routes& api);
 
  private:
   txn::txn_service& service_;

@@ -320,6 +320,8 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     lr.get("MaxOpenPartitionFiles", out.limits.max_open_partition_files);
     lr.get("MaxProducersPerPartition", out.limits.max_producers_per_partition);
     lr.get("MaxClientConnections", out.limits.max_client_connections);
+    lr.get("MaxUnauthenticatedConnections", out.limits.max_unauthenticated_connections);
+    lr.get("AuthTimeoutMs", out.limits.auth_timeout_ms);
     if (lr.ok() && (out.limits.max_partitions_per_topic < 1 || out.limits.max_partitions_per_topic > 10000))
       lr.fail("MaxPartitionsPerTopic", "must be from 1 to 10000");
     if (lr.ok() && out.limits.max_partitions_per_broker < 1) lr.fail("MaxPartitionsPerBroker", "must be at least 1");
@@ -327,6 +329,10 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     if (lr.ok() && out.limits.max_producers_per_partition < 1)
       lr.fail("MaxProducersPerPartition", "must be at least 1");
     if (lr.ok() && out.limits.max_client_connections < 8) lr.fail("MaxClientConnections", "must be at least 8");
+    if (lr.ok() && out.limits.max_unauthenticated_connections < 1)
+      lr.fail("MaxUnauthenticatedConnections", "must be at least 1");
+    if (lr.ok() && (out.limits.auth_timeout_ms < 100 || out.limits.auth_timeout_ms > 300'000))
+      lr.fail("AuthTimeoutMs", "must be from 100 to 300000");
     if (auto s = lr.finish(); !s) return fail(s);
   }
   if (const auto* cl = r.member("Cluster"); cl && r.ok()) {

@@ -132,6 +132,8 @@ std::variant<request_head, refusal> parse_request_head(std::string_view head) {
   request_head out;
   std::string_view line;
   if (auto bad = split_head(head, line, out.headers)) return refusal{400, *bad};
+  if (out.headers.list.size() > max_fields)
+    return refusal{431, "more than " + std::to_string(max_fields) + " header fields"};
   auto sp1 = line.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
@@ -227,12 +229,19 @@ std::string request_head_text(const request& req, std::string_view host, std::si
   return head;
 }
 
-std::string response_head_text(int status, std::string_view content_type, std::size_t body_size, bool close) {
+std::string response_head_text(int status, std::string_view content_type, std::size_t body_size, bool close,
+                               const std::vector<std::pair<std::string, std::string>>& extra) {
   std::string head = "HTTP/1.1 " + std::to_string(status) + ' ' + reason(status) + "\r\nContent-Type: ";
   head += content_type;
   head += "\r\nContent-Length: ";
   head += std::to_string(body_size);
   if (close) head += "\r\nConnection: close";
+  for (const auto& [name, value] : extra) {
+    head += "\r\n";
+    head += name;
+    head += ": ";
+    head += value;
+  }
   head += "\r\n\r\n";
   return head;
 }

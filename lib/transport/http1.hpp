@@ -64,8 +64,13 @@ result<response_head> parse_response_head(std::string_view head);
 /// The request head for `req` with a body of `body_size` bytes, ready to send before the body.
 std::string request_head_text(const request& req, std::string_view host, std::size_t body_size);
 
-/// The response head for a body of `body_size` bytes; `close` adds "Connection: close".
-std::string response_head_text(int status, std::string_view content_type, std::size_t body_size, bool close);
+/// The response head for a body of `body_size` bytes; `close` adds "Connection: close", and `extra` its fields
+/// (names and values are the server's own, never a client's).
+std::string response_head_text(int status, std::string_view content_type, std::size_t body_size, bool close,
+                               const std::vector<std::pair<std::string, std::string>>& extra = {});
+
+/// The most header fields a request may carry (more is refused with 431, as a head over its byte limit is).
+inline constexpr std::size_t max_fields = 100;
 
 /// RFC 3986 percent-encoding of everything but the unreserved characters.
 std::string percent_encode(std::string_view text);

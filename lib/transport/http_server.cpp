@@ -211,9 +211,11 @@ class http_server final : public http_listener {
     return true;
   }
 
-  static bool answer(tcp_stream& s, const response& r, bool close) {
+  /// `head_only`: the answer to a HEAD request (the fields of the GET's answer, no body).
+  static bool answer(tcp_stream& s, const response& r, bool close, bool head_only = false) {
     const std::string type = r.content_type.empty() ? "application/json" : r.content_type;
-    return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close), r.body);
+    return s.write_all(http1::response_head_text(r.status, type, r.body.size(), close, r.headers),
+                       head_only ? std::string_view() : std::string_view(r.body));
   }
 
   void serve(connection& c) {
@@ -274,18 +276,28 @@ class http_server final : public http_listener {
       req.params = std::move(h.params);
       for (const char* name : {header_token, header_epoch, header_controller, header_from})
         if (const auto* v = h.headers.find(name)) req.headers[name] = *v;
+      for (const auto& name : options_.kept_headers)
+        if (const auto* v = h.headers.find(name)) req.headers[name] = *v;
       const auto* type = h.headers.find("Content-Type");
       req.content_type = type ? *type : std::string();
       req.peer_names = s.peer_certificate_names();
       // Credentials first: nothing of the body is read, buffered or even asked for (100-continue) before them.
-      if (options_.authenticate && !options_.authenticate(req)) {
-        refused(refusal_reason::unauthenticated, client, req.method + " " + req.path + " without valid credentials");
-        answer(s, error_response(401, "unauthorized", "missing or wrong credentials"), true);
+      auto verdict = admission::trust();
+      if (options_.admit)
+        verdict = options_.admit(req);
+      else if (options_.authenticate && !options_.authenticate(req))
+        verdict = admission::refuse(error_response(401, "unauthorized", "missing or wrong credentials"));
+      if (verdict.kind == admission::verdict::refused) {
+        refused(refusal_reason::unauthenticated, client,
+                req.method + " " + req.path +
+                    (verdict.refusal.status == 401 ? std::string(" without valid credentials")
+                                                   : " refused with " + std::to_string(verdict.refusal.status)));
+        answer(s, verdict.refusal, true);
         ::shutdown(s.fd(), SHUT_WR);
         reader.drain(std::min<std::size_t>(h.content_length, 64u << 10));
         return;
       }
-      c.authenticated = true;
+      if (verdict.kind == admission::verdict::trusted) c.authenticated = true;
       if (h.content_length > options_.max_body_bytes) {
         refused(refusal_reason::too_large, client, "request body of " + std::to_string(h.content_length) + " bytes");
         answer(s,
@@ -299,7 +311,10 @@ class http_server final : public http_listener {
       }
       if (h.expect_continue && h.content_length > 0 && !s.write_all(continue_line)) return;
       if (!reader.read_body(h.content_length, req.body)) return;
-      c.clear_deadline();
+      if (c.authenticated)
+        c.clear_deadline();
+      else  // an open route answered: the connection still has to authenticate within its first deadline
+        c.deadline = (c.accepted + limits_.auth_timeout).time_since_epoch().count();
       response r;
       try {
         r = req.path.starts_with(options_.path_prefix)
@@ -309,7 +324,7 @@ class http_server final : public http_listener {
         r = error_response(500, "internal", e.what());
       }
       const bool close = !h.keep_alive || stopping_;
-      if (!answer(s, r, close) || close) return;
+      if (!answer(s, r, close, req.method == "HEAD") || close) return;
     }
   }
 

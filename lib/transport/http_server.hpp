@@ -25,15 +25,6 @@
 
 namespace moonmq::transport {
 
-struct http_server_limits {
-  std::chrono::milliseconds idle_timeout{30'000};     ///< a keep-alive connection with no request
-  std::chrono::milliseconds auth_timeout{10'000};     ///< accept to first authenticated head (TLS handshake included)
-  std::chrono::milliseconds request_timeout{30'000};  ///< head received to the last byte of its body
-  std::size_t max_connections = 256;
-  std::size_t max_unauthenticated = 64;     ///< more evict the oldest of them
-  std::size_t max_head_bytes = 64u << 10;  ///< request line and fields; larger gets 431
-};
-
 /// Binds `options.host:options.port` (0: any free port) and serves until stop(); HTTPS when `options.tls` is set (an
 /// error names a TLS file that cannot be used).
 result<std::unique_ptr<http_listener>> start_http_server(const http_listener_options& options,

@@ -152,8 +152,9 @@ result<std::unique_ptr<transport>> make_http_transport(const http_transport_opti
 }
 
 result<std::unique_ptr<http_listener>> start_http_listener(const http_listener_options& options,
-                                                           http_listener::handler handler) {
-  return start_http_server(options, std::move(handler));
+                                                           http_listener::handler handler,
+                                                           http_server_limits limits) {
+  return start_http_server(options, std::move(handler), limits);
 }
 
 }  // namespace moonmq::transport

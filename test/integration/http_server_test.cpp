@@ -509,3 +509,60 @@ TEST_CASE("cluster http: a TLS file that cannot be used is an error naming it", 
   REQUIRE_FALSE(client);
   CHECK_THAT(client.message(), Catch::Contains("no-ca.crt"));
 }
+
+TEST_CASE("http listener for clients: admission verdicts, kept headers, response fields, HEAD and the field cap",
+          "[http]") {
+  http_listener_options o;
+  o.path_prefix = "/";
+  o.kept_headers = {"Authorization"};
+  o.admit = [](const request& head) {
+    if (head.path == "/open") return admission::open_route();
+    auto it = head.headers.find("Authorization");
+    if (it != head.headers.end() && it->second == "Bearer good") return admission::trust();
+    auto no = error_response(403, "forbidden", "not you");
+    no.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return admission::refuse(std::move(no));
+  };
+  http_server_limits limits;
+  limits.max_unauthenticated = 2;
+  limits.auth_timeout = 60s;
+  served s(o, limits);
+
+  // A refusal is the admit callback's own answer, with its fields, and nothing reaches the handler.
+  auto refused = s.raw("GET /x HTTP/1.1\r\nAuthorization: Bearer bad\r\n\r\n");
+  CHECK(refused.starts_with("HTTP/1.1 403 "));
+  CHECK(refused.find("WWW-Authenticate: Bearer\r\n") != std::string::npos);
+  CHECK(refused.find("not you") != std::string::npos);
+  CHECK(s.calls == 0);
+
+  // Trusted: the kept header reaches the handler (matched case-insensitively); a HEAD gets the fields, no body.
+  auto ok = s.raw("GET /x HTTP/1.1\r\nauthorization: Bearer good\r\nConnection: close\r\n\r\n");
+  CHECK(ok.starts_with("HTTP/1.1 200 "));
+  CHECK(ok.find("[Authorization:Bearer good]") != std::string::npos);
+  auto head = s.raw("HEAD /x HTTP/1.1\r\nAuthorization: Bearer good\r\nConnection: close\r\n\r\n");
+  CHECK(head.starts_with("HTTP/1.1 200 "));
+  CHECK(head.find("Content-Length: ") != std::string::npos);
+  CHECK(head.ends_with("\r\n\r\n"));  // the head alone
+
+  // An open route is answered, but its connection stays unauthenticated: newer ones evict it.
+  auto open = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+  REQUIRE(open);
+  open->set_timeout(5000ms);
+  REQUIRE(open->write_all("GET /open HTTP/1.1\r\n\r\n"));
+  message_reader reader(*open);
+  std::string first;
+  REQUIRE(reader.read_head(1 << 16, first) == message_reader::outcome::ok);
+  CHECK(first.starts_with("HTTP/1.1 200 "));
+  std::vector<tcp_stream> newer;
+  for (int i = 0; i < 2; ++i) {
+    auto c = tcp_stream::connect("127.0.0.1", s.listener->port(), 2000ms);
+    REQUIRE(c);
+    newer.push_back(std::move(*c));
+  }
+  CHECK_THAT(s.refused(2), Catch::Contains("evicted"));
+
+  // More than 100 header fields is 431, like a head over its byte limit.
+  std::string many = "GET /x HTTP/1.1\r\nAuthorization: Bearer good\r\n";
+  for (int i = 0; i < 101; ++i) many += "X-F" + std::to_string(i) + ": v\r\n";
+  CHECK(s.raw(many + "\r\n").starts_with("HTTP/1.1 431 "));
+}

@@ -161,6 +161,15 @@ class moonmqd_process {
     if (pid_ > 0) ::kill(pid_, sig);
   }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+
+  /// The process's resident memory in bytes (VmRSS), 0 when it is not running.
+  std::uint64_t resident_bytes() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; pid_ > 0 && std::getline(status, line);)
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+  }
 
   /// SIGTERM; returns the exit status.
   int terminate() {

@@ -80,7 +80,11 @@ struct limits_config {
   std::uint32_t max_partitions_per_broker = 20000;
   std::uint32_t max_open_partition_files = 1000;  ///< partition logs kept open at once (the rest opened on use)
   std::uint32_t max_producers_per_partition = 10000;  ///< idempotent producers one partition tracks
-  std::uint32_t max_client_connections = 1024;  ///< client connections served at once (the rest wait)
+  std::uint32_t max_client_connections = 1024;  ///< client connections served at once (further ones get 503)
+  /// Client connections open at once that have not yet sent a request with valid credentials (a new one past the
+  /// cap evicts the oldest of them).
+  std::uint32_t max_unauthenticated_connections = 64;
+  std::int64_t auth_timeout_ms = 10'000;  ///< connect to first authenticated request, or the connection is closed
 };
 
 /// `Server.Groups`: consumer group timing.

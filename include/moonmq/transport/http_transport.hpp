@@ -13,6 +13,7 @@
 // Thread safety: send() may be called concurrently; the listener runs its own threads.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,6 +71,21 @@ enum class refusal_reason {
 
 const char* to_string(refusal_reason r);
 
+/// What a listener's `admit` says of a request head, before a byte of its body is read.
+struct admission {
+  enum class verdict {
+    trusted,  ///< valid credentials: the connection is authenticated from now on
+    open,     ///< a route that needs none (health, metrics): answered, but the connection stays unauthenticated
+    refused,  ///< `refusal` is answered and the connection closed
+  };
+  verdict kind = verdict::trusted;
+  response refusal;
+
+  static admission trust() { return {}; }
+  static admission open_route() { return {verdict::open, {}}; }
+  static admission refuse(response r) { return {verdict::refused, std::move(r)}; }
+};
+
 struct http_listener_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
@@ -83,10 +99,27 @@ struct http_listener_options {
   /// read or buffered; false answers 401 and closes the connection. Unset: every request is let in. Called on
   /// listener threads.
   std::function<bool(const request& head)> authenticate;
+  /// Instead of `authenticate`, for a listener whose routes differ in what they need (the client API): judges a
+  /// head with its own answer to a refusal.
+  std::function<admission(const request& head)> admit;
+  /// Request fields handed to the handler beside the cluster's own (X-Cluster-*, X-Controller-*), by their
+  /// canonical spelling (matched case-insensitively); every other field is read and dropped.
+  std::vector<std::string> kept_headers;
+};
+
+/// What an untrusted client can make a listener spend (see lib/transport/http_server.hpp for the rules).
+struct http_server_limits {
+  std::chrono::milliseconds idle_timeout{30'000};     ///< a keep-alive connection with no request
+  std::chrono::milliseconds auth_timeout{10'000};     ///< accept to first authenticated head (TLS handshake included)
+  std::chrono::milliseconds request_timeout{30'000};  ///< head received to the last byte of its body
+  std::size_t max_connections = 256;       ///< served at once; further ones get 503
+  std::size_t max_unauthenticated = 64;    ///< more evict the oldest of them
+  std::size_t max_head_bytes = 64u << 10;  ///< request line and fields; larger gets 431
 };
 
 /// Binds and starts serving in background threads; an error names the address or the TLS file at fault.
 result<std::unique_ptr<http_listener>> start_http_listener(const http_listener_options& options,
-                                                           http_listener::handler handler);
+                                                           http_listener::handler handler,
+                                                           http_server_limits limits = {});
 
 }  // namespace moonmq::transport

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moonmq/core/result.hpp"
@@ -42,6 +43,9 @@ struct response {
   int status = 0;  ///< HTTP status; 0 = no answer (unreachable, timed out, dropped)
   std::string body;
   std::string content_type = "application/json";
+  /// Further fields a listener sends with it (the client API's WWW-Authenticate, Location, Retry-After); the
+  /// transport between brokers does not read them.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 
   bool ok() const noexcept { return status >= 200 && status < 300; }
 };
