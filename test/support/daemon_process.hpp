@@ -53,6 +53,8 @@ class moonmqd_process {
   std::string data_dir;
   std::string config_path;
   std::string log_path;
+  /// The moonmqd to run (a benchmark compares another build's against this one).
+  std::string binary = MOONMQ_DAEMON_BIN;
   /// RLIMIT_NOFILE for the process (like `ulimit -n`); 0 leaves the test runner's.
   rlim_t open_files_limit = 0;
   /// MOONMQ_FAULTS for the next start() (fault points; empty: none).
@@ -109,10 +111,10 @@ class moonmqd_process {
       else
         setenv("MOONMQ_FAULTS", faults.c_str(), 1);
       if (!netns.empty())
-        execl("/usr/sbin/ip", "ip", "netns", "exec", netns.c_str(), MOONMQ_DAEMON_BIN, "--config", config_path.c_str(),
+        execl("/usr/sbin/ip", "ip", "netns", "exec", netns.c_str(), binary.c_str(), "--config", config_path.c_str(),
               static_cast<char*>(nullptr));
       else
-        execl(MOONMQ_DAEMON_BIN, MOONMQ_DAEMON_BIN, "--config", config_path.c_str(), static_cast<char*>(nullptr));
+        execl(binary.c_str(), binary.c_str(), "--config", config_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
