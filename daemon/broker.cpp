@@ -67,6 +67,7 @@
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
+#include "moonmq/frontend/placement_directory.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/raft/file_storage.hpp"
@@ -254,12 +255,11 @@ class running_broker final : public broker {
     status_api_ = std::make_unique<status_api>(status_api_parts{view_.get(), cfg_.host + ":" + std::to_string(cfg_.port),
                                                                 store_.get(), ownership_.get(), fence_.get(),
                                                                 raft_.get(), &metrics_});
-    placement_ = std::make_unique<view_placement>(*view_);
     produce_ = std::make_unique<frontend::produce_frontend>(frontend::produce_parts{
-        self_, store_.get(), ownership_.get(), router_.get(), txns_.get(), &metrics_, placement_.get(),
+        self_, store_.get(), ownership_.get(), router_.get(), txns_.get(), &metrics_, directory_.get(),
         io_.get_executor()});
     fetch_ = std::make_unique<frontend::fetch_frontend>(frontend::fetch_parts{
-        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, placement_.get()});
+        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, directory_.get()});
     offsets_api_ = std::make_unique<frontend::offsets_frontend>(frontend::offsets_parts{
         self_, store_.get(), offsets_.get(), ownership_.get(), &gates_, group_routes_.get(), groups_.get(), &metrics_,
         {}});
@@ -528,14 +528,19 @@ class running_broker final : public broker {
   status open_groups(std::vector<std::string> peer_ids) {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
-    // Who owns what comes from every broker's own report of the partitions it serves (GET /cluster/loads), refreshed
-    // by the ticker outside the coordinator's lock; without Raft no single table knows every move.
+    // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
+    // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
+    directory_ = std::make_unique<frontend::placement_directory>(
+        frontend::placement_directory_options{
+            self_, brokers,
+            [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
+            steady_ms, 5000, cfg_.groups.session_timeout_ms, 1000},
+        *peers_);
     auto placements = [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
-      std::lock_guard lock(placement_mu_);
-      if (!placement_known_) return std::nullopt;
+      auto known = directory_->placements(topics);
+      if (!known) return std::nullopt;
       std::vector<groups::placement> out;
-      for (const auto& [tp, owner] : placement_cache_)
-        if (topics.count(tp.topic)) out.push_back({tp, owner});
+      for (auto& [tp, owner] : *known) out.push_back({std::move(tp), std::move(owner)});
       return out;
     };
     auto svc = groups::group_service::open(
@@ -545,50 +550,21 @@ class running_broker final : public broker {
     groups_ = std::move(*svc);
     group_routes_ = std::make_unique<groups::group_routes>(*groups_, *peers_, brokers, steady_ms);
     group_api_ = std::make_unique<group_api>(*groups_, *group_routes_);
-    group_ticker_ = std::thread([this, brokers] {
+    group_ticker_ = std::thread([this] {
       std::unique_lock lock(ticker_mu_);
       while (!ticker_stop_) {
         ticker_wake_.wait_for(lock, std::chrono::milliseconds(250));
         if (ticker_stop_) break;
         lock.unlock();
         groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
-        if (!groups_->groups().empty()) refresh_placements(brokers);
+        // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition
+        // owned elsewhere finds its owner without asking.
+        directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);
         group_routes_->clear_pending();
         lock.lock();
       }
     });
     return {};
-  }
-
-  /// Every partition served somewhere and by whom: this broker's own, then each peer's report (a peer that does not
-  /// answer keeps its last report). A partition two brokers report (a topic created on both) goes to the first by id.
-  void refresh_placements(const std::vector<broker_id>& brokers) {
-    for (const auto& b : brokers) {
-      if (b == self_) {
-        last_reports_[b] = cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
-        continue;
-      }
-      // A peer that did not answer is asked again only after a while, so that one dead peer does not slow every
-      // round by a whole peer timeout.
-      if (auto wait = retry_at_.find(b); wait != retry_at_.end() && steady_ms() < wait->second) continue;
-      auto r = peers_->call_now(b.value(), transport::get_request("/cluster/loads"));
-      if (!r || !r->ok()) {
-        retry_at_[b] = steady_ms() + 5000;
-        continue;
-      }
-      retry_at_.erase(b);
-      if (auto loads = cluster::wire::read_loads(r->body)) last_reports_[b] = std::move(*loads);
-    }
-    std::map<topic_partition, broker_id> next;
-    for (const auto& [b, loads] : last_reports_)
-      for (const auto& l : loads) next.try_emplace(l.partition, b);
-    std::lock_guard lock(placement_mu_);
-    placement_cache_ = std::move(next);
-    // Known once every broker has reported at least once (or, with one down, after a session timeout): before that,
-    // a partition missing from the picture may just be on a broker not heard from, and the groups keep what they have.
-    if (!first_refresh_) first_refresh_ = steady_ms();
-    placement_known_ = last_reports_.size() == brokers.size() ||
-                       steady_ms() - *first_refresh_ > cfg_.groups.session_timeout_ms;
   }
 
   static groups::time_ms steady_ms() {
@@ -837,12 +813,7 @@ class running_broker final : public broker {
   std::unique_ptr<txn::txn_service> txns_;
   std::unique_ptr<txn_api> txn_api_;
   std::thread txn_ticker_;
-  std::map<broker_id, std::vector<cluster::partition_load>> last_reports_;  // the ticker's only
-  std::map<broker_id, groups::time_ms> retry_at_;                           // the ticker's only
-  std::optional<groups::time_ms> first_refresh_;                            // the ticker's only
-  std::mutex placement_mu_;
-  std::map<topic_partition, broker_id> placement_cache_;
-  bool placement_known_ = false;
+  std::unique_ptr<frontend::placement_directory> directory_;
   std::mutex ticker_mu_;
   std::condition_variable ticker_wake_;
   bool ticker_stop_ = false;
@@ -851,7 +822,6 @@ class running_broker final : public broker {
   std::unique_ptr<storage::state_file> throttle_file_;
   std::mutex throttle_mu_;
   std::unique_ptr<cluster_view> view_;
-  std::unique_ptr<view_placement> placement_;
   std::unique_ptr<frontend::produce_frontend> produce_;
   std::unique_ptr<frontend::fetch_frontend> fetch_;
   std::unique_ptr<frontend::offsets_frontend> offsets_api_;

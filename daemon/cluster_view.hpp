@@ -13,7 +13,6 @@
 #include "moonmq/cluster/config.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/peer.hpp"
-#include "moonmq/frontend/placement.hpp"
 #include "moonmq/transport/message.hpp"
 
 namespace moonmq::daemon {
@@ -82,25 +81,6 @@ class cluster_view {
   std::vector<cluster::peer_config> peers_;
   cluster::peer_client& client_;
   std::function<broker_report()> local_;
-};
-
-/// The front ends' placement source over the brokers' own reports (asked on every call: no cache yet).
-class view_placement final : public frontend::placement_source {
- public:
-  explicit view_placement(const cluster_view& view) : view_(view) {}
-
-  std::map<std::int32_t, broker_id> topic_owners(const std::string& topic) const override {
-    std::map<std::int32_t, broker_id> out;
-    for (auto& [partition, owner] : view_.topic_owners(topic)) out.emplace(partition, broker_id(owner));
-    return out;
-  }
-  std::optional<broker_id> owner_of(const topic_partition& tp) const override {
-    auto owner = view_.owner_of(tp);
-    return owner ? std::optional<broker_id>(broker_id(*owner)) : std::nullopt;
-  }
-
- private:
-  const cluster_view& view_;
 };
 
 }  // namespace moonmq::daemon

@@ -39,8 +39,14 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
       count = *req.partition + 1;
       at.elsewhere = owner;
     } else if (p_.placement && !(owners = p_.placement->topic_owners(topic)).empty()) {
-      // Without Raft nothing here knows: the brokers say which of them serve the topic's partitions.
+      // Without Raft nothing here knows: the brokers say which of them serve the topic's partitions (a partition
+      // past those the directory holds may be new: it looks again before calling it missing).
       count = owners.rbegin()->first + 1;
+      if (req.partition && *req.partition >= *count)
+        if (auto more = p_.placement->owner_of({topic, *req.partition})) {
+          owners[*req.partition] = *more;
+          count = *req.partition + 1;
+        }
     } else {
       return count.err();
     }
@@ -55,9 +61,9 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
   at.tp = {topic, partition};
   if (!owners.empty()) {
     auto it = owners.find(partition);
-    if (it == owners.end())
-      return error{errc::unavailable, "no reachable broker serves " + name_of(at.tp) + "; retry"};
-    at.elsewhere = it->second;
+    auto owner = it != owners.end() ? std::optional<broker_id>(it->second) : p_.placement->owner_of(at.tp);
+    if (!owner) return error{errc::unavailable, "no reachable broker serves " + name_of(at.tp) + "; retry"};
+    at.elsewhere = *owner;
   }
   at.joined_owner = at.elsewhere ? *at.elsewhere : cluster::owner_as_seen_by(*p_.ownership, at.tp, p_.self);
   if (transactional) {
@@ -90,6 +96,7 @@ outcome<produced> produce_frontend::finish(const produce_request& req, const pla
       return s.err();  // a retry is deduplicated and asks again
     }
   }
+  if (at.elsewhere && done->broker != *at.elsewhere && p_.placement) p_.placement->learn(at.tp, done->broker);
   if (p_.metrics) {
     p_.metrics->add(metrics::produced_records, {{"topic", at.tp.topic}}, static_cast<double>(done->offsets.size()));
     p_.metrics->add(metrics::produced_bytes, {{"topic", at.tp.topic}}, static_cast<double>(at.bytes));

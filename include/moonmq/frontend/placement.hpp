@@ -23,6 +23,12 @@ class placement_source {
 
   /// The broker that serves `tp`, if any broker says it does.
   virtual std::optional<broker_id> owner_of(const topic_partition& tp) const = 0;
+
+  /// What a request learned: `owner` took records of `tp` (a source that caches may keep it).
+  virtual void learn(const topic_partition& tp, const broker_id& owner) {
+    (void)tp;
+    (void)owner;
+  }
 };
 
 }  // namespace moonmq::frontend

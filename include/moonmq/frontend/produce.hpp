@@ -53,7 +53,7 @@ struct produce_parts {
   cluster::router* router = nullptr;
   txn::txn_service* txns = nullptr;  ///< null: a transactional produce is refused
   metrics_sink* metrics = nullptr;   ///< null: nothing counted
-  const placement_source* placement = nullptr;  ///< null: a topic this broker does not have is not found
+  placement_source* placement = nullptr;  ///< null: a topic this broker does not have is not found
   /// Where a forward runs when the transport cannot send from the calling thread (see produce()).
   asio::any_io_executor reactor;
 };

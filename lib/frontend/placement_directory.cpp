@@ -1,0 +1,115 @@
+#include "moonmq/frontend/placement_directory.hpp"
+
+#include "cluster/wire_json.hpp"
+
+namespace moonmq::frontend {
+
+placement_directory::placement_directory(placement_directory_options options, cluster::peer_client& peers)
+    : opt_(std::move(options)), peers_(peers) {}
+
+void placement_directory::rebuild() const {
+  std::lock_guard round(refresh_mu_);
+  std::set<broker_id> silent;
+  for (const auto& b : opt_.brokers) {
+    if (b == opt_.self) {
+      reports_[b] = opt_.local();
+      continue;
+    }
+    if (auto wait = retry_at_.find(b); wait != retry_at_.end() && opt_.clock() < wait->second) {
+      silent.insert(b);
+      continue;
+    }
+    auto r = peers_.call_now(b.value(), transport::get_request("/cluster/loads"));
+    auto loads = r && r->ok() ? cluster::wire::read_loads(r->body) : std::nullopt;
+    if (!loads) {
+      retry_at_[b] = opt_.clock() + opt_.retry_after;
+      silent.insert(b);
+      continue;
+    }
+    retry_at_.erase(b);
+    reports_[b] = std::move(*loads);
+  }
+  // A partition two brokers report (a topic made on both before topics were cluster metadata) goes to the first by
+  // id; the front ends and the coordinator never see two owners.
+  std::map<topic_partition, broker_id> next;
+  for (const auto& [b, loads] : reports_)
+    for (const auto& l : loads) next.try_emplace(l.partition, b);
+  const time_ms now = opt_.clock();
+  std::lock_guard lock(mu_);
+  owners_ = std::move(next);
+  silent_ = std::move(silent);
+  if (!first_refresh_) first_refresh_ = now;
+  last_refresh_ = now;
+  all_reported_ = all_reported_ || reports_.size() == opt_.brokers.size();
+}
+
+void placement_directory::refresh_if_older(time_ms age) {
+  {
+    std::lock_guard lock(mu_);
+    if (last_refresh_ && opt_.clock() - *last_refresh_ < age) return;
+  }
+  refresh();
+}
+
+bool placement_directory::known() const {
+  std::lock_guard lock(mu_);
+  return all_reported_ || (first_refresh_ && opt_.clock() - *first_refresh_ > opt_.settle);
+}
+
+std::optional<std::vector<std::pair<topic_partition, broker_id>>> placement_directory::placements(
+    const std::set<std::string>& topics) const {
+  if (!known()) return std::nullopt;
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<topic_partition, broker_id>> out;
+  for (const auto& [tp, owner] : owners_)
+    if (topics.count(tp.topic)) out.emplace_back(tp, owner);
+  return out;
+}
+
+std::vector<broker_id> placement_directory::unanswered() const {
+  std::lock_guard lock(mu_);
+  return {silent_.begin(), silent_.end()};
+}
+
+void placement_directory::learn(const topic_partition& tp, const broker_id& owner) {
+  std::lock_guard lock(mu_);
+  owners_[tp] = owner;
+}
+
+bool placement_directory::has(const std::string& topic, std::optional<std::int32_t> partition) const {
+  std::lock_guard lock(mu_);
+  if (partition) return owners_.count({topic, *partition}) > 0;
+  auto it = owners_.lower_bound({topic, INT32_MIN});
+  return it != owners_.end() && it->first.topic == topic;
+}
+
+void placement_directory::refresh_on_miss(const std::string& topic, std::optional<std::int32_t> partition) const {
+  if (has(topic, partition)) return;
+  {
+    std::lock_guard lock(mu_);
+    auto [it, fresh] = missed_.try_emplace(topic, 0);
+    const time_ms now = opt_.clock();
+    if (!fresh && now - it->second < opt_.miss_refresh) return;
+    it->second = now;
+    if (missed_.size() > 4096) missed_.clear();  // names asked for that exist nowhere: never kept without bound
+  }
+  rebuild();
+}
+
+std::map<std::int32_t, broker_id> placement_directory::topic_owners(const std::string& topic) const {
+  refresh_on_miss(topic, std::nullopt);
+  std::lock_guard lock(mu_);
+  std::map<std::int32_t, broker_id> out;
+  for (auto it = owners_.lower_bound({topic, INT32_MIN}); it != owners_.end() && it->first.topic == topic; ++it)
+    out.emplace(it->first.partition, it->second);
+  return out;
+}
+
+std::optional<broker_id> placement_directory::owner_of(const topic_partition& tp) const {
+  refresh_on_miss(tp.topic, tp.partition);
+  std::lock_guard lock(mu_);
+  auto it = owners_.find(tp);
+  return it == owners_.end() ? std::nullopt : std::optional<broker_id>(it->second);
+}
+
+}  // namespace moonmq::frontend

@@ -1,0 +1,104 @@
+// The placement directory over brokers on the loopback network: one picture of who serves what from every broker's
+// own report, a silent broker asked again only after a while, what requests learn, and refreshes on a miss.
+#include <catch2/catch.hpp>
+
+#include "moonmq/frontend/placement_directory.hpp"
+#include "support/in_process_cluster.hpp"
+
+using namespace moonmq;
+
+namespace {
+
+struct directory_of_b1 {
+  test::in_process_cluster c{3};
+  frontend::time_ms now = 1'000;
+  frontend::placement_directory d{
+      {broker_id("b1"),
+       {broker_id("b1"), broker_id("b2"), broker_id("b3")},
+       [this] { return cluster::collect_local_loads(c[1].store, c[1].counters, *c[1].ownership, broker_id("b1")); },
+       [this] { return now; },
+       5000,
+       10'000,
+       1000},
+      *c[1].peers};
+
+  directory_of_b1() {
+    REQUIRE(c[1].store.ensure_topic("t", 3));
+    REQUIRE(c.move(1, {"t", 1}, 2));
+    REQUIRE(c.move(1, {"t", 2}, 3));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("placement directory: every broker's report, one owner per partition, known once all reported",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  CHECK_FALSE(x.d.known());
+  CHECK_FALSE(x.d.placements({"t"}));  // nothing is placed before the picture is known
+  x.d.refresh();
+  REQUIRE(x.d.known());
+  CHECK(x.d.owner_of({"t", 0}) == broker_id("b1"));
+  CHECK(x.d.owner_of({"t", 1}) == broker_id("b2"));
+  CHECK(x.d.owner_of({"t", 2}) == broker_id("b3"));
+  auto owners = x.d.topic_owners("t");
+  CHECK(owners.size() == 3);
+  auto placed = x.d.placements({"t", "other"});
+  REQUIRE(placed);
+  CHECK(placed->size() == 3);
+  CHECK(x.d.unanswered().empty());
+}
+
+TEST_CASE("placement directory: a silent broker keeps its last report and is asked again only after a while",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  x.d.refresh();
+  const auto asked = x.c.net.delivered("/cluster/loads");
+  x.c.net.partition("b1", "b3");
+  x.d.refresh();
+  CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b3")});
+  CHECK(x.d.owner_of({"t", 2}) == broker_id("b3"));  // its last report stands
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 1);  // b2 answered; b3's request was not delivered
+  x.c.net.heal();
+  x.d.refresh();  // within retry_after: b3 is not asked
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 2);
+  CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b3")});
+  x.now += 5000;
+  x.d.refresh();
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 4);
+  CHECK(x.d.unanswered().empty());
+}
+
+TEST_CASE("placement directory: unknown until every broker reported or the settle time passed",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  x.c.net.partition("b1", "b3");
+  x.d.refresh();
+  CHECK_FALSE(x.d.known());
+  x.now += 10'001;
+  CHECK(x.d.known());
+}
+
+TEST_CASE("placement directory: what a request learns holds until the next refresh, and a miss refreshes, at most once a "
+          "second per topic",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  x.d.refresh();
+  x.d.learn({"t", 1}, broker_id("b3"));
+  CHECK(x.d.owner_of({"t", 1}) == broker_id("b3"));
+  x.d.refresh();
+  CHECK(x.d.owner_of({"t", 1}) == broker_id("b2"));
+
+  // A topic made after the last refresh is found by the lookup itself.
+  REQUIRE(x.c[2].store.ensure_topic("u", 1));
+  const auto asked = x.c.net.delivered("/cluster/loads");
+  CHECK(x.d.owner_of({"u", 0}) == broker_id("b2"));
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 2);
+  // A name that exists nowhere: one refresh, then none until a second has passed.
+  CHECK(x.d.topic_owners("nowhere").empty());
+  CHECK(x.d.topic_owners("nowhere").empty());
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 4);
+  x.now += 1000;
+  CHECK(x.d.topic_owners("nowhere").empty());
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 6);
+}
