@@ -1,4 +1,4 @@
-// Who may call which route of moonmqd's client API (shared/DESIGN.md §6): bearer tokens from `Server.Auth.Tokens`
+// Who may call which route of moonmqd's client API (docs/api.md, docs/security.md): bearer tokens from `Server.Auth.Tokens`
 // with the roles `client` (produce, fetch, groups, offsets, transactions, and every read) and `admin` (also topics,
 // reassignments, throttle, drain and autobalancer control). /livez, /readyz, /v1/health, /metrics and the console's
 // static files (/ui) stay open, and so does the whole API when no tokens are configured. Checked from the request head, before its body is read.

@@ -17,7 +17,7 @@ namespace moonmq::cluster {
 namespace {
 
 constexpr std::string_view env_prefix = "MOONMQ_";
-/// Only these variables are configuration (DESIGN.md §8): other MOONMQ_* names belong to the tools (MOONMQ_FAULTS,
+/// Only these variables are configuration (docs/configuration.md): other MOONMQ_* names belong to the tools (MOONMQ_FAULTS,
 /// moonmqctl's MOONMQ_BROKER and MOONMQ_TOKEN) and may sit in the same shell as moonmqd.
 constexpr std::string_view setting_prefix = "MOONMQ_Server__";
 

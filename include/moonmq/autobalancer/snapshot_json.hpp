@@ -1,4 +1,4 @@
-// The planner's file formats (DESIGN.md §9): a cluster snapshot as JSON in, a plan as JSON (or a text table) out.
+// The planner's file formats (README.md, "The planner"): a cluster snapshot as JSON in, a plan as JSON (or a text table) out.
 // Implemented in lib/ with RapidJSON.
 // Thread safety: pure functions.
 #pragma once
@@ -26,7 +26,7 @@ result<planner_input> parse_planner_input(std::string_view json);
 /// looked like to the balance loop, for `moonmq-plan` and `moonmqctl plan`.
 std::string render_planner_input(const snapshot& snap, const autobalance_config* config = nullptr);
 
-/// The plan as the JSON object of DESIGN.md §9 (plus `converged` and `satisfied`; with explain, each action's
+/// The plan as the JSON object README.md shows (plus `converged` and `satisfied`; with explain, each action's
 /// `chosen_by`, `src_before`, `src_after`, `dest_before` and `dest_after`, and `out_of_band`).
 std::string render_plan_json(const planner_report& report);
 

@@ -1,7 +1,7 @@
 // The inter-broker endpoint's route handlers, independent of transport: a request in, a response out. The HTTP
 // listener (lib/) and the loopback network (tests) both call `handle`.
 //
-// Routes (DESIGN.md §6): ensure, append (a migration batch at an expected offset, or a forwarded produce at the
+// Routes (docs/cluster.md, "The inter-broker endpoint"): ensure, append (a migration batch at an expected offset, or a forwarded produce at the
 // end), owner (set and get), offsets, partition (end offset and prefix checksum, for resuming a move), loads and
 // controller/claim, and reassign (fenced: the controller asks this broker to run a move) and moves (their progress).
 // Every request must carry the sender's X-Cluster-Token (compared in constant time; a peer's own

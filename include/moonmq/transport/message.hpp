@@ -1,5 +1,5 @@
 // An inter-broker request and its response, independent of how they travel (HTTP in lib/, in-memory loopback in
-// tests). Paths and headers are those of the wire contract (DESIGN.md §6); bodies are JSON, except migration and
+// tests). Paths and headers are those of the wire contract (docs/cluster.md, "The inter-broker endpoint"); bodies are JSON, except migration and
 // forwarded-produce batches, which carry record frames as they are.
 // Thread safety: plain values.
 #pragma once
