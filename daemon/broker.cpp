@@ -15,26 +15,24 @@
 #include <asio/thread_pool.hpp>
 #include <asio/use_future.hpp>
 #include <fmt/format.h>
-#include <netdb.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <map>
 #include <mutex>
-#include <condition_variable>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "api_reply.hpp"
 #include "client_auth.hpp"
+#include "client_listener.hpp"
+#include "listener_refusals.hpp"
 #include "balancer_api.hpp"
 #include "cluster_api.hpp"
 #include "cluster_view.hpp"
+#include "coordinators.hpp"
 #include "data_dir_lock.hpp"
 #include "drain_api.hpp"
 #include "group_api.hpp"
@@ -87,42 +85,6 @@ using json_writer = json::writer;
 using json::put;
 
 
-/// Why binding host:port fails, found by trying it (cpp-httplib only says that it failed).
-std::string bind_failure(const std::string& host, std::uint16_t port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0)
-    return std::string("cannot resolve the host: ") + gai_strerror(rc);
-  std::string why = "unknown reason";
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      why = errno == EADDRINUSE ? "the address is already in use (another process listens on it)"
-                                : errno == EACCES ? "permission denied (a port below 1024 needs privileges)"
-                                                  : errno == EADDRNOTAVAIL ? "no interface has this address"
-                                                                           : std::strerror(errno);
-    } else {
-      why = "the address was free when tried again";
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return why;
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class running_broker final : public broker {
  public:
@@ -203,8 +165,8 @@ class running_broker final : public broker {
                                                      [this](const transport::request& r) { return raft_->handle(r); })
                                                : nullptr,
                                          peer_ids, tls && tls->verify_peer,
-                                         [this](const transport::request& r) { return group_routes_->handle_cluster(r); },
-                                         [this](const transport::request& r) { return txns_->handle_cluster(r); },
+                                         [this](const transport::request& r) { return coordinators_->group_routes().handle_cluster(r); },
+                                         [this](const transport::request& r) { return coordinators_->txns().handle_cluster(r); },
                                          [this](const transport::request& r) {
                                            if (r.path.starts_with("/cluster/admin/topics/"))
                                              return topic_api_->handle_cluster(r);
@@ -249,19 +211,35 @@ class running_broker final : public broker {
     reassigner_ = std::make_unique<cluster::reassigner>(
         ro, st, *peers_, *journal_,
         blocking_);
-    if (auto s = open_groups(peer_ids); !s) return s;
-    if (auto s = open_transactions(peer_ids); !s) return s;
+    std::vector<broker_id> brokers{self_};
+    for (const auto& p : peer_ids) brokers.emplace_back(p);
+    auto coordinators = coordinators::open(
+        {&cfg_, self_, brokers, st, peers_.get(), blocking_.get_executor(),
+         [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
+         log_, &metrics_});
+    if (!coordinators) return coordinators.err();
+    coordinators_ = std::move(*coordinators);
+    auto& directory = coordinators_->directory();
+    group_api_ = std::make_unique<group_api>(coordinators_->groups(), coordinators_->group_routes());
+    txn_api_ = std::make_unique<txn_api>(
+        coordinators_->txns(),
+        [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); },
+        [this](const std::string& topic, const std::set<std::int32_t>& partitions) {
+          return produce_->owners(topic, partitions);
+        });
+    coordinators_->start();
     if (auto s = open_moves(); !s) return s;
     status_api_ = std::make_unique<status_api>(status_api_parts{view_.get(), cfg_.host + ":" + std::to_string(cfg_.port),
                                                                 store_.get(), ownership_.get(), fence_.get(),
                                                                 raft_.get(), &metrics_});
     produce_ = std::make_unique<frontend::produce_frontend>(frontend::produce_parts{
-        self_, store_.get(), ownership_.get(), router_.get(), txns_.get(), &metrics_, directory_.get(),
+        self_, store_.get(), ownership_.get(), router_.get(), &coordinators_->txns(), &metrics_, &directory,
         io_.get_executor()});
     fetch_ = std::make_unique<frontend::fetch_frontend>(frontend::fetch_parts{
-        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, directory_.get()});
+        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, &directory});
     offsets_api_ = std::make_unique<frontend::offsets_frontend>(frontend::offsets_parts{
-        self_, store_.get(), offsets_.get(), ownership_.get(), &gates_, group_routes_.get(), groups_.get(), &metrics_,
+        self_, store_.get(), offsets_.get(), ownership_.get(), &gates_, &coordinators_->group_routes(),
+        &coordinators_->groups(), &metrics_,
         {}});
     record_api_ = std::make_unique<record_api>(record_api_parts{produce_.get(), fetch_.get(), offsets_api_.get()});
 
@@ -318,7 +296,7 @@ class running_broker final : public broker {
       lo.tls = tls;
       lo.max_body_bytes = cfg_.cluster->max_body_bytes;
       lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
-        refused_by_listener(listener::cluster, why, client, detail);
+        refusals_.refused(listener::cluster, why, client, detail);
       };
       lo.authenticate = [svc = service_.get()](const transport::request& head) { return svc->authenticated(head); };
       auto l = transport::start_http_listener(
@@ -344,7 +322,11 @@ class running_broker final : public broker {
     drain_api_->routes(*api_);
     reclaim_api_->routes(*api_);
     reconcile_api_->routes(*api_);
-    if (auto s = start_client_listener(); !s) return s;
+    auto l = start_client_listener({&cfg_, &client_auth_, api_.get(), &metrics_, &refusals_});
+    if (!l) return l.err();
+    client_listener_ = std::move(*l);
+    log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
+                              std::to_string(client_listener_->port()) + ", data in " + cfg_.data_dir);
 
     if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
     if (!move_requests_->listed().empty()) asio::co_spawn(io_, resume_moves(), asio::detached);
@@ -365,13 +347,7 @@ class running_broker final : public broker {
     drain_api_.reset();  // its thread starts moves: gone before the reactor stops
     reclaim_api_.reset();
     peer_watch_.reset();
-    {
-      std::lock_guard lock(ticker_mu_);
-      ticker_stop_ = true;
-    }
-    ticker_wake_.notify_all();
-    if (group_ticker_.joinable()) group_ticker_.join();
-    if (txn_ticker_.joinable()) txn_ticker_.join();
+    if (coordinators_) coordinators_->stop();
     if (balancer_) balancer_->stop();
     if (raft_) raft_->stop();
     work_.reset();
@@ -491,86 +467,6 @@ class running_broker final : public broker {
     return {};
   }
 
-  /// The consumer groups this broker coordinates (group-state.json), their routes, and the thread that expires silent
-  /// members and follows the partitions' owners.
-  /// The transactions this broker coordinates (txn-state.log), its side of every transaction on its partitions,
-  /// and the thread that aborts expired transactions and delivers pending markers.
-  status open_transactions(const std::vector<std::string>& peer_ids) {
-    std::vector<broker_id> brokers{self_};
-    for (const auto& p : peer_ids) brokers.emplace_back(p);
-    auto txn_log = storage::open_file_keyed_log(cfg_.data_dir + "/txn-state.log", log_);
-    if (!txn_log) return txn_log.err();
-    txn_log_ = std::move(*txn_log);
-    auto svc = txn::txn_service::open(
-        {brokers, cfg_.transactions.timeout_ms, [] { return now_ms(); }, fresh_producer_id,
-         cfg_.storage.fsync == "always", [this](std::function<void()> job) { asio::post(blocking_, std::move(job)); }},
-        *txn_log_, state(), *peers_);
-    if (!svc) return svc.err();
-    txns_ = std::move(*svc);
-    txn_api_ = std::make_unique<txn_api>(
-        *txns_, [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); },
-        [this](const std::string& topic, const std::set<std::int32_t>& partitions) {
-          return declared_owners(topic, partitions);
-        });
-    txn_ticker_ = std::thread([this] {
-      std::unique_lock lock(ticker_mu_);
-      while (!ticker_stop_) {
-        ticker_wake_.wait_for(lock, std::chrono::milliseconds(500));
-        if (ticker_stop_) break;
-        lock.unlock();
-        txns_->tick();
-        lock.lock();
-      }
-    });
-    return {};
-  }
-
-  status open_groups(std::vector<std::string> peer_ids) {
-    std::vector<broker_id> brokers{self_};
-    for (const auto& p : peer_ids) brokers.emplace_back(p);
-    // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
-    // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
-    directory_ = std::make_unique<frontend::placement_directory>(
-        frontend::placement_directory_options{
-            self_, brokers,
-            [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
-            steady_ms, 5000, cfg_.groups.session_timeout_ms, 1000},
-        *peers_);
-    auto placements = [this](const std::set<std::string>& topics) -> std::optional<std::vector<groups::placement>> {
-      auto known = directory_->placements(topics);
-      if (!known) return std::nullopt;
-      std::vector<groups::placement> out;
-      for (auto& [tp, owner] : *known) out.push_back({std::move(tp), std::move(owner)});
-      return out;
-    };
-    auto svc = groups::group_service::open(
-        {self_, {cfg_.groups.session_timeout_ms, cfg_.groups.heartbeat_interval_ms}},
-        storage::make_file_state_file(cfg_.data_dir + "/group-state.json"), placements, steady_ms(), *log_, metrics_);
-    if (!svc) return svc.err();
-    groups_ = std::move(*svc);
-    group_routes_ = std::make_unique<groups::group_routes>(*groups_, *peers_, brokers, steady_ms);
-    group_api_ = std::make_unique<group_api>(*groups_, *group_routes_);
-    group_ticker_ = std::thread([this] {
-      std::unique_lock lock(ticker_mu_);
-      while (!ticker_stop_) {
-        ticker_wake_.wait_for(lock, std::chrono::milliseconds(250));
-        if (ticker_stop_) break;
-        lock.unlock();
-        groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
-        // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition
-        // owned elsewhere finds its owner without asking.
-        directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);
-        group_routes_->clear_pending();
-        lock.lock();
-      }
-    });
-    return {};
-  }
-
-  static groups::time_ms steady_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
 
   /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here, and a
   /// hand-driven move forwarded by a peer is kept like one asked here.
@@ -637,40 +533,6 @@ class running_broker final : public broker {
     }
   }
 
-  /// The owners of declared transaction partitions, found as a produce finds them: partitions here, ones the
-  /// ownership table places on a peer, or (without Raft) the ones the peers say they serve, asked once per topic.
-  result<std::map<std::int32_t, broker_id>> declared_owners(const std::string& topic,
-                                                           const std::set<std::int32_t>& partitions) {
-    std::map<std::int32_t, broker_id> out;
-    std::set<std::int32_t> unknown;
-    auto count = store_->partition_count(topic);
-    for (std::int32_t p : partitions) {
-      const topic_partition tp{topic, p};
-      if (count && p < *count)
-        out.emplace(p, cluster::owner_as_seen_by(*ownership_, tp, self_));
-      else if (auto owner = ownership_->owner(tp))
-        out.emplace(p, *owner);
-      else
-        unknown.insert(p);
-    }
-    if (unknown.empty()) return out;
-    std::vector<std::string> unanswered;
-    const auto served = view_ ? view_->topic_owners(topic, &unanswered) : std::map<std::int32_t, std::string>{};
-    for (std::int32_t p : unknown) {
-      auto it = served.find(p);
-      if (it != served.end()) {
-        out.emplace(p, broker_id(it->second));
-        continue;
-      }
-      const std::string name = topic + "-" + std::to_string(p);
-      if (!unanswered.empty())
-        return error{errc::unavailable, fmt::format("no reachable broker serves {} (no answer from {}); retry", name,
-                                                    fmt::join(unanswered, ", "))};
-      return error{errc::not_found, "no broker has " + name};
-    }
-    return out;
-  }
-
   cluster::cluster_state state() {
     return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *producers_, *log_, metrics_};
   }
@@ -698,95 +560,10 @@ class running_broker final : public broker {
     }
   }
 
-  /// The client API's listener (lib's HTTP/1.1 server): the caller's token and role are judged from the request head,
-  /// before a byte of its body is read; a connection must present valid credentials within Server.Limits
-  /// .AuthTimeoutMs, and at most MaxUnauthenticatedConnections wait to (a new one evicts the oldest), so that
-  /// connections that never authenticate cannot take the threads or memory of one that does.
-  status start_client_listener() {
-    transport::http_listener_options lo;
-    lo.host = cfg_.host;
-    lo.port = cfg_.port;
-    lo.max_body_bytes = 64u << 20;
-    lo.path_prefix = "/";
-    lo.kept_headers = {"Authorization"};
-    lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
-      refused_by_listener(listener::client, why, client, detail);
-    };
-    lo.admit = [this](const transport::request& head) {
-      auto it = head.headers.find("Authorization");
-      auto v = client_auth_.judge(head.method, head.path, it == head.headers.end() ? std::string() : it->second);
-      if (v.status == 200)
-        return client_auth_.enabled() && !role_needed(head.method, head.path) ? transport::admission::open_route()
-                                                                               : transport::admission::trust();
-      // Nothing of a refused request's path is kept as a label: a client cannot make series at will.
-      metrics_.observe(metrics::request_duration, {{"method", "-"}, {"route", "refused"}, {"code", std::to_string(v.status)}},
-                       0.0);
-      auto no = transport::error_response(v.status, v.status == 401 ? "unauthorized" : "forbidden", v.message);
-      if (v.status == 401) no.headers.emplace_back("WWW-Authenticate", "Bearer");
-      return transport::admission::refuse(std::move(no));
-    };
-    transport::http_server_limits limits;
-    limits.max_connections = cfg_.limits.max_client_connections;
-    limits.max_unauthenticated = cfg_.limits.max_unauthenticated_connections;
-    limits.auth_timeout = std::chrono::milliseconds(cfg_.limits.auth_timeout_ms);
-    auto l = transport::start_http_listener(
-        lo,
-        [this](const transport::request& r) {
-          const auto started = std::chrono::steady_clock::now();
-          auto res = api_->dispatch(r);
-          // Paths that are no route are one label, so that a client cannot make series at will.
-          const bool routed = res.status != 404 || api_->matches(r.method, r.path);
-          metrics_.observe(metrics::request_duration,
-                           {{"method", routed ? r.method : std::string("-")},
-                            {"route", routed ? metrics::route_of(r.path) : std::string("unmatched")},
-                            {"code", std::to_string(res.status)}},
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-          return res;
-        },
-        limits);
-    if (!l)
-      return error{errc::unavailable, "client API (Server.Host/Server.Port): cannot listen on " + cfg_.host + ":" +
-                                          std::to_string(cfg_.port) + ": " + bind_failure(cfg_.host, cfg_.port)};
-    client_listener_ = std::move(*l);
-    log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
-                              std::to_string(client_listener_->port()) + ", data in " + cfg_.data_dir);
-    return {};
-  }
-
-
-  enum class listener { cluster, client };
-
-  /// Counts every refusal of a listener and logs it, at most one line per listener and reason every 10 s (a client
-  /// retrying with a wrong certificate, or a flood of connections that never authenticate, would otherwise fill the
-  /// log).
-  void refused_by_listener(listener which, transport::refusal_reason why, const std::string& client,
-                           const std::string& detail) {
-    metrics_.add(which == listener::cluster ? cluster::metrics::listener_refusals : metrics::client_refusals,
-                 {{"reason", transport::to_string(why)}}, 1);
-    const auto now = std::chrono::steady_clock::now();
-    std::size_t left_out = 0;
-    {
-      std::lock_guard lock(refusal_log_mu_);
-      auto& [last, quiet] = refusal_log_[{which, why}];
-      if (last.time_since_epoch().count() != 0 && now - last < std::chrono::seconds(10)) {
-        ++quiet;
-        return;
-      }
-      left_out = std::exchange(quiet, 0);
-      last = now;
-    }
-    log_->warn("moonmqd", std::string(which == listener::cluster ? "cluster listener" : "client API") + " refused " + client + " (" + transport::to_string(why) + "): " + detail +
-                              (left_out ? "; and " + std::to_string(left_out) + " more like it since the last report"
-                                        : std::string()));
-  }
-
   cluster::server_config cfg_;
   data_dir_lock dir_lock_;  ///< first member after the config: released last
   daemon::client_auth client_auth_{cfg_.auth};
   std::shared_ptr<logger> log_;
-  std::mutex refusal_log_mu_;
-  std::map<std::pair<listener, transport::refusal_reason>, std::pair<std::chrono::steady_clock::time_point, std::size_t>>
-      refusal_log_;
   broker_id self_;
   std::unique_ptr<storage::partition_store> store_;
   std::unique_ptr<cluster::producer_states> producers_;  ///< every append to a served partition passes it
@@ -797,6 +574,7 @@ class running_broker final : public broker {
   cluster::traffic counters_;
   cluster::partition_gates gates_;
   prometheus_sink metrics_;
+  listener_refusals refusals_{*log_, metrics_};
   asio::io_context io_;
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};
@@ -805,18 +583,9 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::peer_client> peers_;
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;
-  std::unique_ptr<groups::group_service> groups_;
-  std::unique_ptr<groups::group_routes> group_routes_;
+  std::unique_ptr<coordinators> coordinators_;
   std::unique_ptr<group_api> group_api_;
-  std::thread group_ticker_;
-  std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)
-  std::unique_ptr<txn::txn_service> txns_;
   std::unique_ptr<txn_api> txn_api_;
-  std::thread txn_ticker_;
-  std::unique_ptr<frontend::placement_directory> directory_;
-  std::mutex ticker_mu_;
-  std::condition_variable ticker_wake_;
-  bool ticker_stop_ = false;
   std::unique_ptr<cluster::reassigner> reassigner_;
   std::unique_ptr<move_requests> move_requests_;
   std::unique_ptr<storage::state_file> throttle_file_;

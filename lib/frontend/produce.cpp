@@ -127,4 +127,41 @@ asio::awaitable<outcome<produced>> produce_frontend::produce_async(produce_reque
   co_return finish(req, *at, co_await p_.router->produce(at->tp, std::move(req.records)));
 }
 
+result<std::map<std::int32_t, broker_id>> produce_frontend::owners(const std::string& topic,
+                                                                   const std::set<std::int32_t>& partitions) const {
+  std::map<std::int32_t, broker_id> out;
+  std::set<std::int32_t> unknown;
+  auto count = p_.store->partition_count(topic);
+  for (std::int32_t p : partitions) {
+    const topic_partition tp{topic, p};
+    if (count && p < *count)
+      out.emplace(p, cluster::owner_as_seen_by(*p_.ownership, tp, p_.self));
+    else if (auto owner = p_.ownership->owner(tp))
+      out.emplace(p, *owner);
+    else
+      unknown.insert(p);
+  }
+  if (unknown.empty()) return out;
+  const auto served = p_.placement ? p_.placement->topic_owners(topic) : std::map<std::int32_t, broker_id>{};
+  for (std::int32_t p : unknown) {
+    auto it = served.find(p);
+    auto owner = it != served.end() ? std::optional<broker_id>(it->second)
+                 : p_.placement     ? p_.placement->owner_of({topic, p})
+                                    : std::nullopt;
+    if (owner) {
+      out.emplace(p, *owner);
+      continue;
+    }
+    const std::string name = name_of({topic, p});
+    const auto silent = p_.placement ? p_.placement->unanswered() : std::vector<broker_id>{};
+    if (!silent.empty()) {
+      std::string ids;
+      for (const auto& b : silent) ids += (ids.empty() ? "" : ", ") + b.value();
+      return error{errc::unavailable, "no reachable broker serves " + name + " (no answer from " + ids + "); retry"};
+    }
+    return error{errc::not_found, "no broker has " + name};
+  }
+  return out;
+}
+
 }  // namespace moonmq::frontend

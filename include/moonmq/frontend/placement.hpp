@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "moonmq/core/ids.hpp"
 
@@ -23,6 +24,9 @@ class placement_source {
 
   /// The broker that serves `tp`, if any broker says it does.
   virtual std::optional<broker_id> owner_of(const topic_partition& tp) const = 0;
+
+  /// The brokers that did not answer when last asked (their partitions may be missing from the answers above).
+  virtual std::vector<broker_id> unanswered() const { return {}; }
 
   /// What a request learned: `owner` took records of `tp` (a source that caches may keep it).
   virtual void learn(const topic_partition& tp, const broker_id& owner) {

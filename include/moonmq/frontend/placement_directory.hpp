@@ -53,7 +53,7 @@ class placement_directory final : public placement_source {
   /// The partitions of `topics` and their owners; nullopt until known().
   std::optional<std::vector<std::pair<topic_partition, broker_id>>> placements(const std::set<std::string>& topics) const;
   /// Brokers whose last request went unanswered.
-  std::vector<broker_id> unanswered() const;
+  std::vector<broker_id> unanswered() const override;
 
   /// What a request learned: `owner` serves `tp` (until the next refresh says otherwise).
   void learn(const topic_partition& tp, const broker_id& owner) override;

@@ -14,7 +14,9 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <atomic>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,12 @@ class produce_frontend {
 
   /// The same as a coroutine, for callers on the reactor (the in-process cluster and the simulation).
   asio::awaitable<outcome<produced>> produce_async(produce_request req);
+
+  /// The owners a produce would route `partitions` of `topic` to (a transaction's declared partitions, Kafka's
+  /// AddPartitionsToTxn): partitions here, ones the ownership table places on a peer, else the placement source's.
+  /// errc::not_found for a partition no broker has; errc::unavailable when one may be on a broker that did not answer.
+  result<std::map<std::int32_t, broker_id>> owners(const std::string& topic,
+                                                   const std::set<std::int32_t>& partitions) const;
 
  private:
   struct plan {

@@ -1,0 +1,106 @@
+#include "coordinators.hpp"
+
+#include <asio/post.hpp>
+
+#include "moonmq/storage/file_keyed_log.hpp"
+#include "moonmq/storage/file_state_file.hpp"
+#include "txn_api.hpp"
+
+namespace moonmq::daemon {
+
+namespace {
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+groups::time_ms coordinators::steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+result<std::unique_ptr<coordinators>> coordinators::open(coordinators_parts parts) {
+  std::unique_ptr<coordinators> c(new coordinators(std::move(parts)));
+  if (auto s = c->open_groups(); !s) return s.err();
+  if (auto s = c->open_transactions(); !s) return s.err();
+  return c;
+}
+
+status coordinators::open_groups() {
+  const auto& cfg = *p_.config;
+  // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
+  // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
+  directory_ = std::make_unique<frontend::placement_directory>(
+      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, steady_ms, 5000,
+                                            cfg.groups.session_timeout_ms, 1000},
+      *p_.peers);
+  auto placements = [d = directory_.get()](const std::set<std::string>& topics)
+      -> std::optional<std::vector<groups::placement>> {
+    auto known = d->placements(topics);
+    if (!known) return std::nullopt;
+    std::vector<groups::placement> out;
+    for (auto& [tp, owner] : *known) out.push_back({std::move(tp), std::move(owner)});
+    return out;
+  };
+  auto svc = groups::group_service::open(
+      {p_.self, {cfg.groups.session_timeout_ms, cfg.groups.heartbeat_interval_ms}},
+      storage::make_file_state_file(cfg.data_dir + "/group-state.json"), placements, steady_ms(), *p_.log,
+      *p_.metrics);
+  if (!svc) return svc.err();
+  groups_ = std::move(*svc);
+  group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, steady_ms);
+  return {};
+}
+
+status coordinators::open_transactions() {
+  const auto& cfg = *p_.config;
+  auto txn_log = storage::open_file_keyed_log(cfg.data_dir + "/txn-state.log", p_.log);
+  if (!txn_log) return txn_log.err();
+  txn_log_ = std::move(*txn_log);
+  auto svc = txn::txn_service::open(
+      {p_.brokers, cfg.transactions.timeout_ms, wall_ms, fresh_producer_id, cfg.storage.fsync == "always",
+       [pool = p_.blocking](std::function<void()> job) { asio::post(pool, std::move(job)); }},
+      *txn_log_, p_.state, *p_.peers);
+  if (!svc) return svc.err();
+  txns_ = std::move(*svc);
+  return {};
+}
+
+std::thread coordinators::ticker(std::chrono::milliseconds period, std::function<void()> tick) {
+  return std::thread([this, period, tick = std::move(tick)] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      wake_.wait_for(lock, period);
+      if (stopping_) break;
+      lock.unlock();
+      tick();
+      lock.lock();
+    }
+  });
+}
+
+void coordinators::start() {
+  group_ticker_ = ticker(std::chrono::milliseconds(250), [this] {
+    groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
+    // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition owned
+    // elsewhere finds its owner without asking.
+    directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);
+    group_routes_->clear_pending();
+  });
+  txn_ticker_ = ticker(std::chrono::milliseconds(500), [this] { txns_->tick(); });
+}
+
+void coordinators::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (group_ticker_.joinable()) group_ticker_.join();
+  if (txn_ticker_.joinable()) txn_ticker_.join();
+}
+
+}  // namespace moonmq::daemon

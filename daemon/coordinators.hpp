@@ -1,0 +1,79 @@
+// The coordinators this broker runs and the threads that keep them moving: the consumer groups it coordinates
+// (group-state.json) with their routes, the transactions it coordinates (txn-state.log, and its side of every
+// transaction on its partitions), and the placement directory both the groups and the produce front end read.
+// Two tickers: every 250 ms the groups expire silent members, the directory is refreshed (every tick while groups are
+// coordinated here, every 2 s otherwise) and owners are asked for clearances; every 500 ms the transactions abort
+// expired ones and deliver pending markers (on a thread of their own, so that a slow peer there never delays expiry).
+// Thread safety: start() and stop() from the composition root; the services are thread-safe.
+#pragma once
+
+#include <asio/any_io_executor.hpp>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/cluster/config.hpp"
+#include "moonmq/frontend/placement_directory.hpp"
+#include "moonmq/groups/group_routes.hpp"
+#include "moonmq/groups/group_service.hpp"
+#include "moonmq/storage/keyed_log.hpp"
+#include "moonmq/txn/txn_service.hpp"
+
+namespace moonmq::daemon {
+
+struct coordinators_parts {
+  const cluster::server_config* config;
+  broker_id self;
+  std::vector<broker_id> brokers;  ///< every broker, this one first
+  cluster::cluster_state state;
+  cluster::peer_client* peers;
+  asio::any_io_executor blocking;  ///< where a transaction's markers are delivered after its end is answered
+  std::function<std::vector<cluster::partition_load>()> local_loads;  ///< this broker's own report
+  std::shared_ptr<logger> log;
+  metrics_sink* metrics;
+};
+
+class coordinators {
+ public:
+  /// Opens the groups' and the transactions' durable state; an error names the file at fault.
+  static result<std::unique_ptr<coordinators>> open(coordinators_parts parts);
+  ~coordinators() { stop(); }
+  coordinators(const coordinators&) = delete;
+  coordinators& operator=(const coordinators&) = delete;
+
+  /// Starts the tickers.
+  void start();
+  /// Stops and joins them (idempotent).
+  void stop();
+
+  groups::group_service& groups() { return *groups_; }
+  groups::group_routes& group_routes() { return *group_routes_; }
+  txn::txn_service& txns() { return *txns_; }
+  frontend::placement_directory& directory() { return *directory_; }
+
+  /// Steady milliseconds: the groups' clock.
+  static groups::time_ms steady_ms();
+
+ private:
+  explicit coordinators(coordinators_parts parts) : p_(std::move(parts)) {}
+  status open_groups();
+  status open_transactions();
+  /// Runs `tick` every `period` until stop().
+  std::thread ticker(std::chrono::milliseconds period, std::function<void()> tick);
+
+  coordinators_parts p_;
+  std::unique_ptr<frontend::placement_directory> directory_;
+  std::unique_ptr<groups::group_service> groups_;
+  std::unique_ptr<groups::group_routes> group_routes_;
+  std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)
+  std::unique_ptr<txn::txn_service> txns_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread group_ticker_, txn_ticker_;
+};
+
+}  // namespace moonmq::daemon
