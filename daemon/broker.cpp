@@ -1,10 +1,5 @@
 #include "broker.hpp"
 
-#include <httplib.h>
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
@@ -13,61 +8,53 @@
 #include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/thread_pool.hpp>
-#include <asio/use_future.hpp>
-#include <fmt/format.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <charconv>
-#include <map>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <utility>
 
-#include "api_reply.hpp"
+#include "api_routes.hpp"
+#include "balancer_api.hpp"
+#include "broker_metrics.hpp"
 #include "client_auth.hpp"
 #include "client_listener.hpp"
-#include "listener_refusals.hpp"
-#include "balancer_api.hpp"
+#include "cluster/topic_json.hpp"
 #include "cluster_api.hpp"
+#include "cluster_listener.hpp"
 #include "cluster_view.hpp"
 #include "coordinators.hpp"
 #include "data_dir_lock.hpp"
 #include "drain_api.hpp"
 #include "group_api.hpp"
+#include "listener_refusals.hpp"
 #include "move_api.hpp"
-#include "move_requests.hpp"
+#include "move_throttle.hpp"
 #include "peer_watch.hpp"
 #include "prometheus_sink.hpp"
-#include "broker_metrics.hpp"
 #include "reclaim_api.hpp"
 #include "reconcile_api.hpp"
 #include "record_api.hpp"
 #include "status_api.hpp"
 #include "topic_api.hpp"
 #include "txn_api.hpp"
-#include "cluster/topic_json.hpp"
-#include "cluster/wire_json.hpp"
-#include "json/object_reader.hpp"
-#include "json/writer.hpp"
 #include "moonmq/cluster/balance_loop.hpp"
-#include "moonmq/groups/group_metrics.hpp"
-#include "moonmq/txn/txn_metrics.hpp"
-#include "moonmq/txn/txn_service.hpp"
-#include "moonmq/storage/file_keyed_log.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/file_controller_fence.hpp"
+#include "moonmq/cluster/hand_moves.hpp"
 #include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/cluster/stray_reconciler.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
-#include "moonmq/frontend/placement_directory.hpp"
 #include "moonmq/core/offload.hpp"
-#include "moonmq/core/topic_name.hpp"
+#include "moonmq/frontend/fetch.hpp"
+#include "moonmq/frontend/offsets.hpp"
+#include "moonmq/frontend/placement_directory.hpp"
+#include "moonmq/frontend/produce.hpp"
 #include "moonmq/raft/file_storage.hpp"
 #include "moonmq/raft/service.hpp"
 #include "moonmq/storage/durable_offset_store.hpp"
@@ -79,12 +66,6 @@
 namespace moonmq::daemon {
 
 namespace {
-
-
-using json_writer = json::writer;
-using json::put;
-
-
 
 class running_broker final : public broker {
  public:
@@ -135,9 +116,7 @@ class running_broker final : public broker {
         peer_ids.push_back(p.id);
         topt.peers.push_back({p.id, p.host, p.port});
       }
-      if (cfg_.cluster->tls)
-        tls = transport::tls_options{cfg_.cluster->tls->cert_file, cfg_.cluster->tls->key_file,
-                                     cfg_.cluster->tls->ca_file, cfg_.cluster->tls->verify_peer};
+      tls = cluster_tls(cfg_);
       topt.tls = tls;
     }
     auto made = transport::make_http_transport(topt);
@@ -183,20 +162,12 @@ class running_broker final : public broker {
                                          }},
         st);
     router_ = std::make_unique<cluster::router>(st, *peers_);
-    auto requests = move_requests::open(storage::make_file_state_file(dir + "/move-requests.json"));
-    if (!requests) return requests.err();
-    move_requests_ = std::move(*requests);
     cluster::reassigner_options ro;
     ro.batch_bytes = clustered ? cfg_.cluster->batch_bytes : 256u * 1024;
     ro.throttle_bytes_per_sec = clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0;
     // A move that ended is forgotten; one cut short by a stop is not (it never ends): it resumes at the next start.
     ro.on_finished = [this](const cluster::move_progress& p) {
-      if (stopped_) return;
-      asio::post(blocking_, [this, tp = p.partition] {
-        if (reassigner_->busy(tp)) return;  // a newer move of it started meanwhile: its record stays
-        if (auto s = move_requests_->remove(tp); !s)
-          log_->error("moonmqd", "could not forget a finished move: " + s.message());
-      });
+      if (hand_moves_) hand_moves_->finished(p);
     };
     ro.topic_record = [this](const std::string& topic) -> std::optional<std::string> {
       if (!topics_) return std::nullopt;
@@ -208,9 +179,12 @@ class running_broker final : public broker {
       auto r = topics_ ? topics_->find(topic) : std::nullopt;
       return !r ? 0 : r->deleted ? UINT64_MAX : r->created;
     };
-    reassigner_ = std::make_unique<cluster::reassigner>(
-        ro, st, *peers_, *journal_,
-        blocking_);
+    reassigner_ = std::make_unique<cluster::reassigner>(ro, st, *peers_, *journal_, blocking_);
+    auto hand = cluster::hand_moves::open({self_, *store_, *ownership_, *journal_, *reassigner_, *log_,
+                                           io_.get_executor(), blocking_.get_executor()},
+                                          storage::make_file_state_file(dir + "/move-requests.json"));
+    if (!hand) return hand.err();
+    hand_moves_ = std::move(*hand);
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
     auto coordinators = coordinators::open(
@@ -243,17 +217,7 @@ class running_broker final : public broker {
         {}});
     record_api_ = std::make_unique<record_api>(record_api_parts{produce_.get(), fetch_.get(), offsets_api_.get()});
 
-    metrics_.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
-    metrics_.set(cluster::metrics::ab_enabled, 0);
-    metrics_.set(cluster::metrics::moves_in_progress, 0);
-    // Counters exist from the start at zero, so that rate() sees their first increase.
-    for (const char* r : {"succeeded", "failed", "cancelled"}) metrics_.add(cluster::metrics::moves, {{"result", r}}, 0);
-    metrics_.add(cluster::metrics::move_bytes, 0);
-    for (auto r : {transport::refusal_reason::tls, transport::refusal_reason::malformed,
-                   transport::refusal_reason::too_large, transport::refusal_reason::busy})
-      metrics_.add(cluster::metrics::listener_refusals, {{"reason", transport::to_string(r)}}, 0);
-    metrics_.add(cluster::metrics::forwarded_records, 0);
-    metrics_.add(cluster::metrics::fence_rejections, 0);
+    seed_counters(metrics_);
     if (cfg_.autobalance.enabled) {
       cluster::balance_loop_options bo;
       bo.self = self_;
@@ -290,21 +254,9 @@ class running_broker final : public broker {
     if (raft_) raft_->start();
 
     if (clustered && cfg_.cluster->port) {
-      transport::http_listener_options lo;
-      lo.host = cfg_.cluster->host;
-      lo.port = *cfg_.cluster->port;
-      lo.tls = tls;
-      lo.max_body_bytes = cfg_.cluster->max_body_bytes;
-      lo.on_refused = [this](transport::refusal_reason why, const std::string& client, const std::string& detail) {
-        refusals_.refused(listener::cluster, why, client, detail);
-      };
-      lo.authenticate = [svc = service_.get()](const transport::request& head) { return svc->authenticated(head); };
-      auto l = transport::start_http_listener(
-          lo, [svc = service_.get()](const transport::request& r) { return svc->handle(r); });
-      if (!l) return error{l.code(), "cluster listener: " + l.message()};
+      auto l = start_cluster_listener(cfg_, tls, *service_, refusals_, *log_);
+      if (!l) return l.err();
       cluster_listener_ = std::move(*l);
-      log_->info("moonmqd", "cluster endpoint on " + lo.host + ":" + std::to_string(cluster_listener_->port()) +
-                                (tls ? " (TLS" + std::string(tls->verify_peer ? ", mutual)" : ")") : ""));
       // Without Raft: the topic records decided while this broker was away, from their coordinators (a peer that
       // is not up yet answers at once that it is not).
       if (!raft_) topic_api_->catch_up();
@@ -328,8 +280,7 @@ class running_broker final : public broker {
     log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
                               std::to_string(client_listener_->port()) + ", data in " + cfg_.data_dir);
 
-    if (!journal_->pending().empty()) asio::co_spawn(io_, recover_loop(), asio::detached);
-    if (!move_requests_->listed().empty()) asio::co_spawn(io_, resume_moves(), asio::detached);
+    if (hand_moves_->anything_to_recover()) asio::co_spawn(io_, hand_moves_->recover(), asio::detached);
     if (!raft_ && cfg_.cluster) asio::co_spawn(io_, topic_catch_up_loop(), asio::detached);
     if (balancer_) {
       asio::co_spawn(io_, balancer_->run(), asio::detached);
@@ -342,6 +293,7 @@ class running_broker final : public broker {
   void stop() override {
     bool expected = false;
     if (!stopped_.compare_exchange_strong(expected, true)) return;
+    if (hand_moves_) hand_moves_->stop();  // a move that ends from here on was cut short: it stays listed
     if (client_listener_) client_listener_->stop();
     if (cluster_listener_) cluster_listener_->stop();
     drain_api_.reset();  // its thread starts moves: gone before the reactor stops
@@ -372,7 +324,8 @@ class running_broker final : public broker {
             gates_,
             *log_,
             [strand](std::function<void()> work) { asio::post(strand, std::move(work)); },
-            [this](const std::string& topic) { return offsets_->forget_topic(topic); }};
+            [this](const std::string& topic) { return offsets_->forget_topic(topic); },
+            [this](const std::string& topic) { producers_->forget_topic(topic); }};
   }
 
   /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as
@@ -414,17 +367,10 @@ class running_broker final : public broker {
   /// /v1/reassignments/throttle) wins over Cluster.MoveThrottleBytesPerSec, so that a restart keeps what the operator
   /// last set.
   status open_moves() {
-    throttle_file_ = storage::make_file_state_file(cfg_.data_dir + "/move-throttle.json");
-    auto kept = throttle_file_->read();
-    if (!kept) return kept.err();
-    if (*kept) {
-      rapidjson::Document d;
-      if (!json::parse_object(**kept, d) || !d.HasMember("bytes_per_sec") || !d["bytes_per_sec"].IsUint64())
-        return error{errc::corrupt, throttle_file_->name() + ": expected {\"bytes_per_sec\": N}"};
-      reassigner_->set_throttle(d["bytes_per_sec"].GetUint64());
-      log_->info("moonmqd", "copy throttle " + std::to_string(d["bytes_per_sec"].GetUint64()) +
-                                " bytes/s, as last set through the API (" + throttle_file_->name() + ")");
-    }
+    auto throttle = move_throttle::open(storage::make_file_state_file(cfg_.data_dir + "/move-throttle.json"),
+                                        *reassigner_, *log_);
+    if (!throttle) return throttle.err();
+    throttle_ = std::move(*throttle);
     std::vector<cluster::peer_config> peers;
     if (cfg_.cluster) peers = cfg_.cluster->peers;
     view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
@@ -447,8 +393,8 @@ class running_broker final : public broker {
         });
     move_api_ = std::make_unique<move_api>(
         *view_, *reassigner_,
-        [this](const topic_partition& tp, const broker_id& dest) { return start_hand_move(tp, dest, std::nullopt); },
-        [this](std::uint64_t rate) { return set_throttle(rate); },
+        [this](const topic_partition& tp, const broker_id& dest) { return hand_moves_->start(tp, dest); },
+        [this](std::uint64_t rate) { return throttle_->set(rate); },
         [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });
     return {};
   }
@@ -459,78 +405,15 @@ class running_broker final : public broker {
     return fence_->highest().controller.value();
   }
 
-  /// This broker's copy throttle, applied at once and kept for the next start.
-  status set_throttle(std::uint64_t rate) {
-    std::lock_guard lock(throttle_mu_);
-    if (auto s = throttle_file_->replace("{\"bytes_per_sec\":" + std::to_string(rate) + "}"); !s) return s;
-    reassigner_->set_throttle(rate);
-    return {};
-  }
-
-
   /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here, and a
   /// hand-driven move forwarded by a peer is kept like one asked here.
   cluster::move_control move_control() {
     auto c = cluster::move_control_of(reassigner_, io_.get_executor());
-    c.set_throttle = [this](std::uint64_t rate) { return set_throttle(rate); };
+    c.set_throttle = [this](std::uint64_t rate) { return throttle_->set(rate); };
     c.start = [this](topic_partition tp, broker_id dest, std::optional<cluster::controller_claim> claim) {
-      return start_hand_move(tp, dest, claim);
+      return hand_moves_->start(tp, dest, claim);
     };
     return c;
-  }
-
-  /// Starts a move on this broker. One without a controller claim (asked by an operator, here or through a peer) is
-  /// listed in move-requests.json first, so that it resumes if this broker stops before it ends.
-  result<std::uint64_t> start_hand_move(const topic_partition& tp, const broker_id& dest,
-                                        std::optional<cluster::controller_claim> claim) {
-    // A move of it already running keeps its own record: this one is refused below and must not replace it.
-    if (claim || reassigner_->busy(tp)) return reassigner_->start(io_.get_executor(), tp, dest, claim);
-    if (auto s = move_requests_->add({tp, dest.value()}); !s)
-      log_->warn("moonmqd", "the move of " + tp.topic + "-" + std::to_string(tp.partition) +
-                                " is not kept for a restart: " + s.message());
-    auto id = reassigner_->start(io_.get_executor(), tp, dest, claim);
-    if (!id) (void)move_requests_->remove(tp);  // refused: nothing to resume
-    return id;
-  }
-
-  /// Moves a stop cut short, started again once this broker knows what it serves (under Raft: caught up with the log)
-  /// and the journal's own move of the partition, if any, is resolved. A record is dropped only when another broker
-  /// serves the partition by then; otherwise it waits (every 5 s) until one of those holds.
-  asio::awaitable<void> resume_moves() {
-    std::set<topic_partition> started;  // resumed: their records stay until their moves end
-    while (!stopped_) {
-      (void)co_await reassigner_->recover();
-      for (const auto& [tp, m] : move_requests_->listed()) {
-        if (started.count(tp)) continue;
-        const std::string name = tp.topic + "-" + std::to_string(tp.partition);
-        if (!ownership_->ready() || reassigner_->busy(tp)) continue;  // not yet
-        auto e = cluster::entry_as_seen_by(*ownership_, tp, self_);
-        auto count = store_->partition_count(tp.topic);
-        const bool here = count.ok() && tp.partition < *count && cluster::serves(*ownership_, tp, self_);
-        if (!here && e.owner != self_) {
-          log_->info("moonmqd", "the interrupted move of " + name + " to " + m.dest + " is not resumed: " +
-                                    e.owner.value() + " serves it now");
-          co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
-          continue;
-        }
-        if (!here) continue;  // in handover to this broker: wait until it is decided
-        auto id = reassigner_->start(io_.get_executor(), tp, broker_id(m.dest));
-        if (id) {
-          started.insert(tp);
-          log_->info("moonmqd", "resuming the interrupted move of " + name + " to " + m.dest + " (move " +
-                                    std::to_string(*id) + ")");
-        } else {
-          log_->warn("moonmqd",
-                     "the interrupted move of " + name + " to " + m.dest + " did not restart: " + id.message());
-          if (id.code() != errc::conflict) co_await offload(blocking_, [&] { return move_requests_->remove(tp); });
-        }
-      }
-      bool waiting = false;
-      for (const auto& [tp, m] : move_requests_->listed()) waiting = waiting || !started.count(tp);
-      if (!waiting) co_return;
-      asio::steady_timer t(io_, std::chrono::seconds(5));
-      co_await t.async_wait(asio::use_awaitable);
-    }
   }
 
   cluster::cluster_state state() {
@@ -548,15 +431,6 @@ class running_broker final : public broker {
         topic_api_->catch_up();
         return true;
       });
-    }
-  }
-
-  asio::awaitable<void> recover_loop() {
-    for (int attempt = 0; !stopped_; ++attempt) {
-      std::size_t left = co_await reassigner_->recover();
-      if (left == 0) co_return;
-      asio::steady_timer t(io_, std::chrono::seconds(5));
-      co_await t.async_wait(asio::use_awaitable);
     }
   }
 
@@ -587,9 +461,8 @@ class running_broker final : public broker {
   std::unique_ptr<group_api> group_api_;
   std::unique_ptr<txn_api> txn_api_;
   std::unique_ptr<cluster::reassigner> reassigner_;
-  std::unique_ptr<move_requests> move_requests_;
-  std::unique_ptr<storage::state_file> throttle_file_;
-  std::mutex throttle_mu_;
+  std::unique_ptr<cluster::hand_moves> hand_moves_;
+  std::unique_ptr<move_throttle> throttle_;
   std::unique_ptr<cluster_view> view_;
   std::unique_ptr<frontend::produce_frontend> produce_;
   std::unique_ptr<frontend::fetch_frontend> fetch_;

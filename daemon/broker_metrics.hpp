@@ -6,7 +6,9 @@
 #include <string>
 #include <string_view>
 
+#include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/core/metrics_sink.hpp"
+#include "moonmq/transport/http_transport.hpp"
 
 namespace moonmq::daemon::metrics {
 
@@ -21,8 +23,8 @@ inline constexpr metric_family partitions{"moonmq_broker_partitions",
 inline constexpr metric_family client_refusals{
     "moonmq_http_refusals_total",
     "Client API connections and requests turned away before any route saw them {reason: unauthenticated (evicted, "
-    "past Server.Limits.AuthTimeoutMs, or wrong credentials), busy (past MaxClientConnections), malformed, too_large, "
-    "slow}",
+    "past Server.Limits.AuthTimeoutMs, or wrong credentials), forbidden (a role that may not), busy (past "
+    "MaxClientConnections), malformed, too_large, slow}",
     metric_kind::counter};
 inline constexpr std::array<double, 12> request_seconds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                            0.05,   0.1,   0.25,   0.5,   1,    5};
@@ -71,3 +73,21 @@ inline std::string route_of(std::string_view path) {
 }
 
 }  // namespace moonmq::daemon::metrics
+
+namespace moonmq::daemon {
+
+/// The build's version, and every counter at zero from the start, so that rate() sees its first increase.
+inline void seed_counters(metrics_sink& m) {
+  m.set(cluster::metrics::build_info, {{"version", MOONMQ_VERSION}}, 1);
+  m.set(cluster::metrics::ab_enabled, 0);
+  m.set(cluster::metrics::moves_in_progress, 0);
+  for (const char* r : {"succeeded", "failed", "cancelled"}) m.add(cluster::metrics::moves, {{"result", r}}, 0);
+  m.add(cluster::metrics::move_bytes, 0);
+  for (auto r : {transport::refusal_reason::tls, transport::refusal_reason::malformed,
+                 transport::refusal_reason::too_large, transport::refusal_reason::busy})
+    m.add(cluster::metrics::listener_refusals, {{"reason", transport::to_string(r)}}, 0);
+  m.add(cluster::metrics::forwarded_records, 0);
+  m.add(cluster::metrics::fence_rejections, 0);
+}
+
+}  // namespace moonmq::daemon

@@ -19,11 +19,13 @@ enum class role { client, admin };
 
 /// The role a route needs; nullopt for the routes that stay open.
 inline std::optional<role> role_needed(std::string_view method, std::string_view path) {
+  const bool reading = method == "GET" || method == "HEAD";
+  // Only reads are open: any other method on these paths needs a token like every write.
   for (std::string_view open : {"/livez", "/readyz", "/v1/health", "/metrics"})
-    if (path == open) return std::nullopt;
+    if (reading && path == open) return std::nullopt;
   // The console's static files hold no data (the page asks for a token and sends it with its API calls).
-  if ((method == "GET" || method == "HEAD") && (path == "/ui" || path.starts_with("/ui/"))) return std::nullopt;
-  if (method == "GET" || method == "HEAD") return role::client;
+  if (reading && (path == "/ui" || path.starts_with("/ui/"))) return std::nullopt;
+  if (reading) return role::client;
   // The writes of a client's data: produce, group membership and offsets, producers and transactions. Every other
   // write (topics, partitions, reassignments, throttle, drain, autobalancer control, and any route added later
   // without being listed here) needs admin.

@@ -45,7 +45,12 @@ result<std::unique_ptr<transport::http_listener>> start_client_listener(const cl
       lo,
       [routes = p.routes, metrics = p.metrics](const transport::request& r) {
         const auto started = std::chrono::steady_clock::now();
-        auto res = routes->dispatch(r);
+        transport::response res;
+        try {
+          res = routes->dispatch(r);
+        } catch (const std::exception& e) {  // answered 500 here so that the latency is observed like any answer
+          res = transport::error_response(500, "internal", e.what());
+        }
         // Paths that are no route are one label, so that a client cannot make series at will.
         const bool routed = res.status != 404 || routes->matches(r.method, r.path);
         metrics->observe(metrics::request_duration,

@@ -62,11 +62,11 @@ std::vector<broker_report> cluster_view::brokers() const {
     b.address = peers_[i].host + ":" + std::to_string(peers_[i].port);
     const auto& r = answers[i].response;
     if (r.ok()) {
-      if (auto loads = cluster::wire::read_loads(r.body)) {
+      if (auto report = cluster::wire::read_load_report(r.body)) {
         b.reachable = true;
-        b.partitions = std::move(*loads);
-        b.held_bytes = cluster::wire::read_held_bytes(r.body);
-        b.strays = cluster::wire::read_strays(r.body);
+        b.partitions = std::move(report->partitions);
+        b.held_bytes = report->held_bytes;
+        b.strays = std::move(report->strays);
       } else {
         b.error = "its answer to GET /cluster/loads is not a loads document";
       }
@@ -76,24 +76,6 @@ std::vector<broker_report> cluster_view::brokers() const {
     out.push_back(std::move(b));
   }
   return out;
-}
-
-std::map<std::int32_t, std::string> cluster_view::topic_owners(const std::string& topic,
-                                                             std::vector<std::string>* unanswered) const {
-  std::map<std::int32_t, std::string> out;
-  for (const auto& b : brokers()) {
-    if (!b.reachable && unanswered) unanswered->push_back(b.id);
-    for (const auto& l : b.partitions)
-      if (l.partition.topic == topic) out.emplace(l.partition.partition, b.id);
-  }
-  return out;
-}
-
-std::optional<std::string> cluster_view::owner_of(const topic_partition& tp) const {
-  for (const auto& b : brokers())
-    for (const auto& l : b.partitions)
-      if (l.partition == tp) return b.id;
-  return std::nullopt;
 }
 
 }  // namespace moonmq::daemon

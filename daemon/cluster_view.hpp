@@ -67,15 +67,6 @@ class cluster_view {
   /// Every broker, this one first, with the partitions it serves.
   std::vector<broker_report> brokers() const;
 
-  /// The partitions of `topic` some broker reports serving, with their owners (a partition whose owner does not
-  /// answer is missing; `unanswered`, when given, gets the brokers that did not answer).
-  std::map<std::int32_t, std::string> topic_owners(const std::string& topic,
-                                                   std::vector<std::string>* unanswered = nullptr) const;
-
-  /// The broker that reports serving `tp`, if any broker does.
-  std::optional<std::string> owner_of(const topic_partition& tp) const;
-
-
  private:
   broker_id self_;
   std::vector<cluster::peer_config> peers_;

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 
 #include <chrono>
+#include <optional>
 
 #include "api_reply.hpp"
 #include "json/object_reader.hpp"
@@ -58,12 +59,11 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
   rapidjson::Document d;
   if (!parse_body(req, res, d)) return;
   json::object_reader r(d, "");
+  std::optional<std::int64_t> no_such_partition;  // answered 404 once the rest of the body is known to be well formed
   if (r.has("partition")) {
     std::int64_t partition = -1;
     r.get("partition", partition);
-    if (r.ok() && (partition < 0 || partition > INT32_MAX))
-      return reply_error(res, 404, "not_found",
-                         "topic '" + p.topic + "' has no partition " + std::to_string(partition));
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) no_such_partition = partition;
     p.partition = static_cast<std::int32_t>(partition);
   }
   const auto* list = r.member("records");
@@ -103,6 +103,9 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
     if (auto s = rr.finish(); !s) return reply_error(res, s.err());
     p.records.push_back(std::move(rec));
   }
+  if (no_such_partition)
+    return reply_error(res, 404, "not_found",
+                       "topic '" + p.topic + "' has no partition " + std::to_string(*no_such_partition));
   auto done = produce_.produce(std::move(p));
   if (!done) return reply_refusal(res, done.refused());
   reply(res, 200, json_object([&](json_writer& w) {

@@ -216,14 +216,14 @@ struct balance_loop::impl {
     for (const auto& l : collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers))
       offer(self(), l);
     for (std::size_t i = 0; i < answers.size(); ++i) {
-      auto loads = answers[i].ok() ? wire::read_loads(answers[i].body) : std::nullopt;
-      model.set_broker(opt.peers[i], loads.has_value());
-      if (!loads) {
+      auto report = answers[i].ok() ? wire::read_load_report(answers[i].body) : std::nullopt;
+      model.set_broker(opt.peers[i], report.has_value());
+      if (!report) {
         inactive.insert(opt.peers[i]);
         continue;
       }
-      model.set_held_disk(opt.peers[i], wire::read_held_bytes(answers[i].body));
-      for (const auto& l : *loads) offer(opt.peers[i], l);
+      model.set_held_disk(opt.peers[i], report->held_bytes);
+      for (const auto& l : report->partitions) offer(opt.peers[i], l);
     }
 
     for (const auto& [tp, entry] : reported) {

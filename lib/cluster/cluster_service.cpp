@@ -14,6 +14,7 @@
 #include "moonmq/core/token.hpp"
 #include "topic_json.hpp"
 #include "wire_json.hpp"
+#include "wire_owner.hpp"
 #include "moonmq/core/topic_name.hpp"
 
 namespace moonmq::cluster {
@@ -279,30 +280,10 @@ struct cluster_service::impl {
   /// (ownership_table::record: with "expect", a compare-and-set). 409 `ownership_conflict` with the entry that stood
   /// in the way as "current" when refused: a late or replayed request for a decided move changes nothing.
   response set_owner(const request& req) {
-    rapidjson::Document d;
-    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
-    json::object_reader r(d, "");
-    std::string topic, broker;
-    std::int64_t partition = -1;
-    ownership_entry e;
-    std::optional<ownership_point> expect;
-    r.get("topic", topic, true);
-    r.get("partition", partition, true);
-    r.get("broker", broker, true);
-    r.get("version", e.version, true);
-    if (d.IsObject() && d.HasMember("expect")) {
-      ownership_point x;
-      r.get("expect", x.version, true);
-      r.get("expect_handover", x.handover, false);
-      expect = x;
-    }
-    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-    if (r.ok() && broker.empty()) r.fail("broker", "must not be empty");
-    if (r.ok())
-      if (auto valid = validate_topic_name(topic); !valid) r.fail("topic", valid.message());
-    if (auto s = r.finish(); !s) return from_error(s.err());
-    e.partition = {topic, static_cast<std::int32_t>(partition)};
-    e.owner = broker_id(broker);
+    auto change = wire::read_owner_change(req.body);
+    if (!change) return from_error(change.err());
+    const ownership_entry& e = change->entry;
+    const std::optional<ownership_point>& expect = change->expect;
     std::unique_lock gate(st.gates.gate(e.partition));
     // Named the owner of a partition whose log is not here (removed with its topic while the move ran): refused, so
     // that no entry outlives the topic and sends a later incarnation's partition to a broker without its log.
@@ -313,26 +294,12 @@ struct cluster_service::impl {
       if (s.code() != errc::conflict) return from_error(s.err());
       auto current = st.ownership.entry(e.partition);
       st.log.warn("cluster", "refused an ownership change: " + s.message());
-      return {409, json::object([&](json_writer& w) {
-                put(w, "error", "ownership_conflict");
-                put(w, "message", s.message());
-                w.Key("current");
-                if (!current) {
-                  w.Null();
-                  return;
-                }
-                w.StartObject();
-                put(w, "broker", current->owner.value());
-                put(w, "version", current->version);
-                put(w, "handover", current->handover);
-                w.EndObject();
-              }),
-              "application/json"};
+      return {409, wire::write_owner_conflict(s.message(), current), "application/json"};
     }
-    st.log.info("cluster", "ownership of " + topic + "-" + std::to_string(partition) + " recorded as " + broker +
+    st.log.info("cluster", "ownership of " + name_of(e.partition) + " recorded as " + e.owner.value() +
                                " at version " + std::to_string(e.version));
     return json_ok([&](json_writer& w) {
-      put(w, "owner", broker);
+      put(w, "owner", e.owner.value());
       put(w, "version", e.version);
     });
   }
@@ -355,31 +322,10 @@ struct cluster_service::impl {
   }
 
   response push_offsets(const request& req) {
-    rapidjson::Document d;
-    if (auto s = json::parse_document(req.body, d, "body"); !s) return from_error(s.err());
-    json::object_reader r(d, "");
-    std::string topic;
-    std::int64_t partition = -1;
-    r.get("topic", topic, true);
-    r.get("partition", partition, true);
-    const auto* list = r.member("offsets");
-    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-    if (r.ok() && (!list || !list->IsArray())) r.fail("offsets", "expected an array");
-    if (auto s = r.finish(); !s) return from_error(s.err());
-    // Validate every entry before applying any: nothing is half-applied.
-    std::vector<storage::group_offset> entries;
-    for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-      json::object_reader e((*list)[i], "offsets[" + std::to_string(i) + "]");
-      storage::group_offset g;
-      std::int64_t off = -1;
-      e.get("group", g.group, true);
-      e.get("offset", off, true);
-      if (e.ok() && (g.group.empty() || off < 0)) e.fail_here("needs a group and an offset >= 0");
-      if (auto s = e.finish(); !s) return from_error(s.err());
-      g.offset = static_cast<std::uint64_t>(off);
-      entries.push_back(std::move(g));
-    }
-    topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+    auto push = wire::read_offsets_push(req.body);
+    if (!push) return from_error(push.err());
+    const topic_partition& tp = push->partition;
+    const auto& entries = push->offsets;
     std::size_t raised = 0;
     for (const auto& g : entries) {
       auto changed = st.offsets.commit_if_higher(g.group, tp, g.offset);
@@ -418,10 +364,9 @@ struct cluster_service::impl {
 
   response loads() {
     return {200,
-            wire::loads_document(opt.self.value(),
-                                 collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers),
-                                 unserved_bytes(st.store, st.ownership, opt.self),
-                                 collect_strays(st.store, st.ownership)),
+            wire::write(wire::load_report{
+                opt.self.value(), collect_local_loads(st.store, st.counters, st.ownership, opt.self, &st.producers),
+                unserved_bytes(st.store, st.ownership, opt.self), collect_strays(st.store, st.ownership)}),
             "application/json"};
   }
 

@@ -39,6 +39,22 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
   }
 }
 
+void producer_states::forget_topic(const std::string& topic) {
+  std::vector<slot*> of_topic;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = slots_.lower_bound({topic, INT32_MIN}); it != slots_.end() && it->first.topic == topic; ++it)
+      of_topic.push_back(it->second.get());
+  }
+  // Emptied in place, never erased: a reader may hold a slot (slots live as long as this object).
+  for (slot* s : of_topic) {
+    std::lock_guard lock(s->mu);
+    s->table = txn::producer_table(max_producers_);
+    s->txns = txn::partition_txns{};
+    s->any_open.store(false, std::memory_order_relaxed);
+  }
+}
+
 status producer_states::discard(const topic_partition& tp) {
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);

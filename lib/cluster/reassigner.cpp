@@ -21,6 +21,7 @@
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/fault_points.hpp"
 #include "moonmq/cluster/copy_throttle.hpp"
+#include "wire_owner.hpp"
 
 namespace moonmq::cluster {
 
@@ -47,11 +48,6 @@ std::string quoted(const std::string& s) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-std::string partition_body(const topic_partition& tp, const std::string& extra_key, const std::string& extra_json) {
-  return "{\"topic\":" + quoted(tp.topic) + ",\"partition\":" + std::to_string(tp.partition) + ",\"" + extra_key +
-         "\":" + extra_json + "}";
-}
-
 /// A peer's answer as an error naming the peer and the step.
 error peer_error(const std::string& peer, const std::string& step, const response& r) {
   errc code = r.status == 0 ? errc::unavailable : r.status == 409 ? errc::conflict : errc::internal;
@@ -67,33 +63,6 @@ std::string not_served_reason(const ownership_table& t, const topic_partition& t
                               std::to_string(e.version) + ")";
   return name_of(tp) + " is served by " + e.owner.value() + " (version " + std::to_string(e.version) + "), not by " +
          self.value();
-}
-
-/// The body of POST /cluster/owner: record `e` on the peer, as a compare-and-set when `expect` is given.
-std::string owner_body(const ownership_entry& e, std::optional<ownership_point> expect) {
-  return json::object([&](json::writer& w) {
-    json::put(w, "topic", e.partition.topic);
-    json::put(w, "partition", e.partition.partition);
-    json::put(w, "broker", e.owner.value());
-    json::put(w, "version", e.version);
-    if (expect) {
-      json::put(w, "expect", expect->version);
-      json::put(w, "expect_handover", expect->handover);
-    }
-  });
-}
-
-/// The entry a 409 from POST /cluster/owner reports as standing in the way (`"current"`), if any.
-std::optional<ownership_entry> conflicting_entry(const response& r, const topic_partition& tp) {
-  if (r.status != 409) return std::nullopt;
-  rapidjson::Document d;
-  if (!json::parse_object(r.body, d) || !d.HasMember("current") || !d["current"].IsObject()) return std::nullopt;
-  const auto& c = d["current"];
-  if (!c.HasMember("broker") || !c["broker"].IsString() || !c.HasMember("version") || !c["version"].IsUint64())
-    return std::nullopt;
-  ownership_entry e{tp, broker_id(c["broker"].GetString()), c["version"].GetUint64(), false};
-  if (c.HasMember("handover") && c["handover"].IsBool()) e.handover = c["handover"].GetBool();
-  return e;
 }
 
 std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) {
@@ -387,7 +356,7 @@ struct reassigner::impl {
     if (st.ownership.replicated()) co_return;
     request r = req("POST", "/cluster/owner", tp);
     r.params.clear();
-    r.body = owner_body({tp, peers.directory().self, version + 1, false}, ownership_point{version, true});
+    r.body = wire::write(wire::owner_change{{tp, peers.directory().self, version + 1, false}, ownership_point{version, true}});
     auto resp = co_await peers.call(dest.value(), std::move(r));
     if (!resp.ok())
       st.log.info("reassigner", "could not tell " + dest.value() + " that the move of " + name_of(tp) +
@@ -402,16 +371,17 @@ struct reassigner::impl {
                                        std::optional<controller_claim> claim) {
     auto groups = st.offsets.groups_for(tp);
     if (groups.empty()) co_return status{};
-    std::string list = "[";
-    for (std::size_t i = 0; i < groups.size(); ++i)
-      list += (i ? "," : "") + std::string("{\"group\":") + quoted(groups[i].group) +
-              ",\"offset\":" + std::to_string(groups[i].offset) + "}";
-    list += "]";
     request r = req("POST", "/cluster/offsets", tp);
     r.params.clear();
-    r.body = partition_body(tp, "offsets", list);
+    r.body = wire::write(wire::offsets_push{tp, groups});
     auto resp = co_await peers.call(dest.value(), std::move(r), claim);
     if (resp.ok()) co_return status{};
+    // A refusal of the request itself is no passing fault: sending it again cannot help, and the partition stays in
+    // handover until an operator looks. Said loudly, once per attempt.
+    if (resp.status >= 400 && resp.status < 500 && resp.status != 408 && resp.status != 429)
+      st.log.error("reassigner", dest.value() + " refused the committed offsets of " + name_of(tp) + " (HTTP " +
+                                     std::to_string(resp.status) + " " + resp.body +
+                                     "): the partition stays in handover until it takes them");
     co_return status{errc::unavailable, "the committed offsets of " + std::to_string(groups.size()) +
                                             " groups were not taken by " + dest.value() + ": " +
                                             (resp.status ? "HTTP " + std::to_string(resp.status) + " " + resp.body
@@ -436,12 +406,12 @@ struct reassigner::impl {
     }
     request r = req("POST", "/cluster/owner", tp);
     r.params.clear();
-    r.body = owner_body(confirmed, ownership_point{version, true});
+    r.body = wire::write(wire::owner_change{confirmed, ownership_point{version, true}});
     auto resp = co_await peers.call(dest.value(), std::move(r), claim);
     std::optional<ownership_entry> learned;
     if (resp.ok())
       learned = confirmed;
-    else if (auto c = conflicting_entry(resp, tp); c && c->version >= version)
+    else if (auto c = wire::read_owner_conflict(resp, tp); c && c->version >= version)
       learned = c;
     if (!learned) {
       *why = resp.status ? "HTTP " + std::to_string(resp.status) + ": " + resp.body : "no answer: " + resp.body;
@@ -486,8 +456,16 @@ struct reassigner::impl {
                                           : "has moved on since (" + now->owner.value() + ")"));
       if (back) co_await tell_rolled_back(tp, m.dest, m.version);
     } else {
-      // The move goes forward: the offsets (a crash may have come before they were pushed), then the confirm.
-      if (auto pushed = co_await push_offsets(tp, m.dest, std::nullopt); !pushed) {
+      // The move goes forward: the offsets (a crash may have come before they were pushed), then the confirm. An
+      // entry that says the move was confirmed (or that the partition has moved on since; under Raft the log
+      // decides it) means the destination took the offsets before the confirm, and need not take them again: a
+      // destination that now refuses them cannot wedge a decided move.
+      const auto now = st.ownership.entry(tp);
+      const bool decided = now && newer_than(*now, ownership_entry{tp, m.dest, m.version, true});
+      // (No co_await inside a conditional expression: GCC 12 destroys its temporaries twice.)
+      status pushed;
+      if (!decided) pushed = co_await push_offsets(tp, m.dest, std::nullopt);
+      if (!pushed) {
         st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + pushed.message());
         co_return false;
       }
@@ -581,9 +559,9 @@ struct reassigner::impl {
     {
       request r = req("POST", "/cluster/owner", tp);
       r.params.clear();
-      r.body = owner_body({tp, self, version, false}, ownership_point{version, false});
+      r.body = wire::write(wire::owner_change{{tp, self, version, false}, ownership_point{version, false}});
       auto resp = co_await peers.call(dest.value(), std::move(r), claim);
-      if (auto newer = conflicting_entry(resp, tp); newer && newer->version > version && newer->owner != self) {
+      if (auto newer = wire::read_owner_conflict(resp, tp); newer && newer->version > version && newer->owner != self) {
         // The destination knows a newer owner than this broker does: step aside.
         (void)co_await offload(pool, [&] { return st.ownership.record(*newer); });
         co_return peer_error(dest.value(), "reserve", resp);
@@ -668,6 +646,10 @@ struct reassigner::impl {
     set_step(p, "offsets");
     status pushed = co_await push_offsets(tp, dest, claim);
     for (int attempt = 1; attempt < 3 && !pushed; ++attempt) {
+      if (opt.offsets_retry.count() > 0) {
+        asio::steady_timer backoff(co_await asio::this_coro::executor, opt.offsets_retry * attempt);
+        co_await backoff.async_wait(asio::use_awaitable);
+      }
       if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
       pushed = co_await push_offsets(tp, dest, claim);
     }

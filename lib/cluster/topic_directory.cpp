@@ -415,6 +415,7 @@ status topic_directory::remove_here(const std::string& name, std::int32_t partit
   std::vector<std::unique_lock<std::shared_mutex>> held;
   for (std::int32_t i = 0; i < partitions; ++i) held.emplace_back(p_.gates.gate({name, i}));
   if (auto s = p_.store.remove_topic(name); !s && s.code() != errc::not_found) return s;
+  if (p_.forget_producers) p_.forget_producers(name);
   // Then the partitions' ownership history here, so that a later incarnation starts afresh; then the stamp (last:
   // a stop before it leaves the stamp, and the next carry-out finishes the removal).
   if (auto s = p_.ownership.forget_topic(name); !s) return s;

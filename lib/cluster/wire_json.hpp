@@ -127,17 +127,24 @@ inline std::optional<std::vector<move_progress>> read_moves(const std::string& b
   return out;
 }
 
-/// GET /cluster/loads: `{"broker": ID, "held_bytes": N, "partitions": [{topic, partition, size_bytes, produced_bytes,
-/// consumed_bytes}], "strays": [{topic, partition, size_bytes}]}`; `held_bytes`: what the broker's store holds of
-/// partitions it does not serve; `strays`: logs it holds that the topic catalog did not make here (never served).
-inline std::string loads_document(const std::string& broker, const std::vector<partition_load>& list,
-                                  std::uint64_t held_bytes = 0, const std::vector<partition_load>& strays = {}) {
+/// GET /cluster/loads, as one message: written by the broker that answers, read by every caller (the balance loop,
+/// the placement directory, the operator's cluster view) with the same rules.
+struct load_report {
+  std::string broker;
+  std::vector<partition_load> partitions;  ///< the partitions it serves
+  std::uint64_t held_bytes = 0;            ///< what its store holds of partitions it does not serve
+  std::vector<partition_load> strays;      ///< logs the topic catalog did not make there (never served; size only)
+};
+
+/// `{"broker": ID, "held_bytes": N, "partitions": [{topic, partition, size_bytes, produced_bytes, consumed_bytes,
+/// open_transactions?}], "strays": [{topic, partition, size_bytes}]}`.
+inline std::string write(const load_report& r) {
   return json::object([&](json::writer& w) {
-    json::put(w, "broker", broker);
-    json::put(w, "held_bytes", held_bytes);
+    json::put(w, "broker", r.broker);
+    json::put(w, "held_bytes", r.held_bytes);
     w.Key("strays");
     w.StartArray();
-    for (const auto& l : strays) {
+    for (const auto& l : r.strays) {
       w.StartObject();
       json::put(w, "topic", l.partition.topic);
       json::put(w, "partition", l.partition.partition);
@@ -147,7 +154,7 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
     w.EndArray();
     w.Key("partitions");
     w.StartArray();
-    for (const auto& l : list) {
+    for (const auto& l : r.partitions) {
       w.StartObject();
       json::put(w, "topic", l.partition.topic);
       json::put(w, "partition", l.partition.partition);
@@ -161,32 +168,14 @@ inline std::string loads_document(const std::string& broker, const std::vector<p
   });
 }
 
-/// A load report's `held_bytes` (0 when absent: a broker of an older version).
-inline std::uint64_t read_held_bytes(const std::string& body) {
+/// A load report; nullopt when the body is not one (a malformed report counts as no answer). `held_bytes` and
+/// `strays` may be absent (a broker of an older version): 0 and none. A stray entry that is not one is skipped; a
+/// partition entry that is not one makes the whole report unreadable.
+inline std::optional<load_report> read_load_report(const std::string& body) {
   rapidjson::Document d;
-  if (!json::parse_object(body, d) || !d.HasMember("held_bytes") || !d["held_bytes"].IsUint64()) return 0;
-  return d["held_bytes"].GetUint64();
-}
-
-/// A load report's strays (only size_bytes set; none when absent: a broker of an older version). An entry that is not
-/// a stray's is skipped.
-inline std::vector<partition_load> read_strays(const std::string& body) {
-  rapidjson::Document d;
-  std::vector<partition_load> out;
-  if (!json::parse_object(body, d) || !d.HasMember("strays") || !d["strays"].IsArray()) return out;
-  for (const auto& e : d["strays"].GetArray())
-    if (e.IsObject() && e.HasMember("topic") && e["topic"].IsString() && e.HasMember("partition") &&
-        e["partition"].IsInt() && e.HasMember("size_bytes") && e["size_bytes"].IsUint64())
-      out.push_back({{e["topic"].GetString(), e["partition"].GetInt()}, e["size_bytes"].GetUint64(), 0, 0, false});
-  return out;
-}
-
-/// The partitions of a load report; nullopt when the body is not one (a malformed report counts as no answer).
-inline std::optional<std::vector<partition_load>> read_loads(const std::string& body) {
-  rapidjson::Document d;
-  if (!json::parse_object(body, d) || !d.HasMember("partitions") || !d["partitions"].IsArray())
-    return std::nullopt;
-  std::vector<partition_load> out;
+  if (!json::parse_object(body, d) || !d.HasMember("partitions") || !d["partitions"].IsArray()) return std::nullopt;
+  load_report out;
+  if (d.HasMember("broker") && d["broker"].IsString()) out.broker = d["broker"].GetString();
   for (const auto& e : d["partitions"].GetArray()) {
     if (!e.IsObject()) return std::nullopt;
     for (const char* k : {"size_bytes", "produced_bytes", "consumed_bytes"})
@@ -195,12 +184,19 @@ inline std::optional<std::vector<partition_load>> read_loads(const std::string& 
       return std::nullopt;
     const bool open = e.HasMember("open_transactions") && e["open_transactions"].IsBool() &&
                       e["open_transactions"].GetBool();
-    out.push_back({{e["topic"].GetString(), e["partition"].GetInt()},
-                   e["size_bytes"].GetUint64(),
-                   e["produced_bytes"].GetUint64(),
-                   e["consumed_bytes"].GetUint64(),
-                   open});
+    out.partitions.push_back({{e["topic"].GetString(), e["partition"].GetInt()},
+                              e["size_bytes"].GetUint64(),
+                              e["produced_bytes"].GetUint64(),
+                              e["consumed_bytes"].GetUint64(),
+                              open});
   }
+  if (d.HasMember("held_bytes") && d["held_bytes"].IsUint64()) out.held_bytes = d["held_bytes"].GetUint64();
+  if (d.HasMember("strays") && d["strays"].IsArray())
+    for (const auto& e : d["strays"].GetArray())
+      if (e.IsObject() && e.HasMember("topic") && e["topic"].IsString() && e.HasMember("partition") &&
+          e["partition"].IsInt() && e.HasMember("size_bytes") && e["size_bytes"].IsUint64())
+        out.strays.push_back(
+            {{e["topic"].GetString(), e["partition"].GetInt()}, e["size_bytes"].GetUint64(), 0, 0, false});
   return out;
 }
 

@@ -7,12 +7,22 @@ namespace moonmq::frontend {
 placement_directory::placement_directory(placement_directory_options options, cluster::peer_client& peers)
     : opt_(std::move(options)), peers_(peers) {}
 
-void placement_directory::rebuild() const {
+std::uint64_t placement_directory::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
+}
+
+void placement_directory::rebuild(std::uint64_t seen) const {
   std::lock_guard round(refresh_mu_);
+  if (generation() != seen) return;  // one ended while this one waited: its picture is as new as this would be
+  rebuild_locked();
+}
+
+void placement_directory::rebuild_locked() const {
   std::set<broker_id> silent;
   for (const auto& b : opt_.brokers) {
     if (b == opt_.self) {
-      reports_[b] = opt_.local();
+      reports_[b] = {opt_.local(), opt_.clock()};
       continue;
     }
     if (auto wait = retry_at_.find(b); wait != retry_at_.end() && opt_.clock() < wait->second) {
@@ -20,35 +30,42 @@ void placement_directory::rebuild() const {
       continue;
     }
     auto r = peers_.call_now(b.value(), transport::get_request("/cluster/loads"));
-    auto loads = r && r->ok() ? cluster::wire::read_loads(r->body) : std::nullopt;
+    auto loads = r && r->ok() ? cluster::wire::read_load_report(r->body) : std::nullopt;
     if (!loads) {
       retry_at_[b] = opt_.clock() + opt_.retry_after;
       silent.insert(b);
       continue;
     }
     retry_at_.erase(b);
-    reports_[b] = std::move(*loads);
+    reports_[b] = {std::move(loads->partitions), opt_.clock()};
   }
-  // A partition two brokers report (a topic made on both before topics were cluster metadata) goes to the first by
-  // id; the front ends and the coordinator never see two owners.
-  std::map<topic_partition, broker_id> next;
-  for (const auto& [b, loads] : reports_)
-    for (const auto& l : loads) next.try_emplace(l.partition, b);
   const time_ms now = opt_.clock();
+  std::erase_if(reports_, [&](const auto& r) { return now - r.second.at > opt_.forget_after; });
+  // The brokers that answered this round first: a partition that moved while its old owner went silent is placed
+  // where it went. A partition two brokers report alike (a topic made on both before topics were cluster
+  // metadata) goes to the first by id; the front ends and the coordinator never see two owners.
+  std::map<topic_partition, broker_id> next;
+  for (bool fresh : {true, false})
+    for (const auto& [b, r] : reports_)
+      if (fresh == !silent.count(b))
+        for (const auto& l : r.loads) next.try_emplace(l.partition, b);
   std::lock_guard lock(mu_);
   owners_ = std::move(next);
   silent_ = std::move(silent);
   if (!first_refresh_) first_refresh_ = now;
   last_refresh_ = now;
+  ++generation_;
   all_reported_ = all_reported_ || reports_.size() == opt_.brokers.size();
 }
 
 void placement_directory::refresh_if_older(time_ms age) {
+  std::unique_lock round(refresh_mu_, std::try_to_lock);
+  if (!round) return;  // one is running: it is as fresh as this one would be
   {
     std::lock_guard lock(mu_);
     if (last_refresh_ && opt_.clock() - *last_refresh_ < age) return;
   }
-  refresh();
+  rebuild_locked();
 }
 
 bool placement_directory::known() const {
@@ -85,6 +102,7 @@ bool placement_directory::has(const std::string& topic, std::optional<std::int32
 
 void placement_directory::refresh_on_miss(const std::string& topic, std::optional<std::int32_t> partition) const {
   if (has(topic, partition)) return;
+  std::uint64_t seen = 0;
   {
     std::lock_guard lock(mu_);
     auto [it, fresh] = missed_.try_emplace(topic, 0);
@@ -92,8 +110,11 @@ void placement_directory::refresh_on_miss(const std::string& topic, std::optiona
     if (!fresh && now - it->second < opt_.miss_refresh) return;
     it->second = now;
     if (missed_.size() > 4096) missed_.clear();  // names asked for that exist nowhere: never kept without bound
+    seen = generation_;
   }
-  rebuild();
+  // Misses of many names at once wait for one refresh and take its picture (rebuild skips when one ended while
+  // they waited): however many names are asked for, at most one round of requests is under way.
+  rebuild(seen);
 }
 
 std::map<std::int32_t, broker_id> placement_directory::topic_owners(const std::string& topic) const {

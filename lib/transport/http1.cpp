@@ -93,6 +93,9 @@ const char* reason(int status) {
                                                             {201, "Created"},
                                                             {202, "Accepted"},
                                                             {204, "No Content"},
+                                                            {301, "Moved Permanently"},
+                                                            {302, "Found"},
+                                                            {304, "Not Modified"},
                                                             {400, "Bad Request"},
                                                             {401, "Unauthorized"},
                                                             {403, "Forbidden"},
@@ -101,11 +104,16 @@ const char* reason(int status) {
                                                             {409, "Conflict"},
                                                             {411, "Length Required"},
                                                             {413, "Payload Too Large"},
+                                                            {414, "URI Too Long"},
+                                                            {416, "Range Not Satisfiable"},
                                                             {421, "Misdirected Request"},
+                                                            {429, "Too Many Requests"},
                                                             {431, "Request Header Fields Too Large"},
                                                             {500, "Internal Server Error"},
                                                             {501, "Not Implemented"},
-                                                            {503, "Service Unavailable"}};
+                                                            {502, "Bad Gateway"},
+                                                            {503, "Service Unavailable"},
+                                                            {504, "Gateway Timeout"}};
   for (const auto& [code, text] : reasons)
     if (code == status) return text;
   return "Status";

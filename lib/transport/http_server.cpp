@@ -262,7 +262,9 @@ class http_server final : public http_listener {
         return;
       }
       if (got != message_reader::outcome::ok) return;
-      c.set_deadline(limits_.request_timeout);
+      // An authenticated connection has request_timeout for the rest of this request; one that has not
+      // authenticated keeps the deadline it was given when accepted, whatever it sends.
+      if (c.authenticated) c.set_deadline(limits_.request_timeout);
       auto parsed = http1::parse_request_head(head);
       if (auto* no = std::get_if<http1::refusal>(&parsed)) {
         refused(refusal_reason::malformed, client, std::to_string(no->status) + ": " + no->message);
@@ -270,6 +272,17 @@ class http_server final : public http_listener {
         return;
       }
       auto& h = std::get<http1::request_head>(parsed);
+      const bool head_only = h.method == "HEAD";
+      // Before any route sees it: a route table may match paths with regular expressions, whose cost grows with
+      // the path.
+      if (h.path.size() > limits_.max_path_bytes) {
+        refused(refusal_reason::malformed, client, "414: a path of " + std::to_string(h.path.size()) + " bytes");
+        answer(s,
+               error_response(414, "uri_too_long",
+                              "the path exceeds " + std::to_string(limits_.max_path_bytes) + " bytes"),
+               true, head_only);
+        return;
+      }
       request req;
       req.method = std::move(h.method);
       req.path = std::move(h.path);
@@ -287,34 +300,45 @@ class http_server final : public http_listener {
         verdict = options_.admit(req);
       else if (options_.authenticate && !options_.authenticate(req))
         verdict = admission::refuse(error_response(401, "unauthorized", "missing or wrong credentials"));
+      // A request without credentials carries no body: an open route is for reading (health, metrics, files).
+      if (verdict.kind == admission::verdict::open && h.content_length > 0)
+        verdict = admission::refuse(error_response(401, "unauthorized",
+                                                   "a request with a body needs credentials (Authorization)"));
       if (verdict.kind == admission::verdict::refused) {
-        refused(refusal_reason::unauthenticated, client,
+        const int status = verdict.refusal.status;
+        refused(status == 403 ? refusal_reason::forbidden : refusal_reason::unauthenticated, client,
                 req.method + " " + req.path +
-                    (verdict.refusal.status == 401 ? std::string(" without valid credentials")
-                                                   : " refused with " + std::to_string(verdict.refusal.status)));
-        answer(s, verdict.refusal, true);
+                    (status == 401 ? std::string(" without valid credentials")
+                                   : " refused with " + std::to_string(status)));
+        answer(s, verdict.refusal, true, head_only);
         ::shutdown(s.fd(), SHUT_WR);
         reader.drain(std::min<std::size_t>(h.content_length, 64u << 10));
         return;
       }
-      if (verdict.kind == admission::verdict::trusted) c.authenticated = true;
+      if (verdict.kind == admission::verdict::trusted && !c.authenticated) {
+        c.authenticated = true;
+        c.set_deadline(limits_.request_timeout);
+      }
       if (h.content_length > options_.max_body_bytes) {
         refused(refusal_reason::too_large, client, "request body of " + std::to_string(h.content_length) + " bytes");
         answer(s,
                error_response(413, "too_large",
                               "request body of " + std::to_string(h.content_length) + " bytes exceeds the limit of " +
                                   std::to_string(options_.max_body_bytes)),
-               true);
+               true, head_only);
         ::shutdown(s.fd(), SHUT_WR);
         reader.drain(std::min(h.content_length, refused_body_drain));
         return;
       }
       if (h.expect_continue && h.content_length > 0 && !s.write_all(continue_line)) return;
       if (!reader.read_body(h.content_length, req.body)) return;
+      // The answer is never cut by a deadline: an open route's answer gets request_timeout to be written, and if
+      // the connection's time to authenticate is over by then, it is the last one on this connection.
+      const auto must_authenticate_by = c.accepted + limits_.auth_timeout;
       if (c.authenticated)
         c.clear_deadline();
-      else  // an open route answered: the connection still has to authenticate within its first deadline
-        c.deadline = (c.accepted + limits_.auth_timeout).time_since_epoch().count();
+      else
+        c.set_deadline(limits_.request_timeout);
       response r;
       try {
         r = req.path.starts_with(options_.path_prefix)
@@ -323,8 +347,9 @@ class http_server final : public http_listener {
       } catch (const std::exception& e) {
         r = error_response(500, "internal", e.what());
       }
-      const bool close = !h.keep_alive || stopping_;
-      if (!answer(s, r, close, req.method == "HEAD") || close) return;
+      const bool close = !h.keep_alive || stopping_ || (!c.authenticated && clock::now() >= must_authenticate_by);
+      if (!answer(s, r, close, head_only) || close) return;
+      if (!c.authenticated) c.deadline = must_authenticate_by.time_since_epoch().count();
     }
   }
 
@@ -361,6 +386,8 @@ const char* to_string(refusal_reason r) {
       return "unauthenticated";
     case refusal_reason::slow:
       return "slow";
+    case refusal_reason::forbidden:
+      return "forbidden";
   }
   return "unknown";
 }

@@ -566,3 +566,42 @@ TEST_CASE("http listener for clients: admission verdicts, kept headers, response
   for (int i = 0; i < 101; ++i) many += "X-F" + std::to_string(i) + ": v\r\n";
   CHECK(s.raw(many + "\r\n").starts_with("HTTP/1.1 431 "));
 }
+
+TEST_CASE("http listener for clients: open routes are reads only, and a deadline never cuts their answers",
+          "[http][limits]") {
+  http_listener_options o;
+  o.path_prefix = "/";
+  o.kept_headers = {"Authorization"};
+  o.admit = [](const request& head) {
+    if (head.path == "/open" || head.path == "/cluster/slow") return admission::open_route();
+    auto it = head.headers.find("Authorization");
+    if (it != head.headers.end() && it->second == "Bearer good") return admission::trust();
+    if (it != head.headers.end()) return admission::refuse(error_response(403, "forbidden", "not you"));
+    return admission::refuse(error_response(401, "unauthorized", "who are you"));
+  };
+  http_server_limits limits;
+  limits.auth_timeout = 100ms;  // shorter than the slow route's 300 ms
+  limits.max_path_bytes = 1024;
+  served s(o, limits);
+
+  // Without credentials a request carries no body, even to an open route.
+  auto with_body = s.raw("POST /open HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+  CHECK(with_body.starts_with("HTTP/1.1 401 "));
+  CHECK(s.calls == 0);
+
+  // A path over the limit is 414 before admission or any route sees it; a HEAD's refusal has no body.
+  auto long_path = s.raw("GET /" + std::string(1100, 'a') + " HTTP/1.1\r\nAuthorization: Bearer good\r\n\r\n");
+  CHECK(long_path.starts_with("HTTP/1.1 414 "));
+  auto head_refused = s.raw("HEAD /x HTTP/1.1\r\nAuthorization: Bearer bad\r\n\r\n");
+  CHECK(head_refused.starts_with("HTTP/1.1 403 "));
+  CHECK(head_refused.ends_with("\r\n\r\n"));
+  CHECK(s.calls == 0);
+  CHECK_THAT(s.refused(3), Catch::Contains("forbidden: HEAD /x refused with 403"));
+
+  // An open route whose answer takes longer than the connection's time to authenticate: the answer arrives whole,
+  // says it is the last, and the connection then closes.
+  auto slow = s.raw("GET /cluster/slow HTTP/1.1\r\n\r\n");
+  CHECK(slow.starts_with("HTTP/1.1 200 "));
+  CHECK(slow.find("Connection: close\r\n") != std::string::npos);
+  CHECK(slow.ends_with("GET /cluster/slow type= body=0:"));
+}

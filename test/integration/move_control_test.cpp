@@ -192,7 +192,7 @@ TEST_CASE("a source never discards its copy while its move is running or journal
     return q;
   }());
   REQUIRE(loads.status == 200);
-  CHECK(cluster::wire::read_held_bytes(loads.body) == *c[1].store.end_offset(orders0));
+  CHECK(cluster::wire::read_load_report(loads.body)->held_bytes == *c[1].store.end_offset(orders0));
   CHECK(c[1].service->handle(r).status == 200);
   CHECK(*c[1].store.end_offset(orders0) == 0);
   CHECK(*c[2].store.end_offset(orders0) > 0);

@@ -414,3 +414,34 @@ TEST_CASE("a journaled move whose topic was deleted and made again is dropped, n
   auto e = c[1].ownership->entry(x0);
   CHECK((!e || e->owner == broker_id("b1")));
 }
+
+TEST_CASE("recovery of a move the log confirmed does not ask the destination for the offsets again",
+          "[ownership][safety][raft]") {
+  in_process_cluster c(3, 4096, 1, true);
+  seed(c, 20);
+  REQUIRE(c[3].offsets.commit("billing", t0, 7));
+  // The log takes the confirm, and its answer is lost: b3 keeps the move journaled, drained.
+  c.log.hook = [&](const std::string& from, const raft::entry& e) {
+    const bool confirm = from == "b3" && e.data.find("\"broker\":\"b1\"") != std::string::npos &&
+                         e.data.find("\"handover\":false") != std::string::npos;
+    return confirm ? test_log::fate::lose_answer : test_log::fate::append;
+  };
+  REQUIRE_FALSE(c.move(3, t0, 1));
+  REQUIRE(c[3].journal->pending().size() == 1);
+  CHECK(*c[1].offsets.committed("billing", t0) == 7);
+  // From now on b1 takes no offsets. The move is decided, so recovery resolves it without them; before, it asked
+  // b1 for them first and stayed unresolved for as long as b1 would not take them.
+  c.log.hook = {};
+  int pushes = 0;
+  c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path != "/cluster/offsets") return fate::deliver;
+    ++pushes;
+    return fate::drop;
+  });
+  c.restart(3);
+  c.log.catch_up("b3");
+  CHECK(c.run(c[3].reassigner->recover()) == 0);
+  CHECK(c[3].journal->pending().empty());
+  CHECK(pushes == 0);
+  CHECK(servers(c, t0) == std::vector<int>{1});
+}

@@ -2,6 +2,8 @@
 // own report, a silent broker asked again only after a while, what requests learn, and refreshes on a miss.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "moonmq/frontend/placement_directory.hpp"
 #include "support/in_process_cluster.hpp"
 
@@ -98,7 +100,50 @@ TEST_CASE("placement directory: what a request learns holds until the next refre
   CHECK(x.d.topic_owners("nowhere").empty());
   CHECK(x.d.topic_owners("nowhere").empty());
   CHECK(x.c.net.delivered("/cluster/loads") == asked + 4);
+  // Another topic made a moment later is still found at once.
+  REQUIRE(x.c[3].store.ensure_topic("v", 1));
+  CHECK(x.d.owner_of({"v", 0}) == broker_id("b3"));
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 6);
   x.now += 1000;
   CHECK(x.d.topic_owners("nowhere").empty());
-  CHECK(x.c.net.delivered("/cluster/loads") == asked + 6);
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 8);
+}
+
+TEST_CASE("placement directory: lookups that miss while a refresh runs take its picture instead of starting another",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  x.d.refresh();
+  // Each request for a report takes a while (a slow peer); eight lookups of eight unknown names arrive together.
+  x.c.net.set_hook([](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path == "/cluster/loads") std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return transport::fate::deliver;
+  });
+  const auto asked = x.c.net.delivered("/cluster/loads");
+  std::vector<std::thread> lookups;
+  for (int i = 0; i < 8; ++i)
+    lookups.emplace_back([&x, i] { (void)x.d.topic_owners("missing-" + std::to_string(i)); });
+  for (auto& t : lookups) t.join();
+  // Every lookup refreshed or took the picture of one that ran while it waited: far fewer rounds than lookups.
+  const auto rounds = (x.c.net.delivered("/cluster/loads") - asked) / 2;
+  CHECK(rounds >= 1);
+  CHECK(rounds < 8);
+}
+
+TEST_CASE("placement directory: a fresh report wins over a silent broker's old one, which is forgotten after a while",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  REQUIRE(x.c[2].store.ensure_topic("w", 1));
+  x.d.refresh();
+  CHECK(x.d.owner_of({"w", 0}) == broker_id("b2"));
+  // b2 goes silent for b1 and moves t-1 to b3 meanwhile: b2's last report still names t-1, b3's fresh one too.
+  x.c.net.partition("b1", "b2");
+  REQUIRE(x.c.move(2, {"t", 1}, 3));
+  x.d.refresh();
+  CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b2")});
+  CHECK(x.d.owner_of({"t", 1}) == broker_id("b3"));
+  CHECK(x.d.owner_of({"w", 0}) == broker_id("b2"));  // nobody else says otherwise: its last word stands
+  x.now += 60'001;
+  x.d.refresh();
+  CHECK_FALSE(x.d.owner_of({"w", 0}));
+  CHECK(x.d.owner_of({"t", 0}) == broker_id("b1"));
 }

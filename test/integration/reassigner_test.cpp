@@ -1,6 +1,7 @@
 // The Reassigner's six steps over the loopback network, with faults injected at every step.
 #include <catch2/catch.hpp>
 
+#include "moonmq/cluster/hand_moves.hpp"
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -290,4 +291,83 @@ TEST_CASE("a not_owner answer names the owner as JSON even when its id needs esc
   auto resp = c[1].service->handle(r);
   CHECK(resp.status == 421);
   CHECK(resp.body == R"({"error":"not_owner","owner":"b\"2","version":1})");
+}
+
+namespace {
+
+/// Broker b1's hand moves over `requests` (its move-requests.json), wired to a new reassigner's on_finished.
+struct b1_hand_moves {
+  std::shared_ptr<cluster::hand_moves*> slot = std::make_shared<cluster::hand_moves*>(nullptr);
+  std::unique_ptr<cluster::hand_moves> moves;
+
+  b1_hand_moves(in_process_cluster& c, storage::memory_state_file& requests) {
+    cluster::reassigner_options o;
+    o.on_finished = [slot = slot](const cluster::move_progress& p) {
+      if (*slot) (*slot)->finished(p);
+    };
+    c.rebuild_reassigner(1, o);
+    auto& b = c[1];
+    auto h = cluster::hand_moves::open({broker_id("b1"), b.store, *b.ownership, *b.journal, *b.reassigner, b.log,
+                                        c.io.get_executor(), c.blocking(), std::chrono::milliseconds(10)},
+                                       keep(&requests));
+    REQUIRE(h);
+    moves = std::move(*h);
+    *slot = moves.get();
+  }
+  ~b1_hand_moves() { *slot = nullptr; }
+  cluster::hand_moves* operator->() { return moves.get(); }
+};
+
+asio::awaitable<bool> recovered(cluster::hand_moves& m) {
+  co_await m.recover();
+  co_return true;
+}
+
+}  // namespace
+
+TEST_CASE("hand moves: listed while they run, forgotten when they end, started again from the list after a stop",
+          "[reassigner][hand]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 30);
+  storage::memory_state_file requests("b1/move-requests.json");
+
+  SECTION("a move that ends is forgotten; a refused one is never kept") {
+    b1_hand_moves moves(c, requests);
+    CHECK_FALSE(moves->start({"orders", 9}, broker_id("b2")));  // no such partition here: refused
+    CHECK(moves->listed().empty());
+    REQUIRE(moves->start(orders0, broker_id("b2")));
+    CHECK(moves->listed().count(orders0));
+    CHECK(requests.read()->value().find("\"dest\":\"b2\"") != std::string::npos);  // on disk before it runs
+    c.settle_moves();
+    check_single_owner(c, orders0, 2);
+    CHECK(c.run_until([&] { return moves->listed().empty(); }));
+    CHECK_FALSE(moves->anything_to_recover());
+  }
+  SECTION("a listed move of a partition still served here runs again; one served elsewhere by now is dropped") {
+    REQUIRE(c[1].store.append({"orders", 1}, {rec("one")}));
+    REQUIRE(c.move(1, {"orders", 1}, 2));  // moved on meanwhile
+    // What a broker stopped in the middle of two hand moves leaves behind.
+    REQUIRE(requests.replace(R"({"moves":[{"topic":"orders","partition":0,"dest":"b2"},)"
+                             R"({"topic":"orders","partition":1,"dest":"b2"}]})"));
+    b1_hand_moves moves(c, requests);
+    CHECK(moves->anything_to_recover());
+    CHECK(c.run(recovered(*moves.moves)));
+    c.settle_moves();
+    check_single_owner(c, orders0, 2);
+    CHECK(c.run_until([&] { return moves->listed().empty(); }));
+  }
+  SECTION("a move that ends after stop() stays listed, for the next start") {
+    b1_hand_moves moves(c, requests);
+    REQUIRE(moves->start(orders0, broker_id("b2")));
+    moves->stop();
+    c.settle_moves();
+    CHECK(moves->listed().count(orders0));
+  }
+  SECTION("a file that is not a list of moves is refused at open") {
+    REQUIRE(requests.replace(R"({"moves":[{"topic":"orders"}]})"));
+    CHECK(cluster::hand_moves::open({broker_id("b1"), c[1].store, *c[1].ownership, *c[1].journal, *c[1].reassigner,
+                                     c[1].log, c.io.get_executor(), c.blocking()},
+                                    keep(&requests))
+              .code() == errc::corrupt);
+  }
 }

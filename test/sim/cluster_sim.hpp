@@ -203,17 +203,18 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   // A member commits what an earlier step read, through the offsets front end of the partition's owner now: fenced
   // by the group's coordinator, since the partition may have gone to another member after the read.
   auto commit_read = [&](member& m) {
-    const topic_partition tp{topic, m.to_commit->first};
-    const std::uint64_t upto = m.to_commit->second;
+    const auto pending = *m.to_commit;
     m.to_commit.reset();
+    const topic_partition tp{topic, pending.partition};
+    const std::uint64_t upto = pending.upto;
     auto at = w.servers(tp);
     if (at.size() != 1) return;
     auto fe = c[at[0]].offsets_frontend();
-    auto s = fe.commit({group, tp, upto, m.id, m.epoch});
+    auto s = fe.commit({group, tp, upto, pending.member_id, pending.epoch});
     add("{\"op\":\"offset_commit\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" +
         std::to_string(tp.partition) + ",\"offset\":" + std::to_string(upto) + ",\"outcome\":\"" +
         (s ? "ok" : "fail") + "\"}");
-    note(step, "member " + m.id + " commits t-" + std::to_string(tp.partition) + " at " + std::to_string(upto) +
+    note(step, "member " + pending.member_id + " commits t-" + std::to_string(tp.partition) + " at " + std::to_string(upto) +
                    " via b" + std::to_string(at[0]) + ": " + (s ? "ok" : s.message()));
   };
   auto member_step = [&](member& m) {
@@ -248,6 +249,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         m.joined = false;
         m.id.clear();
         m.owned.clear();
+        m.to_commit.reset();  // a member that left commits nothing of what it read before
         return;
       }
       case 1: {  // goes silent for a while (its coordinator expires it when time passes)
@@ -300,7 +302,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         if (read->records.size() > 5) read->records.resize(5);
         const std::uint64_t upto = read->records.empty() ? from : read->records.back().first + 1;
         if (!read->records.empty()) add(read_line(tp, *read, false));
-        if (upto > from) m.to_commit = {tp.partition, upto};
+        if (upto > from) m.to_commit = member::pending_commit{tp.partition, upto, m.id, m.epoch};
         note(step, "member " + m.id + " read t-" + std::to_string(tp.partition) + " from " + std::to_string(from) +
                        " to " + std::to_string(upto));
         if (m.to_commit && w.pick(4) == 0) {  // stalls while processing (the zombie: it commits when it is back)

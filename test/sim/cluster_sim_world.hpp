@@ -35,6 +35,9 @@ struct cluster_sim_options {
   bool replicated = false;  ///< the Raft-backed ownership table (over test_log) instead of local tables and the fence
   int steps = 60;
   sim_sabotage sabotage = sim_sabotage::none;
+  /// A group member's session: short runs need members expired within them; long runs that look for late commits
+  /// need members that outlive a stall.
+  std::int64_t session_ms = 3000;
 };
 
 struct cluster_sim_run {
@@ -93,7 +96,7 @@ class world {
     group_routes[idx(i)].reset();
     group_services[idx(i)].reset();
     auto g = groups::group_service::open(
-        {ids[idx(i)], {30'000, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
+        {ids[idx(i)], {opt.session_ms, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
         std::make_unique<kept_file>(group_disks[idx(i)].get()), placements_of(c), now, b.log);
     if (!g) throw std::runtime_error("group_service: " + g.message());
     group_services[idx(i)] = std::move(*g);
@@ -371,8 +374,15 @@ struct member {
   std::string id;
   std::uint64_t epoch = 0;
   std::set<int> owned;
-  /// Read up to here, to be committed on a later step (another member may have taken the partition meanwhile).
-  std::optional<std::pair<int, std::uint64_t>> to_commit;
+  /// What a read left to commit on a later step (another member may have taken the partition meanwhile), with the
+  /// identity it read under: a commit speaks for that read, not for whoever the member is by then.
+  struct pending_commit {
+    int partition = 0;
+    std::uint64_t upto = 0;
+    std::string member_id;
+    std::uint64_t epoch = 0;
+  };
+  std::optional<pending_commit> to_commit;
   bool joined = false;
   int silent_until_step = -1;  ///< it sends nothing until then (a stalled consumer, expired by its coordinator)
 };

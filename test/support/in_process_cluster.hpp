@@ -139,6 +139,7 @@ class in_process_cluster {
   void rebuild_reassigner(int i, cluster::reassigner_options o) {
     auto& b = (*this)[i];
     o.batch_bytes = batch_bytes_;
+    o.offsets_retry = std::chrono::milliseconds(0);
     b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, blocking());
   }
 
@@ -265,6 +266,8 @@ class in_process_cluster {
     std::vector<broker_id> all;
     for (const auto& other : brokers_) all.emplace_back(other->id);
     cluster::topic_directory::parts p{broker_id(b.id), all, b.store, *b.ownership, b.gates, b.log};
+    p.forget_offsets = [&b](const std::string& topic) { return b.offsets.forget_topic(topic); };
+    p.forget_producers = [&b](const std::string& topic) { b.producers.forget_topic(topic); };
     if (replicated_) {
       auto d = cluster::topic_directory::replicated(std::move(p), keep(b.stamps_file));
       if (!d) throw std::runtime_error("topic directory: " + d.message());
@@ -313,6 +316,7 @@ class in_process_cluster {
   cluster::reassigner_options reassigner_options_for(in_process_broker& b) {
     cluster::reassigner_options o;
     o.batch_bytes = batch_bytes_;
+    o.offsets_retry = std::chrono::milliseconds(0);  // counted, not timed: a seed replays whatever the machine
     if (with_topics_)
       o.topic_record = [&b](const std::string& topic) -> std::optional<std::string> {
         if (!b.topics) return std::nullopt;

@@ -77,6 +77,11 @@ class producer_states {
   /// said about producers and transactions, so that a later copy onto it starts from nothing.
   status discard(const topic_partition& tp);
 
+  /// Forgets what the logs of `topic` said about producers and transactions, for logs that are gone (the topic was
+  /// removed here): a later topic of the name is read from its own first byte, never from where the old one's
+  /// reading stopped.
+  void forget_topic(const std::string& topic);
+
   /// Copies of the producers the log of `tp` shows (catching up first), for tests and describe.
   result<std::map<std::uint64_t, txn::producer_table::producer>> producers(const topic_partition& tp);
 

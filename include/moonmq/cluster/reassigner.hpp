@@ -27,6 +27,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <asio/thread_pool.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,6 +47,9 @@ struct reassigner_options {
   std::uint32_t batch_bytes = 256 * 1024;
   std::uint64_t throttle_bytes_per_sec = 0;  ///< the copies' shared rate limit (0 = none); see set_throttle()
   double stall_seconds = 30;  ///< a running move with no step and no byte for this long is reported stalled
+  /// Before the second and third try of the offsets step: this, then twice this (0: at once, as a simulation that
+  /// replays by counting rather than by time wants).
+  std::chrono::milliseconds offsets_retry{200};
   /// Called once when a move ends (done, failed or cancelled), on the reactor, after progress() shows it. A move cut
   /// short because its executor stopped never ends, so it never calls this: that is how an embedding broker tells an
   /// interrupted move from a finished one.

@@ -67,6 +67,9 @@ class topic_directory {
     /// Forgets every group's committed offsets of a topic (storage::offset_store::forget_topic), called where a
     /// deleted topic's logs and entries go: a later topic of the name never resumes a group at the old one's offsets.
     std::function<status(const std::string&)> forget_offsets = {};
+    /// Forgets what a deleted topic's logs said about producers and transactions (producer_states::forget_topic),
+    /// called once its logs are gone: a later topic of the name is read from its own start.
+    std::function<void(const std::string&)> forget_producers = {};
   };
 
   /// Without Raft: the catalog in `file` (DataDir/topics.json), read now, and carried out; `stamps` is

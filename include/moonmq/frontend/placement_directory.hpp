@@ -4,10 +4,12 @@
 // read it for a topic this broker does not have, so that a produce owned elsewhere costs no extra round trip while
 // the directory is fresh, and the group coordinator reads it to place partitions with members.
 //
-// A broker that does not answer keeps its last report and is asked again only after `retry_after`, so that one
-// dead broker does not slow every refresh by a peer timeout. The picture counts as known once every broker has
-// reported since the directory started, or `settle` after its first refresh (a broker that stays down).
-// Thread safety: every method may be called concurrently; refreshes run one at a time.
+// A broker that does not answer keeps its last report for `forget_after` and is asked again only after
+// `retry_after`, so that one dead broker does not slow every refresh by a peer timeout. Where a fresh report and an
+// old one name different owners of a partition, the fresh one wins. The picture counts as known once every broker
+// has reported since the directory started, or `settle` after its first refresh (a broker that stays down).
+// Thread safety: every method may be called concurrently. Refreshes run one at a time, and callers that waited for
+// one to end take its picture rather than asking every broker again.
 #pragma once
 
 #include <functional>
@@ -34,18 +36,23 @@ struct placement_directory_options {
   std::function<time_ms()> clock;  ///< steady milliseconds
   time_ms retry_after = 5000;      ///< a broker that did not answer is asked again only after this
   time_ms settle = 10'000;         ///< known this long after the first refresh even with a broker silent
-  /// A lookup of a topic the directory has no partition of refreshes first, at most this often per topic (a
-  /// topic created a moment ago is found; a name that exists nowhere does not cost a round of requests each time).
+  /// A lookup of a topic the directory has no partition of refreshes first, at most this often per topic (a topic
+  /// created a moment ago is found). Refreshes run one at a time and lookups that waited for one take its picture,
+  /// so names that exist nowhere cost at most one round of requests under way, however many are asked for.
   time_ms miss_refresh = 1000;
+  /// A broker that has not answered for this long no longer counts as serving what it last reported: a request
+  /// for those partitions is not forwarded to it on an old word.
+  time_ms forget_after = 60'000;
 };
 
 class placement_directory final : public placement_source {
  public:
   placement_directory(placement_directory_options options, cluster::peer_client& peers);
 
-  /// Asks every broker for its report (peers in turn, from the calling thread) and rebuilds the picture.
-  void refresh() { rebuild(); }
-  /// refresh(), when the last one is at least `age` old.
+  /// Asks every broker for its report (peers in turn, from the calling thread) and rebuilds the picture; if a
+  /// refresh is running, waits for it and takes its picture instead.
+  void refresh() { rebuild(generation()); }
+  /// refresh(), when the last one is at least `age` old and none is running (a ticker never waits for one).
   void refresh_if_older(time_ms age);
 
   /// Whether every broker has reported (or `settle` has passed since the first refresh).
@@ -63,25 +70,35 @@ class placement_directory final : public placement_source {
   std::optional<broker_id> owner_of(const topic_partition& tp) const override;
 
  private:
-  /// The picture is a cache: looking a topic up may rebuild it.
-  void rebuild() const;
+  /// The picture is a cache: looking a topic up may rebuild it. Does nothing if a refresh newer than
+  /// `seen` (a generation()) ended while this one waited for its turn.
+  void rebuild(std::uint64_t seen) const;
+  /// The body of rebuild. REQUIRES: refresh_mu_ held.
+  void rebuild_locked() const;
+  std::uint64_t generation() const;
   /// Refreshes when the directory holds nothing of `topic` (or of that partition of it), at most every
   /// `miss_refresh` per topic.
   void refresh_on_miss(const std::string& topic, std::optional<std::int32_t> partition) const;
   bool has(const std::string& topic, std::optional<std::int32_t> partition) const;
 
+  struct report {
+    std::vector<cluster::partition_load> loads;
+    time_ms at = 0;  ///< when the broker gave it
+  };
+
   placement_directory_options opt_;
   cluster::peer_client& peers_;
   mutable std::mutex refresh_mu_;  ///< one refresh at a time; guards reports_ and retry_at_
-  mutable std::map<broker_id, std::vector<cluster::partition_load>> reports_;
+  mutable std::map<broker_id, report> reports_;
   mutable std::map<broker_id, time_ms> retry_at_;
   mutable std::mutex mu_;  ///< guards what follows
   mutable std::map<topic_partition, broker_id> owners_;
   mutable std::set<broker_id> silent_;
   mutable std::optional<time_ms> first_refresh_;
   mutable std::optional<time_ms> last_refresh_;
-  mutable bool all_reported_ = false;
   mutable std::map<std::string, time_ms> missed_;  ///< topic -> when a miss last refreshed
+  mutable std::uint64_t generation_ = 0;  ///< refreshes ended
+  mutable bool all_reported_ = false;
 };
 
 }  // namespace moonmq::frontend

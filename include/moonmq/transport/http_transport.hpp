@@ -67,6 +67,7 @@ enum class refusal_reason {
   busy,       ///< more connections than it serves at once: 503
   unauthenticated,  ///< a request head without valid credentials (401), or a connection that presented none in time
   slow,             ///< a request (or TLS handshake) that did not arrive whole within its deadline
+  forbidden,        ///< valid credentials whose role may not make this request (403)
 };
 
 const char* to_string(refusal_reason r);
@@ -115,6 +116,7 @@ struct http_server_limits {
   std::size_t max_connections = 256;       ///< served at once; further ones get 503
   std::size_t max_unauthenticated = 64;    ///< more evict the oldest of them
   std::size_t max_head_bytes = 64u << 10;  ///< request line and fields; larger gets 431
+  std::size_t max_path_bytes = 8u << 10;   ///< the request target's path; longer gets 414 before any route sees it
 };
 
 /// Binds and starts serving in background threads; an error names the address or the TLS file at fault.

@@ -27,7 +27,8 @@ struct broker_parts {
             gates,
             log,
             {},
-            [this](const std::string& topic) { return offsets.forget_topic(topic); }};
+            [this](const std::string& topic) { return offsets.forget_topic(topic); },
+            [this](const std::string& topic) { producers.forget_topic(topic); }};
   }
   /// DataDir/topic-logs.json, kept across a "restart" of the directory (a new one over the same store).
   std::unique_ptr<storage::state_file> stamps() {
@@ -42,6 +43,7 @@ struct broker_parts {
   std::string self;
   storage::memory_partition_store store;
   storage::memory_offset_store offsets;
+  producer_states producers{store};
   std::unique_ptr<ownership_table> table;
   partition_gates gates;
   null_logger log;
@@ -90,6 +92,20 @@ TEST_CASE("topic directory without Raft: a decided topic is durable, and each br
     CHECK_FALSE(b2.offsets.committed("g", {"t", 1}));
     REQUIRE((*other)->learn(*gone));
     CHECK_FALSE(b4.offsets.committed("g", {"t", 0}));
+  }
+  SECTION("a later topic of the name is read from its own first byte, not from where the deleted one's stopped") {
+    // What the deleted topic's log said is known up to its end (a read_committed reader caught the state up).
+    REQUIRE(b2.producers.append({"t", 1}, {storage::record{std::nullopt, std::string(40, 'x'), 1, 0}}));
+    REQUIRE(b2.producers.committed({"t", 1}, 0));
+    auto gone = (*d)->decide({topic_op::remove, "t", 1, {}});
+    REQUIRE(gone);
+    REQUIRE((*d)->decide({topic_op::create, "t", gone->version, {broker_id("b2"), broker_id("b2")}}));
+    // A longer first record, written as a move's copy writes (straight to the log): where the old log's reading
+    // stopped is inside it.
+    REQUIRE(b2.store.append({"t", 1}, {storage::record{std::nullopt, std::string(100, 'y'), 1, 0}}));
+    auto view = b2.producers.committed({"t", 1}, 0);
+    REQUIRE(view);
+    CHECK(view->last_stable_offset == *b2.store.end_offset({"t", 1}));
   }
   SECTION("a restart reads the catalog back and carries it out again") {
     auto copy = std::make_unique<storage::memory_state_file>("topics.json");

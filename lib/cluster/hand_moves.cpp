@@ -1,0 +1,166 @@
+#include "moonmq/cluster/hand_moves.hpp"
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <mutex>
+#include <set>
+
+#include "json/state_document.hpp"
+#include "json/writer.hpp"
+#include "moonmq/core/offload.hpp"
+
+namespace moonmq::cluster {
+
+/// move-requests.json: `{"moves": [{"topic", "partition", "dest"}]}`, keyed by partition (a partition has one move
+/// at a time), replaced whole on every change.
+class move_requests {
+ public:
+  explicit move_requests(std::unique_ptr<storage::state_file> f) : file_(std::move(f)) {}
+
+  status load() {
+    rapidjson::Document d;
+    auto present = json::read_state_document(*file_, d);
+    if (!present) return present.to_status();
+    if (!*present) return {};
+    const status bad{errc::corrupt, file_->name() + ": expected {\"moves\": [{\"topic\",\"partition\",\"dest\"}]}"};
+    if (!d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray()) return bad;
+    for (const auto& m : d["moves"].GetArray()) {
+      if (!m.IsObject() || !m.HasMember("topic") || !m["topic"].IsString() || !m.HasMember("partition") ||
+          !m["partition"].IsInt() || !m.HasMember("dest") || !m["dest"].IsString())
+        return bad;
+      moves_[{m["topic"].GetString(), m["partition"].GetInt()}] = broker_id(m["dest"].GetString());
+    }
+    return {};
+  }
+
+  std::map<topic_partition, broker_id> listed() const {
+    std::lock_guard lock(mu_);
+    return moves_;
+  }
+
+  status add(const topic_partition& tp, const broker_id& dest) {
+    std::lock_guard lock(mu_);
+    auto next = moves_;
+    next[tp] = dest;
+    return commit(std::move(next));
+  }
+
+  /// Forgets the move of `tp` (nothing when none is listed).
+  status remove(const topic_partition& tp) {
+    std::lock_guard lock(mu_);
+    if (!moves_.count(tp)) return {};
+    auto next = moves_;
+    next.erase(tp);
+    return commit(std::move(next));
+  }
+
+ private:
+  status commit(std::map<topic_partition, broker_id> next) {
+    std::string doc = json::object([&](json::writer& w) {
+      w.Key("moves");
+      w.StartArray();
+      for (const auto& [tp, dest] : next) {
+        w.StartObject();
+        json::put(w, "topic", tp.topic);
+        json::put(w, "partition", tp.partition);
+        json::put(w, "dest", dest.value());
+        w.EndObject();
+      }
+      w.EndArray();
+    });
+    if (auto s = file_->replace(doc); !s) return s;
+    moves_ = std::move(next);
+    return {};
+  }
+
+  std::unique_ptr<storage::state_file> file_;
+  mutable std::mutex mu_;
+  std::map<topic_partition, broker_id> moves_;
+};
+
+result<std::unique_ptr<hand_moves>> hand_moves::open(hand_moves_parts parts,
+                                                     std::unique_ptr<storage::state_file> file) {
+  auto requests = std::make_unique<move_requests>(std::move(file));
+  if (auto s = requests->load(); !s) return s.err();
+  return std::unique_ptr<hand_moves>(new hand_moves(std::move(parts), std::move(requests)));
+}
+
+hand_moves::hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests)
+    : p_(std::move(parts)), requests_(std::move(requests)) {}
+
+hand_moves::~hand_moves() = default;
+
+std::map<topic_partition, broker_id> hand_moves::listed() const { return requests_->listed(); }
+
+bool hand_moves::anything_to_recover() const {
+  return !p_.journal.pending().empty() || !requests_->listed().empty();
+}
+
+result<std::uint64_t> hand_moves::start(const topic_partition& tp, const broker_id& dest,
+                                        std::optional<controller_claim> claim) {
+  // A move of it already running keeps its own record: this one is refused below and must not replace it.
+  if (claim || p_.moves.busy(tp)) return p_.moves.start(p_.io, tp, dest, claim);
+  if (auto s = requests_->add(tp, dest); !s)
+    p_.log.warn("moves", "the move of " + tp.topic + "-" + std::to_string(tp.partition) +
+                             " is not kept for a restart: " + s.message());
+  auto id = p_.moves.start(p_.io, tp, dest);
+  if (!id) (void)requests_->remove(tp);  // refused: nothing to resume
+  return id;
+}
+
+void hand_moves::finished(const move_progress& p) {
+  if (stopped_) return;
+  asio::post(p_.blocking, [this, tp = p.partition] {
+    if (p_.moves.busy(tp)) return;  // a newer move of it started meanwhile: its record stays
+    if (auto s = requests_->remove(tp); !s)
+      p_.log.error("moves", "could not forget a finished move: " + s.message());
+  });
+}
+
+asio::awaitable<void> hand_moves::recover() {
+  std::set<topic_partition> started;  // resumed: their records stay until their moves end
+  while (!stopped_) {
+    const std::size_t unresolved = co_await p_.moves.recover();
+    bool waiting = false;
+    for (const auto& [tp, dest] : requests_->listed()) {
+      if (started.count(tp)) continue;
+      const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+      if (!p_.ownership.ready() || p_.moves.busy(tp)) {  // not yet: under Raft, not caught up; or its journal entry
+        waiting = true;
+        continue;
+      }
+      auto e = entry_as_seen_by(p_.ownership, tp, p_.self);
+      auto count = p_.store.partition_count(tp.topic);
+      const bool here = count.ok() && tp.partition < *count && serves(p_.ownership, tp, p_.self);
+      if (!here && e.owner != p_.self) {
+        p_.log.info("moves", "the interrupted move of " + name + " to " + dest.value() + " is not resumed: " +
+                                 e.owner.value() + " serves it now");
+        co_await offload(p_.blocking, [&] { return requests_->remove(tp); });
+        continue;
+      }
+      if (!here) {  // in handover to this broker: wait until it is decided
+        waiting = true;
+        continue;
+      }
+      auto id = p_.moves.start(p_.io, tp, dest);
+      if (id) {
+        started.insert(tp);
+        p_.log.info("moves", "resuming the interrupted move of " + name + " to " + dest.value() + " (move " +
+                                 std::to_string(*id) + ")");
+      } else {
+        p_.log.warn("moves", "the interrupted move of " + name + " to " + dest.value() +
+                                 " did not restart: " + id.message());
+        if (id.code() == errc::conflict)
+          waiting = true;
+        else
+          co_await offload(p_.blocking, [&] { return requests_->remove(tp); });
+      }
+    }
+    if (unresolved == 0 && !waiting) co_return;
+    asio::steady_timer t(co_await asio::this_coro::executor, p_.retry);
+    co_await t.async_wait(asio::use_awaitable);
+  }
+}
+
+}  // namespace moonmq::cluster

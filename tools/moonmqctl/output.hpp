@@ -1,0 +1,60 @@
+// moonmqctl's shared output: the global options, the exit statuses, reading fields of a broker's JSON answer and
+// printing an answer as a table or as the JSON itself. Every subcommand prints through these.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "broker_client.hpp"
+
+namespace moonmq::ctl {
+
+constexpr int exit_refused = 1, exit_usage = 2, exit_unreachable = 3;
+
+struct options {
+  std::string broker = "127.0.0.1:9092";
+  std::string token;
+  bool json = false;
+  int timeout = 10;
+};
+
+std::string str(const rapidjson::Value& v, const char* k);
+inline double num(const rapidjson::Value& v, const char* k) {
+  return v.IsObject() && v.HasMember(k) && v[k].IsNumber() ? v[k].GetDouble() : 0;
+}
+inline bool flag(const rapidjson::Value& v, const char* k) {
+  return v.IsObject() && v.HasMember(k) && v[k].IsBool() && v[k].GetBool();
+}
+const rapidjson::Value& array(const rapidjson::Value& v, const char* k);
+
+/// A name as one path segment or query value: every byte but letters, digits and -._~ percent-encoded.
+std::string encoded(const std::string& s);
+
+/// Prints a failed answer and returns the exit status for it.
+int failed(const answer& a);
+
+/// Runs one request: the JSON as is with --json, otherwise `human` on the parsed answer. A partly applied answer
+/// (503 with a body listing what failed) is shown like a success, and the exit status still says it failed.
+int show(const options& o, const answer& a, const std::function<void(const rapidjson::Document&)>& human);
+
+void print_unreachable(const rapidjson::Value& d);
+
+void print_applied(const rapidjson::Value& d);
+
+/// "50M", "1.5GiB", "1048576" -> bytes; nullopt for anything else.
+std::optional<std::uint64_t> parse_rate(std::string s);
+
+std::string rate_text(std::uint64_t r);
+
+void print_moves(const rapidjson::Value& d);
+
+/// A broker's drain in a few words: "", "drained", "draining: 3 left, 1.2 GiB, ETA 2m10s".
+std::string drain_text(const rapidjson::Value& b);
+
+bool any_running(const std::string& body);
+
+}  // namespace moonmq::ctl
