@@ -2,25 +2,12 @@
 
 #include <asio/post.hpp>
 
+#include "moonmq/core/clock.hpp"
 #include "moonmq/storage/file_keyed_log.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "txn_api.hpp"
 
 namespace moonmq::daemon {
-
-namespace {
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-groups::time_ms coordinators::steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 result<std::unique_ptr<coordinators>> coordinators::open(coordinators_parts parts) {
   std::unique_ptr<coordinators> c(new coordinators(std::move(parts)));
@@ -34,7 +21,7 @@ status coordinators::open_groups() {
   // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
   // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
   directory_ = std::make_unique<frontend::placement_directory>(
-      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, steady_ms, 5000,
+      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, steady_now_ms, 5000,
                                             cfg.groups.session_timeout_ms, 1000},
       *p_.peers);
   auto placements = [d = directory_.get()](const std::set<std::string>& topics)
@@ -47,11 +34,11 @@ status coordinators::open_groups() {
   };
   auto svc = groups::group_service::open(
       {p_.self, {cfg.groups.session_timeout_ms, cfg.groups.heartbeat_interval_ms}},
-      storage::make_file_state_file(cfg.data_dir + "/group-state.json"), placements, steady_ms(), *p_.log,
+      storage::make_file_state_file(cfg.data_dir + "/group-state.json"), placements, steady_now_ms(), *p_.log,
       *p_.metrics);
   if (!svc) return svc.err();
   groups_ = std::move(*svc);
-  group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, steady_ms);
+  group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, steady_now_ms);
   return {};
 }
 
@@ -61,7 +48,7 @@ status coordinators::open_transactions() {
   if (!txn_log) return txn_log.err();
   txn_log_ = std::move(*txn_log);
   auto svc = txn::txn_service::open(
-      {p_.brokers, cfg.transactions.timeout_ms, wall_ms, fresh_producer_id, cfg.storage.fsync == "always",
+      {p_.brokers, cfg.transactions.timeout_ms, wall_now_ms, fresh_producer_id, cfg.storage.fsync == "always",
        [pool = p_.blocking](std::function<void()> job) { asio::post(pool, std::move(job)); }},
       *txn_log_, p_.state, *p_.peers);
   if (!svc) return svc.err();
@@ -84,7 +71,7 @@ std::thread coordinators::ticker(std::chrono::milliseconds period, std::function
 
 void coordinators::start() {
   group_ticker_ = ticker(std::chrono::milliseconds(250), [this] {
-    groups_->tick(steady_ms());  // expiry first: a slow peer below must not delay it
+    groups_->tick(steady_now_ms());  // expiry first: a slow peer below must not delay it
     // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition owned
     // elsewhere finds its owner without asking.
     directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);

@@ -55,7 +55,6 @@ class coordinators {
   frontend::placement_directory& directory() { return *directory_; }
 
   /// Steady milliseconds: the groups' clock.
-  static groups::time_ms steady_ms();
 
  private:
   explicit coordinators(coordinators_parts parts) : p_(std::move(parts)) {}

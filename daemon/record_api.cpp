@@ -8,6 +8,7 @@
 #include "api_reply.hpp"
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
+#include "moonmq/core/clock.hpp"
 #include "moonmq/core/utf8.hpp"
 
 namespace moonmq::daemon {
@@ -16,11 +17,6 @@ namespace {
 
 using json::put;
 using json_writer = json::writer;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// A front end's refusal as the client API answers it: 421 naming the owner, 416 with the log's bounds (a log is
 /// never cut from the front, so it starts at 0), otherwise the error's own status.
@@ -91,7 +87,7 @@ void record_api::produce(const httplib::Request& req, httplib::Response& res) {
     p.producer = storage::producer_stamp{id, static_cast<std::uint32_t>(epoch), static_cast<std::uint32_t>(sequence)};
   }
   if (auto s = r.finish(); !s) return reply_error(res, s.err());
-  const std::int64_t ts = now_ms();
+  const std::int64_t ts = wall_now_ms();
   for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
     json::object_reader rr((*list)[i], "records[" + std::to_string(i) + "]");
     storage::record rec;

@@ -89,7 +89,10 @@ result<std::unique_ptr<hand_moves>> hand_moves::open(hand_moves_parts parts,
 hand_moves::hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests)
     : p_(std::move(parts)), requests_(std::move(requests)) {}
 
-hand_moves::~hand_moves() = default;
+hand_moves::~hand_moves() {
+  std::unique_lock lock(pending_mu_);
+  pending_done_.wait(lock, [this] { return pending_ == 0; });
+}
 
 std::map<topic_partition, broker_id> hand_moves::listed() const { return requests_->listed(); }
 
@@ -101,9 +104,9 @@ result<std::uint64_t> hand_moves::start(const topic_partition& tp, const broker_
                                         std::optional<controller_claim> claim) {
   // A move of it already running keeps its own record: this one is refused below and must not replace it.
   if (claim || p_.moves.busy(tp)) return p_.moves.start(p_.io, tp, dest, claim);
+  std::lock_guard starting(starting_);
   if (auto s = requests_->add(tp, dest); !s)
-    p_.log.warn("moves", "the move of " + tp.topic + "-" + std::to_string(tp.partition) +
-                             " is not kept for a restart: " + s.message());
+    p_.log.warn("moves", "the move of " + name_of(tp) + " is not kept for a restart: " + s.message());
   auto id = p_.moves.start(p_.io, tp, dest);
   if (!id) (void)requests_->remove(tp);  // refused: nothing to resume
   return id;
@@ -111,8 +114,21 @@ result<std::uint64_t> hand_moves::start(const topic_partition& tp, const broker_
 
 void hand_moves::finished(const move_progress& p) {
   if (stopped_) return;
-  asio::post(p_.blocking, [this, tp = p.partition] {
-    if (p_.moves.busy(tp)) return;  // a newer move of it started meanwhile: its record stays
+  // Counted until the task is gone, run or not (an executor that stops drops what it has not run).
+  struct pending_task {
+    hand_moves* self;
+    explicit pending_task(hand_moves* h) : self(h) {
+      std::lock_guard lock(self->pending_mu_);
+      ++self->pending_;
+    }
+    ~pending_task() {
+      std::lock_guard lock(self->pending_mu_);
+      if (--self->pending_ == 0) self->pending_done_.notify_all();
+    }
+  };
+  asio::post(p_.blocking, [this, tp = p.partition, task = std::make_shared<pending_task>(this)] {
+    std::lock_guard starting(starting_);
+    if (stopped_ || p_.moves.busy(tp)) return;  // a newer move of it runs: its record stays
     if (auto s = requests_->remove(tp); !s)
       p_.log.error("moves", "could not forget a finished move: " + s.message());
   });
@@ -125,7 +141,7 @@ asio::awaitable<void> hand_moves::recover() {
     bool waiting = false;
     for (const auto& [tp, dest] : requests_->listed()) {
       if (started.count(tp)) continue;
-      const std::string name = tp.topic + "-" + std::to_string(tp.partition);
+      const std::string name = name_of(tp);
       if (!p_.ownership.ready() || p_.moves.busy(tp)) {  // not yet: under Raft, not caught up; or its journal entry
         waiting = true;
         continue;

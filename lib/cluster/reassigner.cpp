@@ -465,6 +465,10 @@ struct reassigner::impl {
       // (No co_await inside a conditional expression: GCC 12 destroys its temporaries twice.)
       status pushed;
       if (!decided) pushed = co_await push_offsets(tp, m.dest, std::nullopt);
+      // Without Raft the destination decides a confirm, and its answer may have been lost: if it holds the move
+      // confirmed, the offsets went before that confirm, and a destination that now refuses them cannot hold the
+      // move back (the confirm below learns the decision).
+      if (!pushed && !st.ownership.replicated() && co_await confirmed_on(tp, m.dest, m.version)) pushed = status{};
       if (!pushed) {
         st.log.warn("reassigner", "journaled move of " + name + " is not confirmed yet: " + pushed.message());
         co_return false;
@@ -478,6 +482,21 @@ struct reassigner::impl {
     }
     (void)co_await offload(pool, [&] { return journal.remove(tp, m.version); });
     co_return true;
+  }
+
+  /// Whether `dest` says it owns `tp`, confirmed, at `version` or later (GET /cluster/owner); false when it does not
+  /// answer.
+  asio::awaitable<bool> confirmed_on(const topic_partition& tp, const broker_id& dest, std::uint64_t version) {
+    auto resp = co_await peers.call(dest.value(), req("GET", "/cluster/owner", tp));
+    rapidjson::Document d;
+    if (!resp.ok() || !json::parse_object(resp.body, d) || !d.HasMember("owner") || !d["owner"].IsString() ||
+        !d.HasMember("version") || !d["version"].IsUint64())
+      co_return false;
+    const ownership_entry there{tp, broker_id(d["owner"].GetString()), d["version"].GetUint64(),
+                                d.HasMember("handover") && d["handover"].IsBool() && d["handover"].GetBool()};
+    // Confirmed there, or moved on from there since (a later version names whoever has it now).
+    co_return newer_than(there, ownership_entry{tp, dest, version, true}) &&
+        (there.owner == dest || there.version > version);
   }
 
   /// A journal entry written before ownership versions: resolved as that code did, by asking whether the destination

@@ -22,8 +22,11 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   const auto& tp = req.tp;
   if (!p_.store->partition_count(tp.topic) && p_.placement) {
     // A topic this broker has never had: the broker that serves it, if one does.
-    if (auto owner = p_.placement->owner_of(tp); owner && *owner != p_.self)
+    auto owner = p_.placement->owner_of(tp);
+    if (owner && *owner != p_.self)
       return refusal{{errc::not_owner, name_of(tp) + " is served by " + owner->value()}, owner, {}};
+    if (!owner)
+      if (auto silent = unplaced_while_silent(p_.placement, name_of(tp))) return *silent;
   }
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
   auto end = p_.store->end_offset(tp);

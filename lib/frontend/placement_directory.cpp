@@ -7,18 +7,28 @@ namespace moonmq::frontend {
 placement_directory::placement_directory(placement_directory_options options, cluster::peer_client& peers)
     : opt_(std::move(options)), peers_(peers) {}
 
-std::uint64_t placement_directory::generation() const {
+std::uint64_t placement_directory::started() const {
   std::lock_guard lock(mu_);
-  return generation_;
+  return started_;
 }
 
 void placement_directory::rebuild(std::uint64_t seen) const {
   std::lock_guard round(refresh_mu_);
-  if (generation() != seen) return;  // one ended while this one waited: its picture is as new as this would be
+  {
+    // Refreshes run one at a time: one that began after the caller's miss has ended by now, and its picture is as
+    // new as this one would be. One that was under way at the miss may have asked before it: not enough.
+    std::lock_guard lock(mu_);
+    if (last_ended_start_ > seen) return;
+  }
   rebuild_locked();
 }
 
 void placement_directory::rebuild_locked() const {
+  std::uint64_t number = 0;
+  {
+    std::lock_guard lock(mu_);
+    number = ++started_;
+  }
   std::set<broker_id> silent;
   for (const auto& b : opt_.brokers) {
     if (b == opt_.self) {
@@ -54,7 +64,7 @@ void placement_directory::rebuild_locked() const {
   silent_ = std::move(silent);
   if (!first_refresh_) first_refresh_ = now;
   last_refresh_ = now;
-  ++generation_;
+  last_ended_start_ = number;
   all_reported_ = all_reported_ || reports_.size() == opt_.brokers.size();
 }
 
@@ -110,7 +120,7 @@ void placement_directory::refresh_on_miss(const std::string& topic, std::optiona
     if (!fresh && now - it->second < opt_.miss_refresh) return;
     it->second = now;
     if (missed_.size() > 4096) missed_.clear();  // names asked for that exist nowhere: never kept without bound
-    seen = generation_;
+    seen = started_;
   }
   // Misses of many names at once wait for one refresh and take its picture (rebuild skips when one ended while
   // they waited): however many names are asked for, at most one round of requests is under way.

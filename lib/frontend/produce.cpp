@@ -47,6 +47,8 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
           owners[*req.partition] = *more;
           count = *req.partition + 1;
         }
+    } else if (auto silent = unplaced_while_silent(p_.placement, "topic '" + topic + "'")) {
+      return *silent;
     } else {
       return count.err();
     }
@@ -153,12 +155,7 @@ result<std::map<std::int32_t, broker_id>> produce_frontend::owners(const std::st
       continue;
     }
     const std::string name = name_of({topic, p});
-    const auto silent = p_.placement ? p_.placement->unanswered() : std::vector<broker_id>{};
-    if (!silent.empty()) {
-      std::string ids;
-      for (const auto& b : silent) ids += (ids.empty() ? "" : ", ") + b.value();
-      return error{errc::unavailable, "no reachable broker serves " + name + " (no answer from " + ids + "); retry"};
-    }
+    if (auto silent = unplaced_while_silent(p_.placement, name)) return *silent;
     return error{errc::not_found, "no broker has " + name};
   }
   return out;

@@ -7,6 +7,7 @@
 #include "moonmq/cluster/coordinator_call.hpp"
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
+#include "moonmq/core/clock.hpp"
 #include "moonmq/core/fnv1a.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
@@ -31,16 +32,11 @@ response refused(const error& e, const char* conflict_code) {
   return error_response(status, code, e.message);
 }
 
-time_ms steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 group_routes::group_routes(group_service& service, cluster::peer_client& peers, std::vector<broker_id> brokers,
                            std::function<time_ms()> clock)
-    : service_(service), peers_(peers), brokers_(std::move(brokers)), clock_(clock ? std::move(clock) : steady_ms) {}
+    : service_(service), peers_(peers), brokers_(std::move(brokers)), clock_(clock ? std::move(clock) : steady_now_ms) {}
 
 response group_routes::on_coordinator(const std::string& group_id, const std::string& route, const std::string& body) {
   request r;

@@ -28,6 +28,9 @@ constexpr std::string_view continue_line = "HTTP/1.1 100 Continue\r\n\r\n";
 /// After refusing a body with 413, how much of it to read and discard so that the client sees the answer rather
 /// than a reset (closing a socket with unread bytes resets it).
 constexpr std::size_t refused_body_drain = 16u << 20;
+/// How long an open route's answer to a connection that has not authenticated may take to be made and written, past
+/// the connection's time to authenticate.
+constexpr std::chrono::milliseconds open_answer_time{2000};
 
 /// "1.2.3.4:5678" or "[::1]:5678".
 std::string address_of(const sockaddr_storage& a) {
@@ -281,6 +284,8 @@ class http_server final : public http_listener {
                error_response(414, "uri_too_long",
                               "the path exceeds " + std::to_string(limits_.max_path_bytes) + " bytes"),
                true, head_only);
+        ::shutdown(s.fd(), SHUT_WR);  // and read what follows, so that the client sees the answer, not a reset
+        reader.drain(std::min<std::size_t>(h.content_length, 64u << 10));
         return;
       }
       request req;
@@ -332,13 +337,15 @@ class http_server final : public http_listener {
       }
       if (h.expect_continue && h.content_length > 0 && !s.write_all(continue_line)) return;
       if (!reader.read_body(h.content_length, req.body)) return;
-      // The answer is never cut by a deadline: an open route's answer gets request_timeout to be written, and if
-      // the connection's time to authenticate is over by then, it is the last one on this connection.
+      // An open route's answer is not cut by the time to authenticate running out while it is made: it gets that
+      // time or open_answer_time, whichever ends later, and if the time to authenticate is over by then, it is the
+      // last answer on this connection. So a connection that never authenticates is closed at most
+      // open_answer_time after its deadline, whatever it asks for.
       const auto must_authenticate_by = c.accepted + limits_.auth_timeout;
       if (c.authenticated)
         c.clear_deadline();
       else
-        c.set_deadline(limits_.request_timeout);
+        c.deadline = std::max(must_authenticate_by, clock::now() + open_answer_time).time_since_epoch().count();
       response r;
       try {
         r = req.path.starts_with(options_.path_prefix)

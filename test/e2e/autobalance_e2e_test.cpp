@@ -105,15 +105,14 @@ struct orders_producer {
 std::pair<rapidjson::Document, bool> wait_until_balanced(const moonmqd_process& b) {
   rapidjson::Document status = get_json(b, "/v1/autobalancer");
   const std::uint64_t first = status.IsObject() ? status["passes"].GetUint64() : 0;
-  for (int i = 0; i < 240; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    status = get_json(b, "/v1/autobalancer");
-    if (!status.IsObject()) continue;
-    if (status["passes"].GetUint64() >= first + 3 && status["satisfied"].GetBool() &&
-        status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty())
-      return {std::move(status), true};
-  }
-  return {std::move(status), false};
+  const bool balanced = eventually(
+      [&] {
+        status = get_json(b, "/v1/autobalancer");
+        return status.IsObject() && status["passes"].GetUint64() >= first + 3 && status["satisfied"].GetBool() &&
+               status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty();
+      },
+      std::chrono::minutes(2), std::chrono::milliseconds(500));
+  return {std::move(status), balanced};
 }
 
 }  // namespace
@@ -231,14 +230,13 @@ TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting",
     return d.IsObject() && d["controller"]["superseded"].GetBool();
   };
   rapidjson::Document s1, s2;
-  bool settled = false;
-  for (int i = 0; i < 60 && !settled; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    s1 = get_json(c.b1, "/v1/autobalancer");
-    s2 = get_json(c.b2, "/v1/autobalancer");
-    settled = superseded(s1) != superseded(s2);
-  }
-  REQUIRE(settled);
+  REQUIRE(eventually(
+      [&] {
+        s1 = get_json(c.b1, "/v1/autobalancer");
+        s2 = get_json(c.b2, "/v1/autobalancer");
+        return superseded(s1) != superseded(s2);
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(500)));
   // It stays that way: the survivor keeps passing, the other never acts again.
   const bool b1_survives = !superseded(s1);
   const moonmqd_process& survivor = b1_survives ? c.b1 : c.b2;
@@ -300,11 +298,8 @@ TEST_CASE("e2e: with moves waiting for a slot, the next pass starts when a move 
         return std::stod(line.substr(line.rfind(' ') + 1));
     return 0.0;
   };
-  const auto started = std::chrono::steady_clock::now();
-  const auto until = started + std::chrono::seconds(50);  // well before the second interval's pass
-  while (succeeded() < 2 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  CHECK(succeeded() >= 2);
+  // Within 50 s: well before the second interval's pass.
+  CHECK(eventually([&] { return succeeded() >= 2; }, std::chrono::seconds(50), std::chrono::milliseconds(200)));
   auto status = get_json(b1, "/v1/autobalancer");
   REQUIRE(status.IsObject());
   CHECK(status["passes"].GetUint64() >= 3);  // at start, on resume, and after the first move ended

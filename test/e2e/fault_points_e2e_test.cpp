@@ -10,6 +10,7 @@
 #include "moonmq/core/fault_points.hpp"
 #include "support/daemon_process.hpp"
 #include "support/e2e_cluster.hpp"
+#include "support/eventually.hpp"
 
 using namespace moonmq::test;
 using namespace std::chrono_literals;
@@ -95,20 +96,22 @@ TEST_CASE("e2e fault points: the source crashes at each step of a move, and afte
       // Recovery resolves the move one way or the other; meanwhile never both serve.
       int b1_status = 0, b2_status = 0;
       std::vector<std::pair<std::uint64_t, std::string>> held;
-      for (auto until = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < until;) {
-        auto [s1, r1] = read_partition(b1);
-        auto [s2, r2] = read_partition(b2);
-        // The two reads are not at one instant: a cutover between them is b1 then b2 serving, not both at once.
-        // Both serve at once only when b1 still serves after b2 answered (a broker serves one stretch of time).
-        CHECK_FALSE((s1 == 200 && s2 == 200 && read_partition(b1).first == 200));
-        b1_status = s1;
-        b2_status = s2;
-        if ((s1 == 200 && s2 == 421) || (s2 == 200 && s1 == 421)) {
-          held = s1 == 200 ? r1 : r2;
-          break;
-        }
-        std::this_thread::sleep_for(50ms);
-      }
+      eventually(
+          [&] {
+            auto [s1, r1] = read_partition(b1);
+            auto [s2, r2] = read_partition(b2);
+            // The two reads are not at one instant: a cutover between them is b1 then b2 serving, not both at once.
+            // Both serve at once only when b1 still serves after b2 answered (a broker serves one stretch of time).
+            CHECK_FALSE((s1 == 200 && s2 == 200 && read_partition(b1).first == 200));
+            b1_status = s1;
+            b2_status = s2;
+            if ((s1 == 200 && s2 == 421) || (s2 == 200 && s1 == 421)) {
+              held = s1 == 200 ? r1 : r2;
+              return true;
+            }
+            return false;
+          },
+          30s);
       INFO("b1 answers " << b1_status << ", b2 answers " << b2_status);
       REQUIRE(((b1_status == 200) != (b2_status == 200)));
       CHECK((b1_status == 200 ? "b1" : "b2") == std::string(server));
@@ -132,18 +135,19 @@ TEST_CASE("e2e fault points: with the hand-driven move kept, the restarted sourc
       auto acked = crash_source_at(step, b1, b2, nullptr);
       b1.start();
       // Recovery, then the resumed move: b2 ends up serving everything, and at no moment do both serve.
-      bool settled = false;
       std::vector<std::pair<std::uint64_t, std::string>> held;
-      for (auto until = std::chrono::steady_clock::now() + 30s; !settled && std::chrono::steady_clock::now() < until;) {
-        auto [s1, r1] = read_partition(b1);
-        auto [s2, r2] = read_partition(b2);
-        // The two reads are not at one instant: a cutover between them is b1 then b2 serving, not both at once.
-        // Both serve at once only when b1 still serves after b2 answered (a broker serves one stretch of time).
-        CHECK_FALSE((s1 == 200 && s2 == 200 && read_partition(b1).first == 200));
-        settled = s1 == 421 && s2 == 200;
-        if (settled) held = r2;
-        else std::this_thread::sleep_for(50ms);
-      }
+      const bool settled = eventually(
+          [&] {
+            auto [s1, r1] = read_partition(b1);
+            auto [s2, r2] = read_partition(b2);
+            // The two reads are not at one instant: a cutover between them is b1 then b2 serving, not both at once.
+            // Both serve at once only when b1 still serves after b2 answered (a broker serves one stretch of time).
+            CHECK_FALSE((s1 == 200 && s2 == 200 && read_partition(b1).first == 200));
+            if (s1 != 421 || s2 != 200) return false;
+            held = r2;
+            return true;
+          },
+          30s);
       INFO("b1's log:\n" << slurp(b1.log_path) << "\nmove-requests.json: " << slurp(b1.data_dir + "/move-requests.json"));
       REQUIRE(settled);
       CHECK(held == acked);

@@ -66,21 +66,22 @@ struct consumer {
 
 /// Heartbeats everyone until each partition is held by exactly one member and nobody's assignment changes.
 void settle(std::vector<consumer*> members, std::size_t partitions) {
-  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
-    std::map<int, int> holders;
-    bool changed = false;
-    for (auto* m : members) {
-      const auto before = m->partitions;
-      REQUIRE(m->beat() == 200);
-      changed = changed || before != m->partitions;
-      for (int p : m->partitions) ++holders[p];
-    }
-    bool once = holders.size() == partitions;
-    for (const auto& [p, n] : holders) once = once && n == 1;
-    if (once && !changed) return;
-    std::this_thread::sleep_for(100ms);
-  }
-  FAIL("the group did not settle");
+  const bool settled = eventually(
+      [&] {
+        std::map<int, int> holders;
+        bool changed = false;
+        for (auto* m : members) {
+          const auto before = m->partitions;
+          REQUIRE(m->beat() == 200);
+          changed = changed || before != m->partitions;
+          for (int p : m->partitions) ++holders[p];
+        }
+        bool once = holders.size() == partitions;
+        for (const auto& [p, n] : holders) once = once && n == 1;
+        return once && !changed;
+      },
+      20s, 100ms);
+  if (!settled) FAIL("the group did not settle");
 }
 
 }  // namespace

@@ -62,16 +62,17 @@ std::vector<std::pair<std::uint64_t, std::string>> read_all(const moonmqd_proces
 /// Waits until no move is running on `b` (an interrupted one may still be failing when a test retries).
 void wait_idle(const moonmqd_process& b) {
   auto c = b.api();
-  for (int i = 0; i < 600; ++i) {
-    auto r = c.Get("/v1/reassignments");
-    REQUIRE(r);
-    auto d = parse(r->body);
-    bool running = false;
-    for (const auto& m : d["reassignments"].GetArray()) running = running || !m["finished"].GetBool();
-    if (!running) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("a move was still running after 30 s");
+  const bool idle = eventually(
+      [&] {
+        auto r = c.Get("/v1/reassignments");
+        if (!r) return false;
+        auto d = parse(r->body);
+        for (const auto& m : d["reassignments"].GetArray())
+          if (!m["finished"].GetBool()) return false;
+        return true;
+      },
+      std::chrono::seconds(30));
+  if (!idle) FAIL("a move was still running after 30 s");
 }
 
 /// Starts a move on `src` and waits for it to finish; returns its final progress entry.
@@ -79,20 +80,20 @@ rapidjson::Document move_and_wait(const moonmqd_process& src, const std::string&
   wait_idle(src);
   post_ok(src, "/v1/reassignments", "{\"topic\":\"" + topic + "\",\"partition\":0,\"dest\":\"" + dest + "\"}");
   auto c = src.api();
-  for (int i = 0; i < 600; ++i) {
-    auto r = c.Get("/v1/reassignments");
-    REQUIRE(r);
-    auto d = parse(r->body);
-    const auto& list = d["reassignments"];
-    if (list.Size() > 0 && list[list.Size() - 1]["finished"].GetBool()) {
-      rapidjson::Document last;
-      last.CopyFrom(list[list.Size() - 1], last.GetAllocator());
-      return last;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("the move did not finish within 30 s");
-  return {};
+  rapidjson::Document last;
+  const bool finished = eventually(
+      [&] {
+        auto r = c.Get("/v1/reassignments");
+        if (!r) return false;
+        auto d = parse(r->body);
+        const auto& list = d["reassignments"];
+        if (list.Size() == 0 || !list[list.Size() - 1]["finished"].GetBool()) return false;
+        last.CopyFrom(list[list.Size() - 1], last.GetAllocator());
+        return true;
+      },
+      std::chrono::seconds(30));
+  if (!finished) FAIL("the move did not finish within 30 s");
+  return last;
 }
 
 std::string move_step(const moonmqd_process& src) {
@@ -196,11 +197,12 @@ TEST_CASE("e2e: kill -9 in the middle of the copy, restart, resume or retry: not
   auto before = read_all(c.b1, "orders");
   post_ok(c.b1, "/v1/reassignments", R"({"topic":"orders","partition":0,"dest":"b2"})");
   std::string step;
-  for (int i = 0; i < 2000; ++i) {
-    step = move_step(c.b1);
-    if (step.rfind("copy:", 0) == 0 && step != "copy:0") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  eventually(
+      [&] {
+        step = move_step(c.b1);
+        return step.rfind("copy:", 0) == 0 && step != "copy:0";
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(1));
   INFO("killed during " << step);
   REQUIRE(step.rfind("copy:", 0) == 0);
   moonmqd_process& killed = victim == "source" ? c.b1 : c.b2;
@@ -209,13 +211,12 @@ TEST_CASE("e2e: kill -9 in the middle of the copy, restart, resume or retry: not
   if (victim == "source") {
     // The restarted source resumes the move by itself (move-requests.json), from the prefix b2 already holds.
     auto cl = c.b2.api();
-    bool served = false;
-    for (int i = 0; i < 600 && !served; ++i) {
-      auto r = cl.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1");
-      served = r && r->status == 200;
-      if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    REQUIRE(served);
+    REQUIRE(eventually(
+        [&] {
+          auto r = cl.Get("/v1/topics/orders/partitions/0/records?offset=0&max_bytes=1");
+          return r && r->status == 200;
+        },
+        std::chrono::seconds(30)));
   } else {
     // The move failed with its destination gone: it is not resumed, and a retry completes it.
     auto done = move_and_wait(c.b1, "orders", "b2");

@@ -63,11 +63,7 @@ rapidjson::Document find_move(const moonmqd_process& asked, std::uint64_t id) {
 
 template <typename F>
 void wait_until(F done, const char* what, int seconds = 30) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    if (done()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("timed out waiting for " << what);
+  if (!eventually(done, std::chrono::seconds(seconds))) FAIL("timed out waiting for " << what);
 }
 
 void produce(const moonmqd_process& b, int count, std::size_t size) {

@@ -46,12 +46,9 @@ std::string agreed_leader(const std::vector<moonmqd_process*>& brokers) {
 }
 
 std::string wait_for_leader(const std::vector<moonmqd_process*>& brokers, std::chrono::milliseconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto l = agreed_leader(brokers); !l.empty()) return l;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "";
+  std::string leader;
+  eventually([&] { return !(leader = agreed_leader(brokers)).empty(); }, limit);
+  return leader;
 }
 
 /// The replicated owner of orders-0 as `b` sees it ("" when none).
@@ -107,9 +104,8 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
     REQUIRE(c.Post("/v1/reassignments", R"({"topic":"orders","partition":0,"dest":"b2"})", "application/json")
                 ->status == 202);
   }
-  for (int i = 0; i < 100 && (owner_seen_by(b1) != "b2" || owner_seen_by(b2) != "b2" || owner_seen_by(b3) != "b2");
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  eventually([&] { return owner_seen_by(b1) == "b2" && owner_seen_by(b2) == "b2" && owner_seen_by(b3) == "b2"; },
+             std::chrono::seconds(5));
   for (auto* b : all) {
     INFO(b->id);
     CHECK(owner_seen_by(*b) == "b2");
@@ -137,13 +133,13 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   std::vector<moonmqd_process*> rest;
   for (auto* b : all)
     if (b->id != leader) rest.push_back(b);
-  const auto killed_at = std::chrono::steady_clock::now();
   std::string next;
-  while (std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(20)) {
-    next = agreed_leader(rest);
-    if (!next.empty() && next != leader) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  eventually(
+      [&] {
+        next = agreed_leader(rest);
+        return !next.empty() && next != leader;
+      },
+      std::chrono::seconds(20));
   REQUIRE_FALSE(next.empty());
   REQUIRE(next != leader);
   const auto passes = get_json(*by_id.at(next), "/v1/autobalancer")["passes"].GetUint64();

@@ -19,10 +19,12 @@
 #include "transport/http1.hpp"
 #include "transport/http_server.hpp"
 #include "transport/tcp_stream.hpp"
+#include "support/eventually.hpp"
 
 using namespace moonmq;
 using namespace moonmq::transport;
 using moonmq::test::certificates;
+using moonmq::test::eventually;
 using namespace std::chrono_literals;
 
 namespace {
@@ -69,13 +71,12 @@ struct served {
   /// The refusals reported, one line each, once there are `at_least` of them (a refusal is reported on the
   /// connection's thread, maybe after the answer), or after 5 s.
   std::string refused(std::size_t at_least = 1) {
-    for (auto until = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < until;) {
-      {
-        std::lock_guard lock(mu);
-        if (refusals.size() >= at_least) break;
-      }
-      std::this_thread::sleep_for(1ms);
-    }
+    eventually(
+        [&] {
+          std::lock_guard lock(mu);
+          return refusals.size() >= at_least;
+        },
+        5s, 1ms);
     std::lock_guard lock(mu);
     std::string all;
     for (const auto& r : refusals) all += r + "\n";
@@ -413,8 +414,7 @@ TEST_CASE("cluster http: stop returns with idle and busy connections open", "[ht
   served s;
   CHECK(s.call(get_request("/cluster/loads")).status == 200);  // an idle pooled connection stays open
   std::thread busy([&] { s.client->send_now("p", get_request("/cluster/slow"), 2000ms); });  // no Catch off main
-  for (auto until = std::chrono::steady_clock::now() + 2s; s.calls < 2 && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(1ms);  // until the slow request is in the handler
+  eventually([&] { return s.calls >= 2; }, 2s, 1ms);  // until the slow request is in the handler
   const auto t0 = std::chrono::steady_clock::now();
   s.listener->stop();
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);

@@ -224,6 +224,23 @@ TEST_CASE("a move caught between cutover and confirm is resolved after a restart
     check_single_owner(c, orders0, 2);
     CHECK(c[1].journal->pending().empty());
   }
+  SECTION("confirm landed, its answer lost, and the destination then takes no offsets: its confirm decides") {
+    REQUIRE(c[1].offsets.commit("billing", orders0, 12));
+    c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+      bool confirm = r.path == "/cluster/owner" && r.method == "POST" && r.body.find("\"b2\"") != std::string::npos;
+      return confirm ? transport::fate::lose_response : transport::fate::deliver;
+    });
+    REQUIRE_FALSE(c.move(1, orders0, 2));
+    // From now on b2 does not take the offsets again; it holds them from before its confirm.
+    c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+      return r.path == "/cluster/offsets" ? transport::fate::drop : transport::fate::deliver;
+    });
+    c.restart(1);
+    CHECK(c.run(c[1].reassigner->recover()) == 0);
+    check_single_owner(c, orders0, 2);
+    CHECK(c[1].journal->pending().empty());
+    CHECK(*c[2].offsets.committed("billing", orders0) == 12);
+  }
   SECTION("the destination is down: the entry stays until it answers") {
     c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
       bool confirm = r.path == "/cluster/owner" && r.method == "POST" && r.body.find("\"b2\"") != std::string::npos;

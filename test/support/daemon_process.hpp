@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/process.hpp"
+#include "support/eventually.hpp"
 
 namespace moonmq::test {
 
@@ -117,19 +118,21 @@ class moonmqd_process {
         execl(binary.c_str(), binary.c_str(), "--config", config_path.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      httplib::Client c(host, api_port);
-      c.set_connection_timeout(std::chrono::milliseconds(200));
-      if (auto r = c.Get("/v1/health"); r && r->status == 200) return;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        start_up_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        throw std::runtime_error("moonmqd " + id + " exited at start-up: " + slurp(log_path));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const bool healthy = eventually(
+        [&] {
+          httplib::Client c(host, api_port);
+          c.set_connection_timeout(std::chrono::milliseconds(200));
+          if (auto r = c.Get("/v1/health"); r && r->status == 200) return true;
+          int status = 0;
+          if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            start_up_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+            throw std::runtime_error("moonmqd " + id + " exited at start-up: " + slurp(log_path));
+          }
+          return false;
+        },
+        std::chrono::seconds(20));
+    if (healthy) return;
     kill9();  // not left running unseen
     throw std::runtime_error("moonmqd " + id + " did not become healthy: " + slurp(log_path));
   }
@@ -146,16 +149,15 @@ class moonmqd_process {
   /// ended it in `*signal_out` (0: it exited).
   bool wait_for_end(std::chrono::milliseconds timeout, int* signal_out = nullptr) {
     if (pid_ <= 0) return true;
-    for (auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        if (signal_out) *signal_out = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return eventually(
+        [&] {
+          int status = 0;
+          if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+          pid_ = -1;
+          if (signal_out) *signal_out = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+          return true;
+        },
+        timeout, std::chrono::milliseconds(20));
   }
 
   /// Sends `sig` (SIGSTOP, SIGCONT, ...) to the running process.

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
 
 namespace moonmq::test {
 
@@ -29,19 +30,19 @@ inline void move(const moonmqd_process& from, int partition, const std::string& 
                     "application/json");
   REQUIRE(r);
   REQUIRE(r->status == 202);
-  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;) {
-    auto p = api.Get("/v1/reassignments");
-    REQUIRE(p);
-    auto d = parse(p->body);
-    const auto& list = d["reassignments"];
-    const auto& last = list[list.Size() - 1];
-    if (last["finished"].GetBool()) {
-      REQUIRE(last["succeeded"].GetBool());
-      return;
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  FAIL("the move of " << topic << "-" << partition << " did not finish");
+  const bool finished = eventually(
+      [&] {
+        auto p = api.Get("/v1/reassignments");
+        REQUIRE(p);
+        auto d = parse(p->body);
+        const auto& list = d["reassignments"];
+        const auto& last = list[list.Size() - 1];
+        if (!last["finished"].GetBool()) return false;
+        REQUIRE(last["succeeded"].GetBool());
+        return true;
+      },
+      20s, 20ms);
+  if (!finished) FAIL("the move of " << topic << "-" << partition << " did not finish");
 }
 
 }  // namespace moonmq::test

@@ -15,16 +15,19 @@
 // Why two records: the journal is written at the cutover under the partition's gate and says what ownership may be
 // (it is resolved by phase alone, never by intent); the request says what an operator wants, and outlives a
 // journaled move that recovery rolls back. One owner reads both, in one loop.
-// Thread safety: start(), finished() and stop() may be called from any thread; recover() runs on one executor.
+// Thread safety: start(), finished() and stop() may be called from any thread; recover() runs on one executor. The
+// destructor waits for the work finished() handed to `blocking` (run or dropped with its executor).
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <asio/awaitable.hpp>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -80,6 +83,12 @@ class hand_moves {
   hand_moves_parts p_;
   std::unique_ptr<move_requests> requests_;
   std::atomic<bool> stopped_{false};
+  /// Held from a hand move's record to its start, and by the forgetting of a finished one: a record is never
+  /// forgotten between being written and its move running (busy()).
+  std::mutex starting_;
+  std::mutex pending_mu_;
+  std::condition_variable pending_done_;
+  std::size_t pending_ = 0;  ///< tasks finished() handed to `blocking` that still exist
 };
 
 }  // namespace moonmq::cluster

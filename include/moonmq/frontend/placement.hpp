@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "moonmq/core/ids.hpp"
+#include "moonmq/core/result.hpp"
 
 namespace moonmq::frontend {
 
@@ -34,5 +35,17 @@ class placement_source {
     (void)owner;
   }
 };
+
+/// Why no broker is known to serve `what`, when some broker did not answer (it may be the one): unavailable, naming
+/// those brokers, so that a client retries rather than hear that nothing serves it. nullopt when every broker
+/// answered (or there is no source to ask).
+inline std::optional<error> unplaced_while_silent(const placement_source* source, const std::string& what) {
+  if (!source) return std::nullopt;
+  const auto silent = source->unanswered();
+  if (silent.empty()) return std::nullopt;
+  std::string ids;
+  for (const auto& b : silent) ids += (ids.empty() ? "" : ", ") + b.value();
+  return error{errc::unavailable, "no reachable broker serves " + what + " (no answer from " + ids + "); retry"};
+}
 
 }  // namespace moonmq::frontend

@@ -51,7 +51,7 @@ class placement_directory final : public placement_source {
 
   /// Asks every broker for its report (peers in turn, from the calling thread) and rebuilds the picture; if a
   /// refresh is running, waits for it and takes its picture instead.
-  void refresh() { rebuild(generation()); }
+  void refresh() { rebuild(started()); }
   /// refresh(), when the last one is at least `age` old and none is running (a ticker never waits for one).
   void refresh_if_older(time_ms age);
 
@@ -70,12 +70,13 @@ class placement_directory final : public placement_source {
   std::optional<broker_id> owner_of(const topic_partition& tp) const override;
 
  private:
-  /// The picture is a cache: looking a topic up may rebuild it. Does nothing if a refresh newer than
-  /// `seen` (a generation()) ended while this one waited for its turn.
+  /// The picture is a cache: looking a topic up may rebuild it. Does nothing if a refresh that started after
+  /// `seen` refreshes had started (started() at the caller's miss) has ended while this one waited for its turn:
+  /// that picture was asked for after the miss.
   void rebuild(std::uint64_t seen) const;
   /// The body of rebuild. REQUIRES: refresh_mu_ held.
   void rebuild_locked() const;
-  std::uint64_t generation() const;
+  std::uint64_t started() const;
   /// Refreshes when the directory holds nothing of `topic` (or of that partition of it), at most every
   /// `miss_refresh` per topic.
   void refresh_on_miss(const std::string& topic, std::optional<std::int32_t> partition) const;
@@ -97,7 +98,8 @@ class placement_directory final : public placement_source {
   mutable std::optional<time_ms> first_refresh_;
   mutable std::optional<time_ms> last_refresh_;
   mutable std::map<std::string, time_ms> missed_;  ///< topic -> when a miss last refreshed
-  mutable std::uint64_t generation_ = 0;  ///< refreshes ended
+  mutable std::uint64_t started_ = 0;          ///< refreshes begun
+  mutable std::uint64_t last_ended_start_ = 0;  ///< the number (in started_) of the last refresh that ended
   mutable bool all_reported_ = false;
 };
 

@@ -10,6 +10,12 @@ using moonmq::daemon::role_needed;
 TEST_CASE("client auth: reads and a client's data need client, every other write needs admin", "[auth]") {
   CHECK_FALSE(role_needed("GET", "/v1/health"));
   CHECK_FALSE(role_needed("GET", "/metrics"));
+  CHECK_FALSE(role_needed("HEAD", "/livez"));
+  CHECK_FALSE(role_needed("GET", "/ui/console.js"));
+  // Only reads are open: any other method on an open path needs a token like every write.
+  CHECK(role_needed("POST", "/livez") == role::admin);
+  CHECK(role_needed("PUT", "/metrics") == role::admin);
+  CHECK(role_needed("POST", "/ui/index.html") == role::admin);
   CHECK(role_needed("GET", "/v1/topics") == role::client);
   CHECK(role_needed("HEAD", "/v1/cluster") == role::client);
   CHECK(role_needed("POST", "/v1/topics/orders/records") == role::client);
