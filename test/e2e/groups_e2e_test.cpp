@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "support/eventually.hpp"
+#include "support/group_settling.hpp"
 #include "support/e2e_cluster.hpp"
 
 using namespace moonmq::test;
@@ -66,21 +67,7 @@ struct consumer {
 
 /// Heartbeats everyone until each partition is held by exactly one member and nobody's assignment changes.
 void settle(std::vector<consumer*> members, std::size_t partitions) {
-  const bool settled = eventually(
-      [&] {
-        std::map<int, int> holders;
-        bool changed = false;
-        for (auto* m : members) {
-          const auto before = m->partitions;
-          REQUIRE(m->beat() == 200);
-          changed = changed || before != m->partitions;
-          for (int p : m->partitions) ++holders[p];
-        }
-        bool once = holders.size() == partitions;
-        for (const auto& [p, n] : holders) once = once && n == 1;
-        return once && !changed;
-      },
-      20s, 100ms);
+  const bool settled = eventually([&] { return settled_after_heartbeats(members, partitions); }, 20s, 100ms);
   if (!settled) FAIL("the group did not settle");
 }
 

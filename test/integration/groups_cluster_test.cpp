@@ -10,6 +10,7 @@
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/groups/group_routes.hpp"
 #include "support/group_placements.hpp"
+#include "support/group_settling.hpp"
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -144,17 +145,7 @@ struct consumer {
 void settle(group_cluster& g, const std::vector<consumer*>& members, std::size_t count) {
   for (int i = 0; i < 200; ++i) {
     g.round();
-    std::map<int, int> holders;
-    bool changed = false;
-    for (auto* m : members) {
-      const auto before = m->partitions;
-      REQUIRE(m->beat() == 200);
-      changed = changed || before != m->partitions;
-      for (int p : m->partitions) ++holders[p];
-    }
-    bool once = holders.size() == count;
-    for (const auto& [p, n] : holders) once = once && n == 1;
-    if (once && !changed) return;
+    if (test::settled_after_heartbeats(members, count)) return;
   }
   FAIL("the group did not settle");
 }
