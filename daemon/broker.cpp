@@ -21,10 +21,11 @@
 #include "client_listener.hpp"
 #include "cluster/topic_json.hpp"
 #include "cluster_api.hpp"
+#include "cluster_link.hpp"
 #include "cluster_listener.hpp"
 #include "cluster_view.hpp"
 #include "coordinators.hpp"
-#include "data_dir_lock.hpp"
+#include "broker_disk.hpp"
 #include "drain_api.hpp"
 #include "group_api.hpp"
 #include "listener_refusals.hpp"
@@ -41,9 +42,7 @@
 #include "moonmq/cluster/balance_loop.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
-#include "moonmq/cluster/file_controller_fence.hpp"
 #include "moonmq/cluster/hand_moves.hpp"
-#include "moonmq/cluster/local_ownership_table.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/raft_ownership_table.hpp"
 #include "moonmq/cluster/reassigner.hpp"
@@ -57,11 +56,8 @@
 #include "moonmq/frontend/produce.hpp"
 #include "moonmq/raft/file_storage.hpp"
 #include "moonmq/raft/service.hpp"
-#include "moonmq/storage/durable_offset_store.hpp"
-#include "moonmq/storage/file_partition_store.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "moonmq/transport/http_transport.hpp"
-#include "storage/posix_file.hpp"
 
 namespace moonmq::daemon {
 
@@ -76,57 +72,13 @@ class running_broker final : public broker {
 
   status open() {
     const std::string& dir = cfg_.data_dir;
-    if (auto s = posix::make_directories(dir); !s) return s;
-    if (auto s = dir_lock_.acquire(dir); !s) return s;
-    auto policy = storage::parse_fsync_policy(cfg_.storage.fsync);
-    auto store = storage::open_file_partition_store(
-        {dir, *policy, cfg_.storage.fsync_interval_ms, log_,
-         static_cast<std::int32_t>(cfg_.limits.max_partitions_per_topic), cfg_.limits.max_partitions_per_broker,
-         cfg_.limits.max_open_partition_files});
-    if (!store) return store.err();
-    store_ = std::move(*store);
-    producers_ = std::make_unique<cluster::producer_states>(*store_, cfg_.limits.max_producers_per_partition);
-    auto offsets = storage::open_durable_offset_store(dir, log_);
-    if (!offsets) return offsets.err();
-    offsets_ = std::move(*offsets);
-
     const bool clustered = cfg_.cluster.has_value();
     self_ = broker_id(clustered ? cfg_.cluster->broker_id : std::string("standalone"));
-    auto table =
-        cluster::open_local_ownership_table(self_, storage::make_file_state_file(dir + "/cluster-assignments.json"));
-    if (!table) return table.err();
-    ownership_ = std::move(*table);
-    if (!clustered || !cfg_.cluster->raft.enabled) {
-      auto fence =
-          cluster::open_file_controller_fence(self_, storage::make_file_state_file(dir + "/controller-epoch.json"));
-      if (!fence) return fence.err();
-      fence_ = std::move(*fence);
-    }
-    auto journal = cluster::open_move_journal(storage::make_file_state_file(dir + "/cluster-moves.json"));
-    if (!journal) return journal.err();
-    journal_ = std::move(*journal);
+    if (auto s = disk_.open(cfg_, self_, log_); !s) return s;
 
-    std::map<std::string, std::string> peer_tokens;
-    std::vector<std::string> peer_ids;
-    transport::http_transport_options topt;
-    std::optional<transport::tls_options> tls;
-    if (clustered) {
-      for (const auto& p : cfg_.cluster->peers) {
-        peer_tokens[p.id] = p.token;
-        peer_ids.push_back(p.id);
-        topt.peers.push_back({p.id, p.host, p.port});
-      }
-      tls = cluster_tls(cfg_);
-      topt.tls = tls;
-    }
-    auto made = transport::make_http_transport(topt);
-    if (!made) return error{made.code(), "cluster TLS: " + made.message()};
-    transport_ = std::move(*made);
-    const std::string token = clustered ? cfg_.cluster->token : std::string();
-    const auto timeout =
-        std::chrono::milliseconds(static_cast<long>((clustered ? cfg_.cluster->peer_timeout_seconds : 5.0) * 1000));
-    peers_ = std::make_unique<cluster::peer_client>(
-        *transport_, cluster::peer_directory{self_, token, peer_tokens, timeout}, metrics_);
+    if (auto s = link_.open(cfg_, self_, metrics_); !s) return s;
+    const auto& peer_ids = link_.peer_ids;
+    const auto& tls = link_.tls;
     if (clustered && cfg_.cluster->raft.enabled)
       if (auto s = open_raft(); !s) return s;
     if (!topics_) {
@@ -137,7 +89,7 @@ class running_broker final : public broker {
     }
     cluster::cluster_state st = state();
     service_ = std::make_unique<cluster::cluster_service>(
-        cluster::cluster_service_options{self_, token, peer_tokens,
+        cluster::cluster_service_options{self_, link_.token, link_.peer_tokens,
                                          clustered ? cfg_.cluster->max_body_bytes : (64u << 20),
                                          move_control(),
                                          raft_ ? std::function<transport::response(const transport::request&)>(
@@ -161,7 +113,7 @@ class running_broker final : public broker {
                                            return topics_->ensure_listed(t, n, theirs);
                                          }},
         st);
-    router_ = std::make_unique<cluster::router>(st, *peers_);
+    router_ = std::make_unique<cluster::router>(st, *link_.peers);
     cluster::reassigner_options ro;
     ro.batch_bytes = clustered ? cfg_.cluster->batch_bytes : 256u * 1024;
     ro.throttle_bytes_per_sec = clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0;
@@ -179,8 +131,8 @@ class running_broker final : public broker {
       auto r = topics_ ? topics_->find(topic) : std::nullopt;
       return !r ? 0 : r->deleted ? UINT64_MAX : r->created;
     };
-    reassigner_ = std::make_unique<cluster::reassigner>(ro, st, *peers_, *journal_, blocking_);
-    auto hand = cluster::hand_moves::open({self_, *store_, *ownership_, *journal_, *reassigner_, *log_,
+    reassigner_ = std::make_unique<cluster::reassigner>(ro, st, *link_.peers, *disk_.journal, blocking_);
+    auto hand = cluster::hand_moves::open({self_, *disk_.store, *disk_.ownership, *disk_.journal, *reassigner_, *log_,
                                            io_.get_executor(), blocking_.get_executor()},
                                           storage::make_file_state_file(dir + "/move-requests.json"));
     if (!hand) return hand.err();
@@ -188,8 +140,8 @@ class running_broker final : public broker {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
     auto coordinators = coordinators::open(
-        {&cfg_, self_, brokers, st, peers_.get(), blocking_.get_executor(),
-         [this] { return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()); },
+        {&cfg_, self_, brokers, st, link_.peers.get(), blocking_.get_executor(),
+         [this] { return cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get()); },
          log_, &metrics_});
     if (!coordinators) return coordinators.err();
     coordinators_ = std::move(*coordinators);
@@ -197,22 +149,22 @@ class running_broker final : public broker {
     group_api_ = std::make_unique<group_api>(coordinators_->groups(), coordinators_->group_routes());
     txn_api_ = std::make_unique<txn_api>(
         coordinators_->txns(),
-        [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*ownership_, tp, self_); },
+        [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*disk_.ownership, tp, self_); },
         [this](const std::string& topic, const std::set<std::int32_t>& partitions) {
           return produce_->owners(topic, partitions);
         });
     coordinators_->start();
     if (auto s = open_moves(); !s) return s;
     status_api_ = std::make_unique<status_api>(status_api_parts{view_.get(), cfg_.host + ":" + std::to_string(cfg_.port),
-                                                                store_.get(), ownership_.get(), fence_.get(),
+                                                                disk_.store.get(), disk_.ownership.get(), disk_.fence.get(),
                                                                 raft_.get(), &metrics_});
     produce_ = std::make_unique<frontend::produce_frontend>(frontend::produce_parts{
-        self_, store_.get(), ownership_.get(), router_.get(), &coordinators_->txns(), &metrics_, &directory,
+        self_, disk_.store.get(), disk_.ownership.get(), router_.get(), &coordinators_->txns(), &metrics_, &directory,
         io_.get_executor()});
     fetch_ = std::make_unique<frontend::fetch_frontend>(frontend::fetch_parts{
-        self_, store_.get(), ownership_.get(), producers_.get(), &counters_, &metrics_, &directory});
+        self_, disk_.store.get(), disk_.ownership.get(), disk_.producers.get(), &counters_, &metrics_, &directory});
     offsets_api_ = std::make_unique<frontend::offsets_frontend>(frontend::offsets_parts{
-        self_, store_.get(), offsets_.get(), ownership_.get(), &gates_, &coordinators_->group_routes(),
+        self_, disk_.store.get(), disk_.offsets.get(), disk_.ownership.get(), &gates_, &coordinators_->group_routes(),
         &coordinators_->groups(), &metrics_,
         {}});
     record_api_ = std::make_unique<record_api>(record_api_parts{produce_.get(), fetch_.get(), offsets_api_.get()});
@@ -223,7 +175,7 @@ class running_broker final : public broker {
       bo.self = self_;
       for (const auto& p : cfg_.cluster->peers) bo.peers.push_back(p.id);
       bo.config = cfg_.autobalance;
-      auto loop = cluster::balance_loop::create(std::move(bo), st, *peers_, *reassigner_, blocking_);
+      auto loop = cluster::balance_loop::create(std::move(bo), st, *link_.peers, *reassigner_, blocking_);
       if (!loop) return loop.err();
       balancer_ = std::move(*loop);
     }
@@ -241,11 +193,11 @@ class running_broker final : public broker {
     drain_api_ = std::move(*drains);
     peer_watch_ = std::make_unique<peer_watch>(*view_, *log_);
     reclaim_api_ = std::make_unique<reclaim_api>(clustered ? cfg_.cluster->reclaim_after_seconds : 0, *view_, st,
-                                                 *journal_, *reassigner_);
+                                                 *disk_.journal, *reassigner_);
     strays_ = std::make_unique<cluster::stray_reconciler>(cluster::stray_reconciler::parts{
-        self_, *store_, *ownership_, *producers_, gates_, *router_, *topics_, *log_, [this](const topic_partition& tp) {
+        self_, *disk_.store, *disk_.ownership, *disk_.producers, gates_, *router_, *topics_, *log_, [this](const topic_partition& tp) {
           if (reassigner_->busy(tp)) return true;
-          const auto pending = journal_->pending();
+          const auto pending = disk_.journal->pending();
           return std::any_of(pending.begin(), pending.end(), [&](const auto& m) { return m.partition == tp; });
         }});
     reconcile_api_ = std::make_unique<reconcile_api>(*strays_, *view_);
@@ -307,8 +259,8 @@ class running_broker final : public broker {
     if (io_thread_.joinable()) io_thread_.join();
     blocking_.join();
     raft_pool_.join();
-    if (store_)
-      for (const auto& tp : store_->list_partitions()) (void)store_->sync(tp);
+    if (disk_.store)
+      for (const auto& tp : disk_.store->list_partitions()) (void)disk_.store->sync(tp);
   }
 
  private:
@@ -319,13 +271,13 @@ class running_broker final : public broker {
     auto strand = asio::make_strand(blocking_);
     return {self_,
             std::move(brokers),
-            *store_,
-            *ownership_,
+            *disk_.store,
+            *disk_.ownership,
             gates_,
             *log_,
             [strand](std::function<void()> work) { asio::post(strand, std::move(work)); },
-            [this](const std::string& topic) { return offsets_->forget_topic(topic); },
-            [this](const std::string& topic) { producers_->forget_topic(topic); }};
+            [this](const std::string& topic) { return disk_.offsets->forget_topic(topic); },
+            [this](const std::string& topic) { disk_.producers->forget_topic(topic); }};
   }
 
   /// With Cluster.Raft: the replicated ownership table over the local sidecar, the Raft service, and the term as
@@ -335,9 +287,9 @@ class running_broker final : public broker {
     auto disk = raft::open_file_storage(cfg_.data_dir, *log_);
     if (!disk) return disk.err();
     raft_disk_ = std::move(*disk);
-    auto table = std::make_unique<cluster::raft_ownership_table>(self_, std::move(ownership_));
+    auto table = std::make_unique<cluster::raft_ownership_table>(self_, std::move(disk_.ownership));
     raft_table_ = table.get();
-    ownership_ = std::move(table);
+    disk_.ownership = std::move(table);
     auto topics = cluster::topic_directory::replicated(
         topic_parts(), storage::make_file_state_file(cfg_.data_dir + "/topic-logs.json"));
     if (!topics) return topics.err();
@@ -354,12 +306,12 @@ class running_broker final : public broker {
     ro.propose_timeout = std::chrono::milliseconds(static_cast<long>(cfg_.cluster->peer_timeout_seconds * 1000));
     // Raft's fsyncs get a thread of their own: a move's cutover waits on a blocking-pool thread for its entry to
     // commit, and the commit must never queue behind such waits.
-    auto svc = raft::service::open(ro, *raft_disk_, *raft_table_, *peers_, io_, raft_pool_, *log_, metrics_);
+    auto svc = raft::service::open(ro, *raft_disk_, *raft_table_, *link_.peers, io_, raft_pool_, *log_, metrics_);
     if (!svc) return error{svc.code(), "Raft: " + svc.message()};
     raft_ = std::move(*svc);
     raft_table_->attach(*raft_);
     topics_->attach([this](raft::entry_kind k, std::string data) { return raft_->propose_blocking(k, std::move(data)); });
-    fence_ = std::make_unique<cluster::raft_fence>(self_, *raft_);
+    disk_.fence = std::make_unique<cluster::raft_fence>(self_, *raft_);
     return {};
   }
 
@@ -373,16 +325,16 @@ class running_broker final : public broker {
     throttle_ = std::move(*throttle);
     std::vector<cluster::peer_config> peers;
     if (cfg_.cluster) peers = cfg_.cluster->peers;
-    view_ = std::make_unique<cluster_view>(self_, peers, *peers_, [this] {
+    view_ = std::make_unique<cluster_view>(self_, peers, *link_.peers, [this] {
       broker_report me;
-      me.partitions = cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get());
-      me.held_bytes = cluster::unserved_bytes(*store_, *ownership_, self_);
-      me.strays = cluster::collect_strays(*store_, *ownership_);
+      me.partitions = cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get());
+      me.held_bytes = cluster::unserved_bytes(*disk_.store, *disk_.ownership, self_);
+      me.strays = cluster::collect_strays(*disk_.store, *disk_.ownership);
       return me;
     });
-    topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *store_, [this] {
-      return cluster::collect_local_loads(*store_, counters_, *ownership_, self_, producers_.get()).size();
-    }, cfg_.autobalance, [this](const topic_partition& tp) { return ownership_->entry(tp); });
+    topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *disk_.store, [this] {
+      return cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get()).size();
+    }, cfg_.autobalance, [this](const topic_partition& tp) { return disk_.ownership->entry(tp); });
     cluster_api_ = std::make_unique<cluster_api>(
         *view_, [this] { return controller_id(); },
         [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },
@@ -402,7 +354,7 @@ class running_broker final : public broker {
   /// The controller as this broker knows it: the Raft leader, or the holder of the highest fenced claim.
   std::string controller_id() {
     if (raft_) return raft_->status().leader;
-    return fence_->highest().controller.value();
+    return disk_.fence->highest().controller.value();
   }
 
   /// The reassigner as the cluster routes reach it; a throttle set by a peer is kept like one set here, and a
@@ -417,7 +369,7 @@ class running_broker final : public broker {
   }
 
   cluster::cluster_state state() {
-    return {*store_, *offsets_, *ownership_, *fence_, counters_, gates_, *producers_, *log_, metrics_};
+    return {*disk_.store, *disk_.offsets, *disk_.ownership, *disk_.fence, counters_, gates_, *disk_.producers, *log_, metrics_};
   }
 
   /// Without Raft: every 5 s, the topic records of every coordinator, so that a broker that missed a tell (dropped,
@@ -435,16 +387,10 @@ class running_broker final : public broker {
   }
 
   cluster::server_config cfg_;
-  data_dir_lock dir_lock_;  ///< first member after the config: released last
+  broker_disk disk_;  ///< after the config: closed last, and its lock released last
   daemon::client_auth client_auth_{cfg_.auth};
   std::shared_ptr<logger> log_;
   broker_id self_;
-  std::unique_ptr<storage::partition_store> store_;
-  std::unique_ptr<cluster::producer_states> producers_;  ///< every append to a served partition passes it
-  std::unique_ptr<storage::offset_store> offsets_;
-  std::unique_ptr<cluster::ownership_table> ownership_;
-  std::unique_ptr<cluster::controller_fence> fence_;
-  std::unique_ptr<cluster::move_journal> journal_;
   cluster::traffic counters_;
   cluster::partition_gates gates_;
   prometheus_sink metrics_;
@@ -453,8 +399,7 @@ class running_broker final : public broker {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};
   asio::thread_pool raft_pool_{1};
-  std::unique_ptr<transport::transport> transport_;
-  std::unique_ptr<cluster::peer_client> peers_;
+  cluster_link link_;
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;
   std::unique_ptr<coordinators> coordinators_;
