@@ -56,38 +56,20 @@ status coordinators::open_transactions() {
   return {};
 }
 
-std::thread coordinators::ticker(std::chrono::milliseconds period, std::function<void()> tick) {
-  return std::thread([this, period, tick = std::move(tick)] {
-    std::unique_lock lock(mu_);
-    while (!stopping_) {
-      wake_.wait_for(lock, period);
-      if (stopping_) break;
-      lock.unlock();
-      tick();
-      lock.lock();
-    }
-  });
-}
-
 void coordinators::start() {
-  group_ticker_ = ticker(std::chrono::milliseconds(250), [this] {
+  group_ticker_ = std::make_unique<ticker>(std::chrono::milliseconds(250), [this] {
     groups_->tick(steady_now_ms());  // expiry first: a slow peer below must not delay it
     // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition owned
     // elsewhere finds its owner without asking.
     directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);
     group_routes_->clear_pending();
   });
-  txn_ticker_ = ticker(std::chrono::milliseconds(500), [this] { txns_->tick(); });
+  txn_ticker_ = std::make_unique<ticker>(std::chrono::milliseconds(500), [this] { txns_->tick(); });
 }
 
 void coordinators::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (group_ticker_.joinable()) group_ticker_.join();
-  if (txn_ticker_.joinable()) txn_ticker_.join();
+  if (group_ticker_) group_ticker_->stop();
+  if (txn_ticker_) txn_ticker_->stop();
 }
 
 }  // namespace moonmq::daemon

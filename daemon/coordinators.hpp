@@ -8,7 +8,6 @@
 #pragma once
 
 #include <asio/any_io_executor.hpp>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -21,6 +20,7 @@
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/txn_service.hpp"
+#include "ticker.hpp"
 
 namespace moonmq::daemon {
 
@@ -60,8 +60,6 @@ class coordinators {
   explicit coordinators(coordinators_parts parts) : p_(std::move(parts)) {}
   status open_groups();
   status open_transactions();
-  /// Runs `tick` every `period` until stop().
-  std::thread ticker(std::chrono::milliseconds period, std::function<void()> tick);
 
   coordinators_parts p_;
   std::unique_ptr<frontend::placement_directory> directory_;
@@ -69,10 +67,7 @@ class coordinators {
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)
   std::unique_ptr<txn::txn_service> txns_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread group_ticker_, txn_ticker_;
+  std::unique_ptr<ticker> group_ticker_, txn_ticker_;  ///< last: stopped before what their ticks use goes
 };
 
 }  // namespace moonmq::daemon

@@ -68,26 +68,12 @@ result<std::unique_ptr<drain_api>> drain_api::open(drain_options options, cluste
   }
   if (loop) loop->set_draining(d->draining_);
   d->progress_ = idle_progress(view.self().value(), d->draining_.count(view.self().value()) > 0);
-  d->thread_ = std::thread([raw = d.get()] {
-    std::unique_lock lock(raw->mu_);
-    while (!raw->stop_) {
-      raw->wake_.wait_for(lock, raw->opt_.tick);
-      if (raw->stop_) break;
-      lock.unlock();
-      raw->tick();
-      lock.lock();
-    }
-  });
+  d->ticker_ = std::make_unique<ticker>(d->opt_.tick, [raw = d.get()] { raw->tick(); });
   return d;
 }
 
 drain_api::~drain_api() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (ticker_) ticker_->stop();
 }
 
 std::set<std::string> drain_api::draining() const {
@@ -115,7 +101,7 @@ status drain_api::set(const std::string& broker, bool draining) {
   }
   if (loop_) loop_->set_draining(draining_);
   if (broker == view_.self().value() && !draining) progress_ = idle_progress(broker, false);
-  wake_.notify_all();
+  if (ticker_) ticker_->wake();
   return {};
 }
 

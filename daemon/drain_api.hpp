@@ -15,7 +15,6 @@
 #include "api_routes.hpp"
 
 #include <asio/any_io_executor.hpp>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,6 +26,7 @@
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/core/logger.hpp"
 #include "moonmq/storage/state_file.hpp"
+#include "ticker.hpp"
 
 namespace moonmq::daemon {
 
@@ -72,9 +72,7 @@ class drain_api {
   mutable std::mutex mu_;
   std::set<std::string> draining_;
   std::string progress_;  ///< the last tick's report (JSON)
-  bool stop_ = false;
-  std::condition_variable wake_;
-  std::thread thread_;
+  std::unique_ptr<ticker> ticker_;  ///< last: stopped before what its ticks use goes
 };
 
 }  // namespace moonmq::daemon

@@ -7,7 +7,6 @@
 #include <netdb.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "cluster_view.hpp"
 #include "moonmq/core/logger.hpp"
+#include "ticker.hpp"
 
 namespace moonmq::daemon {
 
@@ -24,27 +24,12 @@ class peer_watch {
              std::chrono::seconds repeat = std::chrono::minutes(5))
       : view_(view), log_(log), every_(every), repeat_(repeat) {
     if (view_.peers().empty()) return;
-    thread_ = std::thread([this] {
-      std::unique_lock lock(mu_);
-      auto wait = std::chrono::seconds(2);  // let peers started at the same time come up first
-      while (!stop_) {
-        wake_.wait_for(lock, wait);
-        if (stop_) break;
-        lock.unlock();
-        check();
-        lock.lock();
-        wait = every_;
-      }
-    });
+    // The first check after 2 s: peers started at the same time come up first.
+    ticker_ = std::make_unique<ticker>(std::chrono::seconds(2), every_, [this] { check(); });
   }
 
   ~peer_watch() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (ticker_) ticker_->stop();
   }
 
  private:
@@ -91,11 +76,8 @@ class peer_watch {
   cluster_view& view_;
   logger& log_;
   std::chrono::seconds every_, repeat_;
-  std::map<std::string, trouble> troubles_;  ///< the thread's only
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::map<std::string, trouble> troubles_;  ///< the ticker's only
+  std::unique_ptr<ticker> ticker_;           ///< last: stopped before what its ticks use goes
 };
 
 }  // namespace moonmq::daemon

@@ -31,26 +31,10 @@ reclaim_api::reclaim_api(double after_seconds, cluster_view& view, cluster::clus
   // (keep until an operator reclaims), every 10 s just to keep the idle times.
   const double every = after_seconds > 0 ? std::clamp(after_seconds / 4, 0.5, 10.0) : 10.0;
   const auto tick = std::chrono::milliseconds(static_cast<long>(every * 1000));
-  thread_ = std::thread([this, tick] {
-    std::unique_lock lock(stop_mu_);
-    while (!stop_) {
-      wake_.wait_for(lock, tick);
-      if (stop_) break;
-      lock.unlock();
-      (void)reclaim(true);
-      lock.lock();
-    }
-  });
+  ticker_ = std::make_unique<ticker>(tick, [this] { (void)reclaim(true); });
 }
 
-reclaim_api::~reclaim_api() {
-  {
-    std::lock_guard lock(stop_mu_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+reclaim_api::~reclaim_api() { ticker_->stop(); }
 
 std::vector<cluster::reclaim_candidate> reclaim_api::observe(bool ask_peers) {
   const broker_id& self = view_.self();

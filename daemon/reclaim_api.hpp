@@ -16,7 +16,6 @@
 #include "api_routes.hpp"
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -26,6 +25,7 @@
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 #include "moonmq/cluster/reclaim_plan.hpp"
+#include "ticker.hpp"
 
 namespace moonmq::daemon {
 
@@ -55,10 +55,7 @@ class reclaim_api {
 
   std::mutex mu_;  ///< one observation or reclaim at a time (the tracker is not shared)
   cluster::reclaim_tracker tracker_;
-  std::mutex stop_mu_;
-  bool stop_ = false;
-  std::condition_variable wake_;
-  std::thread thread_;
+  std::unique_ptr<ticker> ticker_;  ///< last: stopped before what its ticks use goes
 };
 
 }  // namespace moonmq::daemon
