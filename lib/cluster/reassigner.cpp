@@ -50,8 +50,7 @@ std::string quoted(const std::string& s) {
 
 /// A peer's answer as an error naming the peer and the step.
 error peer_error(const std::string& peer, const std::string& step, const response& r) {
-  errc code = r.status == 0 ? errc::unavailable : r.status == 409 ? errc::conflict : errc::internal;
-  return error{code, step + " on " + peer + " failed (" +
+  return error{transport::error_of(r).code, step + " on " + peer + " failed (" +
                          (r.status ? "HTTP " + std::to_string(r.status) : "no answer") + "): " + r.body};
 }
 

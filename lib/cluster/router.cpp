@@ -90,19 +90,14 @@ router::step router::interpret(forward_state& f, const transport::response& resp
   if (resp.status == 0)
     return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " did not answer: " + resp.body});
   // The owner's verdict on a producer's batch (fenced, out of order, a limit): the client's to act on, as if local.
-  if ((resp.status == 409 || resp.status == 429) && object && d.HasMember("error") && d["error"].IsString())
-    if (auto code = errc_from_name(d["error"].GetString()); code && transport::http_status_of(*code) == resp.status)
-      return step::finish(error{*code, d.HasMember("message") && d["message"].IsString()
-                                           ? std::string(d["message"].GetString())
-                                           : "owner " + f.owner.value() + " refused the records"});
+  if (resp.status == 409 || resp.status == 429) return step::finish(transport::error_of(resp));
   // The owner does not know the topic or partition: it has not yet applied (Raft) or learned its creation or growth,
   // which this broker has. Retriable: it will (or, for a topic deleted meanwhile, this broker learns that too).
   if (resp.status == 404)
     return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " does not know " + name +
                                                      " yet (the topic's change has not reached it): try again"});
-  return step::finish(error{
-      resp.status == 400 ? errc::invalid_argument : errc::internal,
-      "owner " + f.owner.value() + " refused the records (HTTP " + std::to_string(resp.status) + "): " + resp.body});
+  return step::finish(error{transport::error_of(resp).code, "owner " + f.owner.value() + " refused the records (HTTP " +
+                                                                std::to_string(resp.status) + "): " + resp.body});
 }
 
 router::step router::wait_for_handover(const forward_state& f) const {

@@ -188,15 +188,8 @@ status group_routes::check_commit(const std::string& group_id, const std::string
     json::put(w, "partition", tp.partition);
   });
   auto r = on_coordinator(group_id, "check", body);
-  if (r.status == 200) return {};
-  rapidjson::Document d;
-  std::string why = r.body;
-  if (json::parse_object(r.body, d) && d.HasMember("message") && d["message"].IsString()) why = d["message"].GetString();
-  const errc code = r.status == 409   ? errc::conflict
-                    : r.status == 400 ? errc::invalid_argument
-                    : r.status == 0 || r.status == 503 ? errc::unavailable
-                                                       : errc::internal;
-  return {code, why};
+  if (r.ok()) return {};
+  return transport::error_of(r);
 }
 
 std::mutex& group_routes::commit_gate(const std::string& group_id, const topic_partition& tp) {

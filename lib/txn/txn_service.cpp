@@ -34,19 +34,6 @@ constexpr std::size_t marker_thread_count = 4;     ///< threads that send marker
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
 
-/// The error a coordinator's or owner's refusal names ({"error","message"}); no answer is unavailable.
-error error_of(const response& r) {
-  rapidjson::Document d;
-  std::string message = r.body, code;
-  if (json::parse_object(r.body, d)) {
-    if (d.HasMember("message") && d["message"].IsString()) message = d["message"].GetString();
-    if (d.HasMember("error") && d["error"].IsString()) code = d["error"].GetString();
-  }
-  auto e = errc_from_name(code);
-  if (r.status == 0 || code == "coordinator_unavailable") e = errc::unavailable;
-  return {e && *e != errc::ok ? *e : errc::internal, message};
-}
-
 /// Reads {"topic","partition"} (and optionally "owner", "offset") of one list element.
 struct partition_ref {
   topic_partition tp;

@@ -50,6 +50,14 @@ struct response {
   bool ok() const noexcept { return status >= 200 && status < 300; }
 };
 
+/// A peer's refusal as the error it stands for, read the same way by every caller (the router, the reassigner, the
+/// group and transaction routes): the code its body names (`{"error": NAME, "message"}`) when this side knows the
+/// name and the HTTP status agrees with it, otherwise the code the status stands for (400 invalid_argument, 401
+/// unauthorized, 404 not_found, 409 conflict, 416 offset_out_of_range, 421 not_owner, 429 resource_exhausted, 503
+/// unavailable, anything else internal); no answer (status 0) is unavailable. The message is the body's own, or the
+/// body as it came. REQUIRES: !r.ok().
+error error_of(const response& r);
+
 /// The HTTP status of the wire contract for a domain error.
 inline int http_status_of(errc e) {
   switch (e) {
