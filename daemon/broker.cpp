@@ -51,6 +51,8 @@
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/frontend/fetch.hpp"
+#include "moonmq/frontend/http_topic_peers.hpp"
+#include "moonmq/frontend/move_requests.hpp"
 #include "moonmq/frontend/offsets.hpp"
 #include "moonmq/frontend/placement_directory.hpp"
 #include "moonmq/frontend/produce.hpp"
@@ -141,7 +143,7 @@ class running_broker final : public broker {
     for (const auto& p : peer_ids) brokers.emplace_back(p);
     auto coordinators = coordinators::open(
         {&cfg_, self_, brokers, st, link_.peers.get(), blocking_.get_executor(),
-         [this] { return cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get()); },
+         [this] { return local_loads(); },
          log_, &metrics_});
     if (!coordinators) return coordinators.err();
     coordinators_ = std::move(*coordinators);
@@ -211,7 +213,7 @@ class running_broker final : public broker {
       cluster_listener_ = std::move(*l);
       // Without Raft: the topic records decided while this broker was away, from their coordinators (a peer that
       // is not up yet answers at once that it is not).
-      if (!raft_) topic_api_->catch_up();
+      if (!raft_) topic_admin_->catch_up();
     }
 
     api_ = std::make_unique<api_routes>();
@@ -327,14 +329,18 @@ class running_broker final : public broker {
     if (cfg_.cluster) peers = cfg_.cluster->peers;
     view_ = std::make_unique<cluster_view>(self_, peers, *link_.peers, [this] {
       broker_report me;
-      me.partitions = cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get());
+      me.partitions = local_loads();
       me.held_bytes = cluster::unserved_bytes(*disk_.store, *disk_.ownership, self_);
       me.strays = cluster::collect_strays(*disk_.store, *disk_.ownership);
       return me;
     });
-    topic_api_ = std::make_unique<topic_api>(*topics_, *view_, *disk_.store, [this] {
-      return cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get()).size();
-    }, cfg_.autobalance, [this](const topic_partition& tp) { return disk_.ownership->entry(tp); });
+    topic_peers_ = std::make_unique<frontend::http_topic_peers>(*link_.peers, link_.peer_ids);
+    frontend::topic_admin_parts tp{self_, {}, topics_.get(), disk_.store.get(), topic_peers_.get(),
+                                   [this] { return local_loads(); },
+                                   [this](const topic_partition& p) { return disk_.ownership->entry(p); }, cfg_.autobalance};
+    for (const auto& id : link_.peer_ids) tp.peers.emplace_back(id);
+    topic_admin_ = std::make_unique<frontend::topic_admin>(std::move(tp));
+    topic_api_ = std::make_unique<topic_api>(*topic_admin_, self_);
     cluster_api_ = std::make_unique<cluster_api>(
         *view_, [this] { return controller_id(); },
         [this] { return drain_api_ ? drain_api_->draining() : std::set<std::string>{}; },
@@ -343,12 +349,19 @@ class running_broker final : public broker {
           auto r = view_->ask(b, transport::get_request("/cluster/admin/drain"));
           return r.ok() ? r.body : std::string();
         });
-    move_api_ = std::make_unique<move_api>(
-        *view_, *reassigner_,
+    move_requests_ = std::make_unique<frontend::move_requests>(frontend::move_request_parts{
+        self_, link_.peer_ids, link_.peers.get(), [this] { return local_loads(); },
+        [this] { return cluster::collect_strays(*disk_.store, *disk_.ownership); },
         [this](const topic_partition& tp, const broker_id& dest) { return hand_moves_->start(tp, dest); },
-        [this](std::uint64_t rate) { return throttle_->set(rate); },
-        [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; });
+        [this](const std::string& b) { return drain_api_ && drain_api_->draining().count(b) > 0; }});
+    move_api_ = std::make_unique<move_api>(*view_, *reassigner_, *move_requests_,
+                                           [this](std::uint64_t rate) { return throttle_->set(rate); });
     return {};
+  }
+
+  /// The partitions this broker serves, with their sizes and rates.
+  std::vector<cluster::partition_load> local_loads() {
+    return cluster::collect_local_loads(*disk_.store, counters_, *disk_.ownership, self_, disk_.producers.get());
   }
 
   /// The controller as this broker knows it: the Raft leader, or the holder of the highest fenced claim.
@@ -380,7 +393,7 @@ class running_broker final : public broker {
       co_await t.async_wait(asio::use_awaitable);
       if (stopped_) co_return;
       co_await offload(blocking_, [this] {
-        topic_api_->catch_up();
+        topic_admin_->catch_up();
         return true;
       });
     }
@@ -414,9 +427,12 @@ class running_broker final : public broker {
   std::unique_ptr<frontend::offsets_frontend> offsets_api_;
   std::unique_ptr<record_api> record_api_;
   std::unique_ptr<status_api> status_api_;
+  std::unique_ptr<frontend::move_requests> move_requests_;
   std::unique_ptr<move_api> move_api_;
   std::unique_ptr<cluster_api> cluster_api_;
   std::unique_ptr<cluster::topic_directory> topics_;
+  std::unique_ptr<frontend::http_topic_peers> topic_peers_;
+  std::unique_ptr<frontend::topic_admin> topic_admin_;
   std::unique_ptr<topic_api> topic_api_;
   std::unique_ptr<balancer_api> balancer_api_;
   std::unique_ptr<drain_api> drain_api_;

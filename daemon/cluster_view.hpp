@@ -13,15 +13,13 @@
 #include "moonmq/cluster/config.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/peer.hpp"
+#include "moonmq/cluster/peer_fanout.hpp"
 #include "moonmq/transport/message.hpp"
 
 namespace moonmq::daemon {
 
-/// One peer's answer to a request; `response.status == 0` when it did not answer.
-struct peer_answer {
-  std::string broker;
-  transport::response response;
-};
+using cluster::peer_answer;
+using cluster::describe_answer;
 
 /// One broker as it reported itself.
 struct broker_report {
@@ -40,9 +38,6 @@ struct fanout_result {
   std::vector<std::string> applied;
   std::vector<std::pair<std::string, std::string>> failed;  ///< broker, why
 };
-
-/// A peer's answer in a few words: "HTTP 409: {...}" or "no answer: ...".
-std::string describe_answer(const transport::response& r);
 
 class cluster_view {
  public:

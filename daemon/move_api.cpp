@@ -7,7 +7,6 @@
 #include "api_reply.hpp"
 #include "cluster/wire_json.hpp"
 #include "json/object_reader.hpp"
-#include "moonmq/core/topic_name.hpp"
 
 namespace moonmq::daemon {
 
@@ -49,67 +48,14 @@ void move_api::routes(api_routes& api) {
 void move_api::start(const httplib::Request& req, httplib::Response& res) {
   auto m = cluster::wire::read_move_request(req.body);
   if (!m) return reply_error(res, m.err());
-  const topic_partition tp = m->partition;
-  const std::string dest = m->dest;
-  const std::string self = view_.self().value();
-  if (is_internal_topic(tp.topic))
-    return reply_error(res, 400, "invalid_argument", "internal topics (" + tp.topic + ") never move");
-  if (dest != self && !view_.is_peer(dest))
-    return reply_error(res, 404, "not_found", "unknown broker '" + dest + "': not this broker nor a configured peer");
-  // Who serves it: every broker is asked (its own report of what it serves), so that a bad request is refused now
-  // instead of failing later in the background, and a partition with two logs in the cluster (a namesake made
-  // before topics were cluster metadata) is never moved: the move would keep one log and drop the other's records.
-  // A stray (a log the topic catalog did not make, never served) counts as a second log too.
-  std::vector<std::string> servers, logs;
-  for (const auto& b : view_.brokers()) {
-    auto is_tp = [&](const cluster::partition_load& l) { return l.partition == tp; };
-    const bool serves = std::any_of(b.partitions.begin(), b.partitions.end(), is_tp);
-    if (serves) servers.push_back(b.id);
-    if (serves || std::any_of(b.strays.begin(), b.strays.end(), is_tp)) logs.push_back(b.id);
-  }
-  if (logs.size() > 1) {
-    std::string names;
-    for (const auto& b : logs) names += (names.empty() ? "" : " and ") + b;
-    return reply_error(res, 409, "conflict",
-                       name_of(tp) + " has more than one log in the cluster, on " + names +
-                           ": a move would keep one and drop the other's records; keep the one you want (docs/cluster.md, "
-                           "\"Strays\")");
-  }
-  if (servers.empty())
-    return reply_error(res, 404, "not_found",
-                       "no reachable broker serves " + name_of(tp) + " (unknown topic or partition, or its owner "
-                       "does not answer)");
-  const std::string source = servers.front();
-  if (source == dest) return reply_error(res, 409, "conflict", name_of(tp) + " is already on " + dest);
-  if (draining_(dest))
-    return reply_error(res, 409, "conflict", dest + " is draining: nothing moves onto it until it is undrained");
-  std::uint64_t id = 0;
-  if (source == self) {
-    auto started = start_here_(tp, broker_id(dest));
-    if (!started) return reply_error(res, started.err());
-    id = *started;
-  } else {
-    // Hand-driven, so not fenced: the owner runs it as if asked directly.
-    transport::request fwd;
-    fwd.path = "/cluster/reassign";
-    fwd.body = req.body;
-    auto r = view_.ask(source, fwd);
-    if (!r.ok()) {
-      if (r.status == 0)
-        return reply_error(res, 503, "unavailable", source + ", which serves " + name_of(tp) + ", did not answer");
-      return relay(res, r);
-    }
-    rapidjson::Document d;
-    if (!json::parse_object(r.body, d) || !d.HasMember("id") || !d["id"].IsUint64())
-      return reply_error(res, 502, "bad_gateway", source + " started the move but its answer has no id: " + r.body);
-    id = d["id"].GetUint64();
-  }
+  auto started = requests_.start(m->partition, broker_id(m->dest));
+  if (!started) return reply_error(res, started.refused().err);
   reply(res, 202, json_object([&](json_writer& w) {
-          put(w, "id", id);
-          put(w, "source", source);
-          put(w, "topic", tp.topic);
-          put(w, "partition", tp.partition);
-          put(w, "dest", dest);
+          put(w, "id", started->id);
+          put(w, "source", started->source.value());
+          put(w, "topic", m->partition.topic);
+          put(w, "partition", m->partition.partition);
+          put(w, "dest", m->dest);
           put(w, "status", "started");
         }));
 }

@@ -1,8 +1,7 @@
 // moonmqd's client routes for moves, cluster-wide from any broker:
-//   POST   /v1/reassignments {"topic","partition","dest"}  validated first (404 unknown partition or broker, 409
-//                                                          already there, already moving, or dest draining), then
-//                                                          started on the
-//                                                          partition's owner, wherever it is: 202 {"id","source"}
+//   POST   /v1/reassignments {"topic","partition","dest"}  checked and started by frontend/move_requests (404 unknown
+//                                                          partition or broker, 409 already there, already moving,
+//                                                          two logs, or dest draining): 202 {"id","source"}
 //   GET    /v1/reassignments[?active=true]                 every broker's moves with step, bytes, rate, ETA, stall
 //   DELETE /v1/reassignments/{id}[?source=B]               cancel before cutover, rolled back (202); 409 after
 //   PUT    /v1/reassignments/throttle {"bytes_per_sec"}    the copy throttle on every broker (0 = unlimited)
@@ -20,22 +19,17 @@
 #include "cluster_view.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
 #include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/frontend/move_requests.hpp"
 
 namespace moonmq::daemon {
 
 class move_api {
  public:
-  /// `start_here`: starts a hand-driven move on this broker
-  /// (kept so that it resumes after a restart). `set_throttle` applies (and keeps across restarts) this broker's
-  /// throttle. `draining`: whether a broker is being drained.
-  move_api(cluster_view& view, cluster::reassigner& reassigner,
-           std::function<result<std::uint64_t>(const topic_partition&, const broker_id&)> start_here,
-           std::function<status(std::uint64_t)> set_throttle, std::function<bool(const std::string&)> draining)
-      : view_(view),
-        reassigner_(reassigner),
-        start_here_(std::move(start_here)),
-        set_throttle_(std::move(set_throttle)),
-        draining_(std::move(draining)) {}
+  /// `requests`: where a move request is checked and started (frontend/move_requests.hpp). `set_throttle` applies
+  /// (and keeps across restarts) this broker's throttle.
+  move_api(cluster_view& view, cluster::reassigner& reassigner, frontend::move_requests& requests,
+           std::function<status(std::uint64_t)> set_throttle)
+      : view_(view), reassigner_(reassigner), requests_(requests), set_throttle_(std::move(set_throttle)) {}
 
   void routes(api_routes& api);
 
@@ -48,9 +42,8 @@ class move_api {
 
   cluster_view& view_;
   cluster::reassigner& reassigner_;
-  std::function<result<std::uint64_t>(const topic_partition&, const broker_id&)> start_here_;
+  frontend::move_requests& requests_;
   std::function<status(std::uint64_t)> set_throttle_;
-  std::function<bool(const std::string&)> draining_;
 };
 
 }  // namespace moonmq::daemon

@@ -1,12 +1,11 @@
 #include "reclaim_api.hpp"
 
-#include <rapidjson/document.h>
-
 #include <algorithm>
 #include <set>
 
 #include "api_reply.hpp"
 #include "cluster/wire_json.hpp"
+#include "cluster/wire_owner.hpp"
 
 namespace moonmq::daemon {
 
@@ -77,15 +76,11 @@ status reclaim_api::owner_confirms(const topic_partition& tp) {
   if (!view_.is_peer(owner)) return {errc::conflict, name + ": its owner '" + owner + "' is not a configured peer"};
   transport::request ask = transport::get_request("/cluster/owner");
   ask.params = {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
-  auto r = view_.ask(owner, ask);
-  rapidjson::Document d;
-  if (!r.ok() || !json::parse_object(r.body, d) || !d.HasMember("serves") || !d["serves"].IsBool())
-    return {errc::unavailable, name + ": " + owner + " did not confirm it serves it (" + describe_answer(r) + ")"};
-  const bool moving = !d.HasMember("moving") || !d["moving"].IsBool() || d["moving"].GetBool();
-  const bool handover = d.HasMember("handover") && d["handover"].IsBool() && d["handover"].GetBool();
-  if (!d["serves"].GetBool() || handover || moving)
-    return {errc::conflict, name + ": " + owner + (d["serves"].GetBool() ? " has a move of it under way"
-                                                                          : " does not serve it now")};
+  auto report = cluster::wire::read_owner_report(view_.ask(owner, ask), tp);
+  if (!report) return {errc::unavailable, name + ": " + owner + " did not confirm it serves it (" + report.message() + ")"};
+  const bool handover = report->entry && report->entry->handover;
+  if (!report->serves || handover || report->moving)
+    return {errc::conflict, name + ": " + owner + (report->serves ? " has a move of it under way" : " does not serve it now")};
   return {};
 }
 

@@ -349,16 +349,11 @@ struct balance_loop::impl {
       result<std::uint64_t> refused = error{errc::conflict, "superseded"};
       co_return refused;
     }
-    rapidjson::Document d;
-    const bool answer = json::parse_object(resp.body, d);
-    if (resp.status != 202 || !answer || !d.HasMember("id") || !d["id"].IsUint64()) {
-      result<std::uint64_t> refused = error{errc::unavailable, fmt::format("{} answered {} {}", w.src,
-                                                                           resp.status ? std::to_string(resp.status)
-                                                                                       : std::string("nothing"),
-                                                                           resp.body)};
-      co_return refused;
-    }
-    result<std::uint64_t> id = d["id"].GetUint64();
+    auto id = wire::read_move_started(resp);
+    if (!id)
+      id = error{errc::unavailable, fmt::format("{} answered {} {}", w.src,
+                                                resp.status ? std::to_string(resp.status) : std::string("nothing"),
+                                                resp.body)};
     co_return id;
   }
 

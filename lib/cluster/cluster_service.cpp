@@ -307,18 +307,11 @@ struct cluster_service::impl {
   response get_owner(const request& req) {
     auto tp = partition_param(req);
     if (!tp) return from_error(tp.err());
-    auto e = st.ownership.entry(*tp);
-    return json_ok([&](json_writer& w) {
-      w.Key("owner");
-      if (e)
-        w.String(e->owner.value().c_str());
-      else
-        w.Null();
-      put(w, "version", e ? e->version : 0);
-      put(w, "handover", e ? e->handover : false);
-      put(w, "serves", serves(st.ownership, *tp, opt.self) && st.store.end_offset(*tp).ok());  // no log: nothing served
-      put(w, "moving", opt.moves.busy ? opt.moves.busy(*tp) : false);
-    });
+    wire::owner_report r;
+    r.entry = st.ownership.entry(*tp);
+    r.serves = serves(st.ownership, *tp, opt.self) && st.store.end_offset(*tp).ok();  // no log: nothing served
+    r.moving = opt.moves.busy ? opt.moves.busy(*tp) : false;
+    return {200, wire::write(r), "application/json"};
   }
 
   response push_offsets(const request& req) {
@@ -378,11 +371,7 @@ struct cluster_service::impl {
     if (!m) return from_error(m.err());
     auto id = opt.moves.start(m->partition, broker_id(m->dest), claim);
     if (!id) return from_error(id.err());
-    return {202, json::object([&](json_writer& w) {
-              w.Key("id");
-              w.Uint64(*id);
-            }),
-            "application/json"};
+    return {202, wire::move_started_body(*id), "application/json"};
   }
 
   response moves() {

@@ -486,13 +486,9 @@ struct reassigner::impl {
   /// Whether `dest` says it owns `tp`, confirmed, at `version` or later (GET /cluster/owner); false when it does not
   /// answer.
   asio::awaitable<bool> confirmed_on(const topic_partition& tp, const broker_id& dest, std::uint64_t version) {
-    auto resp = co_await peers.call(dest.value(), req("GET", "/cluster/owner", tp));
-    rapidjson::Document d;
-    if (!resp.ok() || !json::parse_object(resp.body, d) || !d.HasMember("owner") || !d["owner"].IsString() ||
-        !d.HasMember("version") || !d["version"].IsUint64())
-      co_return false;
-    const ownership_entry there{tp, broker_id(d["owner"].GetString()), d["version"].GetUint64(),
-                                d.HasMember("handover") && d["handover"].IsBool() && d["handover"].GetBool()};
+    auto report = wire::read_owner_report(co_await peers.call(dest.value(), req("GET", "/cluster/owner", tp)), tp);
+    if (!report || !report->entry) co_return false;
+    const ownership_entry& there = *report->entry;
     // Confirmed there, or moved on from there since (a later version names whoever has it now).
     co_return newer_than(there, ownership_entry{tp, dest, version, true}) &&
         (there.owner == dest || there.version > version);
@@ -501,16 +497,15 @@ struct reassigner::impl {
   /// A journal entry written before ownership versions: resolved as that code did, by asking whether the destination
   /// serves the partition (confirmed) or still names this broker (rolled back here, above whatever entry is here).
   asio::awaitable<bool> resolve_legacy(const pending_move& m) {
-    auto resp = co_await peers.call(m.dest.value(), req("GET", "/cluster/owner", m.partition));
-    rapidjson::Document d;
-    const bool answer = json::parse_object(resp.body, d);
-    if (!resp.ok() || !answer || !d.HasMember("serves") || !d["serves"].IsBool()) {
+    auto report =
+        wire::read_owner_report(co_await peers.call(m.dest.value(), req("GET", "/cluster/owner", m.partition)), m.partition);
+    if (!report) {
       st.log.warn("reassigner", "journaled move of " + name_of(m.partition) + " to " + m.dest.value() +
                                     " (written by an older version) is unresolved: " + m.dest.value() +
                                     " did not answer");
       co_return false;
     }
-    if (!d["serves"].GetBool()) {
+    if (!report->serves) {
       auto back = co_await offload(pool, [&] {
         std::unique_lock gate(st.gates.gate(m.partition));
         auto now = entry_as_seen_by(st.ownership, m.partition, peers.directory().self);

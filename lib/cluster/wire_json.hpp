@@ -12,6 +12,7 @@
 
 #include "json/object_reader.hpp"
 #include "json/writer.hpp"
+#include "moonmq/transport/message.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/move_progress.hpp"
 
@@ -48,6 +49,20 @@ inline result<move_request> read_move_request(const std::string& body,
   if (r.ok() && known_dest && !known_dest(dest)) r.fail("dest", "'" + dest + "' is not a configured peer");
   if (auto s = r.finish(); !s) return s.err();
   return move_request{{topic, static_cast<std::int32_t>(partition)}, dest};
+}
+
+/// POST /cluster/reassign's answer (202): `{"id"}`, the move's id on the broker that started it.
+inline std::string move_started_body(std::uint64_t id) {
+  return json::object([&](json::writer& w) { json::put(w, "id", id); });
+}
+
+/// The id a 202 answer to POST /cluster/reassign carries; an error naming what was wrong otherwise.
+inline result<std::uint64_t> read_move_started(const transport::response& r) {
+  if (r.status != 202) return transport::error_of(r);
+  rapidjson::Document d;
+  if (!json::parse_object(r.body, d) || !d.HasMember("id") || !d["id"].IsUint64())
+    return error{errc::internal, "the move was started but the answer has no id: " + r.body};
+  return d["id"].GetUint64();
 }
 
 inline void write_move(json::writer& w, const move_progress& p) {

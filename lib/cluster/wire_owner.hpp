@@ -3,6 +3,8 @@
 //   POST /cluster/owner    owner_change: record an entry, as a compare-and-set when `expect` is given; refused
 //                          409 with an owner_conflict naming the entry that stood in the way
 //   POST /cluster/offsets  offsets_push: every group's committed offset of a partition (higher wins there)
+//   GET  /cluster/owner    owner_report: a broker's own entry of a partition, whether it serves it, whether a move
+//                          of it runs there
 // Internal to lib/.
 #pragma once
 
@@ -21,6 +23,44 @@
 #include "moonmq/transport/message.hpp"
 
 namespace moonmq::cluster::wire {
+
+/// GET /cluster/owner?topic=&partition=: `{"owner":id|null,"version","handover","serves","moving"}`.
+struct owner_report {
+  std::optional<ownership_entry> entry;  ///< the broker's own entry (none: version 0)
+  bool serves = false;                   ///< it serves the partition and has its log
+  bool moving = false;                   ///< a move of it runs or is journaled there
+};
+
+inline std::string write(const owner_report& r) {
+  return json::object([&](json::writer& w) {
+    w.Key("owner");
+    if (r.entry)
+      w.String(r.entry->owner.value().c_str(), static_cast<rapidjson::SizeType>(r.entry->owner.value().size()));
+    else
+      w.Null();
+    json::put(w, "version", r.entry ? r.entry->version : 0);
+    json::put(w, "handover", r.entry ? r.entry->handover : false);
+    json::put(w, "serves", r.serves);
+    json::put(w, "moving", r.moving);
+  });
+}
+
+/// A peer's answer about `tp`; an error when it is none or not this document.
+inline result<owner_report> read_owner_report(const transport::response& r, const topic_partition& tp) {
+  if (!r.ok()) return transport::error_of(r);
+  rapidjson::Document d;
+  if (auto s = json::parse_document(r.body, d, "GET /cluster/owner"); !s) return s.err();
+  if (!d.HasMember("version") || !d["version"].IsUint64() || !d.HasMember("serves") || !d["serves"].IsBool())
+    return error{errc::invalid_argument, "GET /cluster/owner: expected version and serves"};
+  owner_report out;
+  out.serves = d["serves"].GetBool();
+  // An answer without "moving" comes from a version that did not say: taken as a move under way (the careful side).
+  out.moving = !d.HasMember("moving") || !d["moving"].IsBool() || d["moving"].GetBool();
+  if (d.HasMember("owner") && d["owner"].IsString() && d["owner"].GetStringLength() > 0)
+    out.entry = ownership_entry{tp, broker_id(d["owner"].GetString()), d["version"].GetUint64(),
+                                d.HasMember("handover") && d["handover"].IsBool() && d["handover"].GetBool()};
+  return out;
+}
 
 /// `{"topic","partition","broker","version"[,"expect","expect_handover"]}`.
 struct owner_change {

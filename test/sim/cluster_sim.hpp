@@ -319,9 +319,10 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   std::vector<std::string> admin_names;
   std::map<std::pair<topic_partition, std::uint64_t>, std::vector<std::string>> admin_acked;  // by incarnation
   int admin_written = 0;
-  auto random_owners = [&](std::size_t n) {
-    std::vector<broker_id> out;
-    for (std::size_t k = 0; k < n; ++k) out.push_back(w.ids[w.pick(brokers)]);
+  auto random_brokers = [&](std::size_t n) {
+    std::vector<std::string> out;
+    for (std::size_t k = 0; k < n; ++k)
+      if (auto id = w.ids[w.pick(brokers)].value(); std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
     return out;
   };
   auto topic_step = [&] {
@@ -329,28 +330,28 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     const std::size_t kind = admin_names.empty() ? 0 : w.pick(8);
     if (kind <= 1) {  // create: a new name, or again a deleted one (a new incarnation)
       std::string name = "a" + std::to_string(admin_names.size());
-      std::uint64_t expect = 0;
       if (kind == 1)
         for (const auto& n : admin_names)
           if (auto r = c[via].topics->find(n); r && r->deleted) {
             name = n;
-            expect = r->version;
             break;
           }
       if (std::find(admin_names.begin(), admin_names.end(), name) == admin_names.end()) admin_names.push_back(name);
-      note(step, w.change_topic(via, {cluster::topic_op::create, name, expect, random_owners(1 + w.pick(3))}));
+      const auto count = static_cast<std::uint32_t>(1 + w.pick(3));
+      note(step, w.change_topic(via, {frontend::topic_admin_op::create, name, count, false, random_brokers(count)}));
       return;
     }
     const std::string name = admin_names[w.pick(admin_names.size())];
     auto known = c[via].topics->find(name);
-    if (kind <= 3) {  // grow, against the version `via` knows (a stale one is refused)
+    if (kind <= 3) {  // grow, from what `via` knows (the decider checks against what it knows)
       if (!known || known->deleted) return;
-      note(step, w.change_topic(via, {cluster::topic_op::grow, name, known->version, random_owners(1 + w.pick(2))}));
+      const auto count = static_cast<std::uint32_t>(known->partitions() + 1 + static_cast<std::int32_t>(w.pick(2)));
+      note(step, w.change_topic(via, {frontend::topic_admin_op::grow, name, count, false, random_brokers(2)}));
       return;
     }
     if (kind == 4) {  // delete
       if (!known || known->deleted) return;
-      note(step, w.change_topic(via, {cluster::topic_op::remove, name, known->version, {}}));
+      note(step, w.change_topic(via, {frontend::topic_admin_op::remove, name, 0, false, {}}));
       return;
     }
     // A record for one of its partitions, produced at the broker that serves it.

@@ -113,7 +113,10 @@ TEST_CASE("cluster simulation: the checker sees a committed offset go back when 
   // A session shorter than most stalls (a stalled member is expired and its partition goes to another member, who
   // reads on and commits), long enough that members keep partitions between turns.
   const auto session = static_cast<std::int64_t>(env_or("CLUSTER_SIM_SESSION_MS", 10'000));
-  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+  // The late commit the fence stops is rare (a few schedules in a hundred): seeds are tried until one shows it, at
+  // least 100 of them (each one's fenced run must stay clean) and at most 600.
+  std::uint64_t seed = 1;
+  for (; seed <= 600 && (seed <= 100 || found["offset_backwards"] == 0); ++seed) {
     auto broken = test::run_cluster_sim({seed, seed % 2 == 0, 1000, test::sim_sabotage::unfenced_commit, session});
     auto report = check::check_history(broken.history);
     REQUIRE(report);
@@ -129,7 +132,7 @@ TEST_CASE("cluster simulation: the checker sees a committed offset go back when 
     for (const auto& [type, n] : m) out += type + "=" + std::to_string(n) + " ";
     return out;
   };
-  INFO("without the fence: " << list(found) << "; with it: " << list(clean));
+  INFO("seeds 1 to " << seed - 1 << ": without the fence: " << list(found) << "; with it: " << list(clean));
   CHECK(found["offset_backwards"] > 0);
   CHECK(clean.empty());
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/frontend/topic_admin.hpp"
 #include "moonmq/groups/group_routes.hpp"
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/txn/txn_service.hpp"
@@ -48,6 +49,8 @@ struct cluster_sim_run {
 };
 
 namespace sim_detail {
+
+using topic_holding_t = frontend::topic_holding;
 
 inline rapidjson::Document parse(const std::string& s) {
   rapidjson::Document d;
@@ -190,47 +193,103 @@ class world {
   }
   bool reaches(int a, int b) const { return a == b || !cuts.count({std::min(a, b), std::max(a, b)}); }
 
-  /// Topics as cluster metadata (docs/cluster.md, "Topics"): a change asked of broker `via`, as moonmqd's topic routes
-  /// carry it. With Raft it is decided through the log from `via` (a lagging `via` is not told the outcome); without,
-  /// `via` forwards it to the topic's coordinator (when it reaches it), which decides and tells every broker it
-  /// reaches; the others learn at catch_up_topics(), as moonmqd's catch-up loop does. Returns what happened, in words.
-  std::string change_topic(int via, cluster::topic_change change) {
-    auto& from = *c[via].topics;
-    const std::string what = std::string(cluster::topic_op_name(change.op)) + " " + change.name;
-    // A create asks every broker first, from the broker that decides it: one that holds a log of the name, or does
-    // not answer (it might), refuses it (moonmqd's topic routes: 409 topic_exists, 503).
-    auto survey = [&](int decider) -> std::optional<std::string> {
-      if (change.op != cluster::topic_op::create) return std::nullopt;
-      for (int i = 1; i <= brokers; ++i) {
-        if (!reaches(decider, i)) return what + ": refused, b" + std::to_string(i) + " did not answer";
-        if (c[i].store.partition_count(change.name)) return what + ": refused, b" + std::to_string(i) + " holds a log";
+  /// How broker `self`'s topic admin front end reaches the others in the simulation: directly, where the network
+  /// lets it (moonmqd's goes over /cluster/admin/topics/*, frontend/http_topic_peers.hpp).
+  struct sim_topic_peers final : frontend::topic_peers {
+    world& w;
+    int self;
+    sim_topic_peers(world& into, int from) : w(into), self(from) {}
+
+    std::vector<topic_holding_t> holdings(const std::string& name, std::uint32_t partitions) override {
+      std::vector<topic_holding_t> out;
+      for (int j = 1; j <= brokers; ++j) {
+        if (j == self) continue;
+        if (w.reaches(self, j)) {
+          out.push_back(w.admin_of(j).holding(name, partitions));
+        } else {
+          topic_holding_t h;
+          h.broker = w.ids[idx(j)];
+          h.answered = false;
+          h.silence = "cut off";
+          out.push_back(std::move(h));
+        }
       }
-      return std::nullopt;
-    };
-    if (opt.replicated) {
-      if (auto no = survey(via)) return *no;
-      auto r = from.decide(change);
-      return what + " via b" + std::to_string(via) + ": " + (r ? "version " + std::to_string(r->version) : r.message());
+      return out;
     }
-    const int coordinator = index_of(from.coordinator_of(change.name));
-    if (!reaches(via, coordinator)) return what + ": coordinator b" + std::to_string(coordinator) + " unreachable";
-    if (auto no = survey(coordinator)) return *no;
-    auto r = c[coordinator].topics->decide(change);
-    if (!r) return what + " on b" + std::to_string(coordinator) + ": " + r.message();
-    for (int i = 1; i <= brokers; ++i)
-      if (i != coordinator && reaches(coordinator, i)) (void)c[i].topics->learn(*r);
-    return what + " on b" + std::to_string(coordinator) + ": version " + std::to_string(r->version);
+    frontend::outcome<frontend::topic_decision> forward(const broker_id& coordinator,
+                                                        const frontend::topic_admin_request& r) override {
+      const int j = w.index_of(coordinator);
+      if (!w.reaches(self, j)) return error{errc::unavailable, "coordinator b" + std::to_string(j) + " unreachable"};
+      return w.admin_of(j).decide(r);
+    }
+    std::vector<std::string> tell(const cluster::topic_record& r) override {
+      std::vector<std::string> missed;
+      for (int j = 1; j <= brokers; ++j)
+        if (j != self && (!w.reaches(self, j) || !w.admin_of(j).learn(r))) missed.push_back(w.c[j].id);
+      return missed;
+    }
+    std::vector<std::pair<broker_id, cluster::topic_catalog>> catalogs() override {
+      std::vector<std::pair<broker_id, cluster::topic_catalog>> out;
+      for (int j = 1; j <= brokers; ++j)
+        if (j != self && w.reaches(self, j)) out.emplace_back(w.ids[idx(j)], w.c[j].topics->catalog());
+      return out;
+    }
+    std::vector<frontend::peer_serving> serving() override {
+      std::vector<frontend::peer_serving> out;
+      for (int j = 1; j <= brokers; ++j) {
+        if (j == self) continue;
+        frontend::peer_serving s{w.ids[idx(j)], w.reaches(self, j), "cut off", {}};
+        if (s.answered) s.partitions = w.local_loads(j);
+        out.push_back(std::move(s));
+      }
+      return out;
+    }
+    result<std::optional<cluster::ownership_entry>> own_entry(const broker_id& peer, const topic_partition& tp) override {
+      const int j = w.index_of(peer);
+      if (!w.reaches(self, j)) return error{errc::unavailable, "cut off"};
+      return w.c[j].ownership->entry(tp);
+    }
+    status claim(const broker_id& peer, const frontend::topic_claim& c) override {
+      const int j = w.index_of(peer);
+      if (!w.reaches(self, j)) return error{errc::unavailable, "cut off"};
+      return w.admin_of(j).claim(c);
+    }
+  };
+
+  std::vector<cluster::partition_load> local_loads(int i) {
+    auto& b = c[i];
+    return cluster::collect_local_loads(b.store, b.counters, *b.ownership, broker_id(b.id), &b.producers);
   }
 
-  /// Without Raft: every broker learns the records of the topics each broker it reaches coordinates.
+  /// Broker i's topic admin front end, over its tables as they are now (a restart replaces them).
+  frontend::topic_admin admin_of(int i) {
+    auto& link = *topic_links.emplace(i, std::make_unique<sim_topic_peers>(*this, i)).first->second;
+    frontend::topic_admin_parts p{ids[idx(i)], {}, c[i].topics.get(), &c[i].store, &link,
+                                  [this, i] { return local_loads(i); },
+                                  [this, i](const topic_partition& tp) { return c[i].ownership->entry(tp); }, {}};
+    for (int j = 1; j <= brokers; ++j)
+      if (j != i) p.peers.push_back(ids[idx(j)]);
+    return frontend::topic_admin(std::move(p));
+  }
+  std::map<int, std::unique_ptr<sim_topic_peers>> topic_links;
+
+  /// Topics as cluster metadata (docs/cluster.md, "Topics"): a change asked of broker `via`, through the topic admin
+  /// front end moonmqd's routes call. Returns what happened, in words.
+  std::string change_topic(int via, frontend::topic_admin_request r) {
+    const std::string what = std::string(frontend::topic_admin_op_name(r.op)) + " " + r.name;
+    auto d = admin_of(via).submit(std::move(r));
+    if (!d) return what + " via b" + std::to_string(via) + ": " + d.message();
+    std::string owners;
+    for (const auto& o : d->record.owners) owners += " " + o.value();
+    return what + " via b" + std::to_string(via) + ": version " + std::to_string(d->record.version) + "," + owners +
+           (d->not_yet_told.empty() ? "" : ", " + std::to_string(d->not_yet_told.size()) + " not told");
+  }
+
+  /// Without Raft: every broker learns the records of the topics each broker it reaches coordinates (moonmqd's
+  /// catch-up loop).
   void catch_up_topics() {
     if (opt.replicated) return;
-    for (int i = 1; i <= brokers; ++i)
-      for (int j = 1; j <= brokers; ++j) {
-        if (i == j || !reaches(i, j)) continue;
-        for (const auto& r : c[j].topics->catalog().records())
-          if (c[j].topics->coordinator_of(r.name) == broker_id(c[j].id)) (void)c[i].topics->learn(r);
-      }
+    for (int i = 1; i <= brokers; ++i) admin_of(i).catch_up();
   }
 
   /// The newest record of `name` any broker has.

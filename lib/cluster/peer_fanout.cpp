@@ -1,0 +1,51 @@
+#include "moonmq/cluster/peer_fanout.hpp"
+
+#include <future>
+
+#include "cluster/wire_json.hpp"
+
+namespace moonmq::cluster {
+
+transport::response ask_now(peer_client& client, const std::string& peer, const transport::request& req) {
+  auto r = client.call_now(peer, req);
+  if (!r) return {0, "this transport cannot send synchronously", "text/plain"};
+  return std::move(*r);
+}
+
+std::vector<peer_answer> ask_each_now(peer_client& client, const std::vector<std::string>& peers,
+                                      const transport::request& req) {
+  std::vector<std::future<transport::response>> pending;
+  pending.reserve(peers.size());
+  for (const auto& p : peers)
+    pending.push_back(std::async(std::launch::async, [&client, &p, &req] { return ask_now(client, p, req); }));
+  std::vector<peer_answer> out;
+  out.reserve(peers.size());
+  for (std::size_t i = 0; i < peers.size(); ++i) out.push_back({peers[i], pending[i].get()});
+  return out;
+}
+
+std::vector<peer_report> ask_reports_now(peer_client& client, const std::vector<std::string>& peers) {
+  std::vector<peer_report> out;
+  for (auto& a : ask_each_now(client, peers, transport::get_request("/cluster/loads"))) {
+    peer_report p;
+    p.broker = a.broker;
+    if (!a.response.ok()) {
+      p.silence = describe_answer(a.response);
+    } else if (auto report = wire::read_load_report(a.response.body)) {
+      p.answered = true;
+      p.partitions = std::move(report->partitions);
+      p.held_bytes = report->held_bytes;
+      p.strays = std::move(report->strays);
+    } else {
+      p.silence = "its answer to GET /cluster/loads is not a loads document";
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::string describe_answer(const transport::response& r) {
+  return r.status ? "HTTP " + std::to_string(r.status) + ": " + r.body : "no answer: " + r.body;
+}
+
+}  // namespace moonmq::cluster
