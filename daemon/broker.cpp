@@ -148,7 +148,7 @@ class running_broker final : public broker {
     if (!coordinators) return coordinators.err();
     coordinators_ = std::move(*coordinators);
     auto& directory = coordinators_->directory();
-    group_api_ = std::make_unique<group_api>(coordinators_->groups(), coordinators_->group_routes());
+    group_api_ = std::make_unique<group_api>(coordinators_->group_routes());
     txn_api_ = std::make_unique<txn_api>(
         coordinators_->txns(),
         [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*disk_.ownership, tp, self_); },

@@ -1,6 +1,6 @@
-// moonmqd's consumer group client routes: join, heartbeat, leave and describe under /v1/groups, each made into a
-// /cluster/group/* call on the group's coordinator (groups::group_routes, here or forwarded) and its answer relayed.
-// A member's connection lives on the broker it joined through: the join names this broker as the member's.
+// moonmqd's consumer group client routes: join, heartbeat, leave and describe under /v1/groups, each decoded into a
+// typed call on the group's coordinator (groups::group_routes: here, or forwarded) and its answer encoded
+// (lib/groups/group_wire.hpp).
 // Thread safety: the routes may run concurrently.
 #pragma once
 
@@ -14,13 +14,12 @@ namespace moonmq::daemon {
 
 class group_api {
  public:
-  group_api(groups::group_service& groups, groups::group_routes& routes) : groups_(groups), routes_(routes) {}
+  explicit group_api(groups::group_routes& routes) : routes_(routes) {}
 
   /// Registers POST /v1/groups/{g}/{join,heartbeat,leave}, GET /v1/groups and GET /v1/groups/{g}.
   void routes(api_routes& api);
 
  private:
-  groups::group_service& groups_;
   groups::group_routes& routes_;
 };
 

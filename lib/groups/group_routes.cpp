@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "groups/group_wire.hpp"
-#include "moonmq/cluster/coordinator_call.hpp"
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
 #include "moonmq/core/clock.hpp"
@@ -24,12 +23,21 @@ constexpr std::string_view cluster_prefix = "/cluster/group/";
 
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 
-response refused(const error& e, const char* conflict_code) {
-  const int status = transport::http_status_of(e.code);
-  const std::string code = e.code == errc::not_found ? "unknown_member"
-                           : e.code == errc::conflict ? conflict_code
-                                                      : errc_name(e.code);
-  return error_response(status, code, e.message);
+response not_coordinator(const broker_id& coordinator) {
+  return {421, json::object([&](json::writer& w) {
+            json::put(w, "error", "not_coordinator");
+            json::put(w, "coordinator", coordinator.value());
+          }),
+          "application/json"};
+}
+
+/// A coordinator's error as the caller's refusal (every refusal of a group call is the coordinator's).
+refusal by_coordinator(error e) { return refusal{std::move(e), std::nullopt, std::nullopt, true}; }
+
+template <typename T>
+outcome<T> answered(result<T> r) {
+  if (!r) return by_coordinator(r.err());
+  return std::move(*r);
 }
 
 }  // namespace
@@ -38,17 +46,80 @@ group_routes::group_routes(group_service& service, cluster::peer_client& peers, 
                            std::function<time_ms()> clock)
     : service_(service), peers_(peers), brokers_(std::move(brokers)), clock_(clock ? std::move(clock) : steady_now_ms) {}
 
-response group_routes::on_coordinator(const std::string& group_id, const std::string& route, const std::string& body) {
+outcome<transport::response> group_routes::forward(const std::string& group_id, const std::string& route,
+                                                  std::string body) {
+  const broker_id coordinator = coordinator_of(group_id);
   request r;
   r.path = std::string(cluster_prefix) + route;
   if (route == "describe") {
     r.method = "GET";
     r.params = {{"group", group_id}};
   } else {
-    r.body = body;
+    r.body = std::move(body);
   }
-  return cluster::call_coordinator(peers_, coordinator_of(group_id), std::move(r), "group " + group_id,
-                                   [this](const request& q) { return handle_cluster(q); });
+  auto answer = peers_.call_now(coordinator.value(), std::move(r));
+  if (!answer || answer->status == 0)
+    return refusal::coordinator_silent("the coordinator of group " + group_id + ", " + coordinator.value() +
+                                       ", did not answer" + (answer ? ": " + answer->body : std::string()));
+  if (answer->status == 421)
+    return by_coordinator({errc::not_owner, coordinator.value() + " says it does not coordinate group " + group_id +
+                                      ": the brokers disagree on the cluster's members"});
+  if (!answer->ok()) return by_coordinator(transport::error_of(*answer));
+  return std::move(*answer);
+}
+
+
+outcome<member_answer> group_routes::join(const join_call& c) {
+  if (coordinator_of(c.group) == self()) return answered(join_here(c, self().value()));
+  auto r = forward(c.group, "join", wire::join_body(c));
+  if (!r) return r.refused();
+  return answered(wire::read_answer(r->body));
+}
+
+outcome<member_answer> group_routes::heartbeat(const heartbeat_call& c) {
+  if (coordinator_of(c.group) == self()) return answered(heartbeat_here(c));
+  auto r = forward(c.group, "heartbeat", wire::heartbeat_body(c));
+  if (!r) return r.refused();
+  return answered(wire::read_answer(r->body));
+}
+
+outcome<done> group_routes::leave(const std::string& group_id, const std::string& member_id) {
+  if (coordinator_of(group_id) == self()) {
+    if (auto s = service_.leave(group_id, member_id); !s) return by_coordinator(s.err());
+    return done{};
+  }
+  auto r = forward(group_id, "leave", wire::leave_body(group_id, member_id));
+  if (!r) return r.refused();
+  return done{};
+}
+
+outcome<group_description> group_routes::describe(const std::string& group_id) {
+  if (coordinator_of(group_id) == self()) {
+    auto d = service_.describe(group_id);
+    if (!d) return by_coordinator({errc::not_found, "no group " + group_id + " on its coordinator " + self().value()});
+    return std::move(*d);
+  }
+  auto r = forward(group_id, "describe", "");
+  if (!r) return r.refused();
+  return answered(wire::read_description(r->body));
+}
+
+result<member_answer> group_routes::join_here(const join_call& c, const std::string& forwarded_by) {
+  if (std::find(brokers_.begin(), brokers_.end(), c.broker) == brokers_.end())
+    return error{errc::invalid_argument, "broker: '" + c.broker.value() + "' is not a broker of this cluster"};
+  if (forwarded_by != c.broker.value())
+    return error{errc::invalid_argument,
+                 "broker: a join forwarded by " + forwarded_by + " names " + c.broker.value() + " as the member's broker"};
+  if (c.topics.empty() || c.topics.size() > wire::max_topics)
+    return error{errc::invalid_argument,
+                 "topics: a member subscribes to 1 to " + std::to_string(wire::max_topics) + " topics"};
+  for (const auto& t : c.topics)
+    if (auto v = validate_topic_name(t); !v) return error{errc::invalid_argument, "topics: " + v.message()};
+  return service_.join(c.group, c.member_id, c.broker, {c.topics.begin(), c.topics.end()}, clock_());
+}
+
+result<member_answer> group_routes::heartbeat_here(const heartbeat_call& c) {
+  return service_.heartbeat(c.group, c.member_id, c.member_epoch, c.owned, clock_());
 }
 
 response group_routes::handle_cluster(const request& req) {
@@ -56,44 +127,10 @@ response group_routes::handle_cluster(const request& req) {
   if (route == "describe" && req.method == "GET") {
     auto g = req.params.find("group");
     if (g == req.params.end()) return error_response(400, "invalid_argument", "query parameter 'group' is required");
-    if (const broker_id c = coordinator_of(g->second); c != peers_.directory().self)
-      return {421, json::object([&](json::writer& w) {
-                json::put(w, "error", "not_coordinator");
-                json::put(w, "coordinator", c.value());
-              }),
-              "application/json"};
+    if (const broker_id c = coordinator_of(g->second); c != self()) return not_coordinator(c);
     auto d = service_.describe(g->second);
-    if (!d) return error_response(404, "not_found", "no group " + g->second + " on its coordinator " +
-                                                       peers_.directory().self.value());
-    return json_ok(json::object([&](json::writer& w) {
-      json::put(w, "group", d->id);
-      json::put(w, "coordinator", d->coordinator.value());
-      json::put(w, "epoch", d->epoch);
-      w.Key("members");
-      w.StartArray();
-      for (const auto& m : d->members) {
-        w.StartObject();
-        json::put(w, "member_id", m.id);
-        json::put(w, "member_epoch", m.epoch);
-        json::put(w, "broker", m.broker.value());
-        std::vector<topic_partition> held;
-        for (const auto& [tp, since] : m.handed) held.push_back(tp);
-        wire::write_partitions(w, "assignment", held);
-        w.EndObject();
-      }
-      w.EndArray();
-      w.Key("unassigned");
-      w.StartArray();
-      for (const auto& u : d->unassigned_partitions) {
-        w.StartObject();
-        json::put(w, "topic", u.partition.topic);
-        json::put(w, "partition", u.partition.partition);
-        json::put(w, "owner", u.owner.value());
-        json::put(w, "reason", u.reason);
-        w.EndObject();
-      }
-      w.EndArray();
-    }));
+    if (!d) return error_response(404, "not_found", "no group " + g->second + " on its coordinator " + self().value());
+    return json_ok(wire::description_json(*d));
   }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   rapidjson::Document d;
@@ -106,30 +143,17 @@ response group_routes::handle_cluster(const request& req) {
   if (r.ok() && !member_id.empty() && !valid_client_name(member_id, 64)) r.fail("member_id", "is not a member id");
   if (!r.ok()) return error_response(400, "invalid_argument", r.first_error().message());
   const broker_id coordinator = coordinator_of(group_id);
-  if (coordinator != peers_.directory().self && route != "clear")
-    return {421, json::object([&](json::writer& w) {
-              json::put(w, "error", "not_coordinator");
-              json::put(w, "coordinator", coordinator.value());
-            }),
-            "application/json"};
+  if (coordinator != self() && route != "clear") return not_coordinator(coordinator);
   if (route == "join") {
+    join_call c{group_id, member_id, {}, {}};
     std::string broker;
-    std::vector<std::string> topics;
     r.get("broker", broker, true);
-    r.get("topics", topics, true);
-    if (r.ok() && std::find(brokers_.begin(), brokers_.end(), broker_id(broker)) == brokers_.end())
-      r.fail("broker", "'" + broker + "' is not a broker of this cluster");
-    if (auto from = req.headers.find(transport::header_from);
-        r.ok() && from != req.headers.end() && from->second != broker)
-      r.fail("broker", "a join forwarded by " + from->second + " names " + broker + " as the member's broker");
-    if (r.ok() && (topics.empty() || topics.size() > wire::max_topics))
-      r.fail("topics", "a member subscribes to 1 to " + std::to_string(wire::max_topics) + " topics");
-    for (const auto& t : topics)
-      if (r.ok())
-        if (auto v = validate_topic_name(t); !v) r.fail("topics", v.message());
+    r.get("topics", c.topics, true);
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    auto a = service_.join(group_id, member_id, broker_id(broker), {topics.begin(), topics.end()}, clock_());
-    if (!a) return refused(a.err(), "fenced_member");
+    c.broker = broker_id(broker);
+    auto from = req.headers.find(transport::header_from);
+    auto a = join_here(c, from != req.headers.end() ? from->second : broker);
+    if (!a) return wire::refusal_response(a.err(), "fenced_member");
     return json_ok(wire::answer_json(*a));
   }
   if (route == "heartbeat") {
@@ -138,13 +162,13 @@ response group_routes::handle_cluster(const request& req) {
     auto owned = wire::read_partitions(r, "owned");
     if (!owned) return error_response(400, "invalid_argument", owned.message());
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    auto a = service_.heartbeat(group_id, member_id, epoch, *owned, clock_());
-    if (!a) return refused(a.err(), "fenced_member");
+    auto a = heartbeat_here({group_id, member_id, epoch, std::move(*owned)});
+    if (!a) return wire::refusal_response(a.err(), "fenced_member");
     return json_ok(wire::answer_json(*a));
   }
   if (route == "leave") {
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    if (auto s = service_.leave(group_id, member_id); !s) return refused(s.err(), "fenced_member");
+    if (auto s = service_.leave(group_id, member_id); !s) return wire::refusal_response(s.err(), "fenced_member");
     return json_ok("{}");
   }
   if (route == "clear") {
@@ -172,7 +196,7 @@ response group_routes::handle_cluster(const request& req) {
       if (auto v = validate_topic_name(topic); !v) r.fail("topic", v.message());
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     if (auto s = service_.check_commit(group_id, member_id, epoch, {topic, static_cast<std::int32_t>(partition)}); !s)
-      return refused(s.err(), "stale_member_epoch");
+      return wire::refusal_response(s.err(), "stale_member_epoch");
     return json_ok("{}");
   }
   return error_response(404, "not_found", req.path + " is not a group route");
@@ -180,16 +204,10 @@ response group_routes::handle_cluster(const request& req) {
 
 status group_routes::check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
                                const topic_partition& tp) {
-  const std::string body = json::object([&](json::writer& w) {
-    json::put(w, "group", group_id);
-    json::put(w, "member_id", member_id);
-    json::put(w, "member_epoch", member_epoch);
-    json::put(w, "topic", tp.topic);
-    json::put(w, "partition", tp.partition);
-  });
-  auto r = on_coordinator(group_id, "check", body);
-  if (r.ok()) return {};
-  return transport::error_of(r);
+  if (coordinator_of(group_id) == self()) return service_.check_commit(group_id, member_id, member_epoch, tp);
+  auto r = forward(group_id, "check", wire::partition_call_body(group_id, member_id, member_epoch, tp));
+  if (!r) return r.err();
+  return {};
 }
 
 std::mutex& group_routes::commit_gate(const std::string& group_id, const topic_partition& tp) {
@@ -209,14 +227,9 @@ status group_routes::fenced_commit(const std::string& group_id, const std::strin
 void group_routes::clear_pending() {
   std::lock_guard one(clear_mu_);
   for (const auto& [group_id, p] : service_.pending_clearances()) {
-    const std::string body = json::object([&](json::writer& w) {
-      json::put(w, "group", group_id);
-      json::put(w, "topic", p.partition.topic);
-      json::put(w, "partition", p.partition.partition);
-    });
     request r;
     r.path = std::string(cluster_prefix) + "clear";
-    r.body = body;
+    r.body = wire::partition_call_body(group_id, "", 0, p.partition);
     response answer;
     if (p.owner == peers_.directory().self) {
       answer = handle_cluster(r);

@@ -2,10 +2,10 @@
 // coordinator and /cluster/group/* routes, the real Reassigner moving partitions under them, and one clock the test
 // advances. What the multi-process tests show with real daemons, here with faults placed exactly (a partitioned
 // coordinator, lost clearance answers, a coordinator restart) and without waiting for wall-clock time.
-#include <rapidjson/document.h>
 
 #include <catch2/catch.hpp>
 
+#include "groups/group_wire.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/groups/group_routes.hpp"
@@ -66,12 +66,6 @@ struct group_cluster {
   static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
 };
 
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str());
-  return d;
-}
-
 /// A consumer whose connection lives on broker `via`, speaking to the group through that broker's routes.
 struct consumer {
   consumer(group_cluster& cluster, int broker) : g(cluster), via(broker) {}
@@ -82,41 +76,15 @@ struct consumer {
   std::uint64_t epoch = 0;
   std::set<int> partitions;
 
-  transport::response call(const std::string& route, const std::string& body) {
-    return g.routes[group_cluster::idx(via)]->on_coordinator("g", route, body);
-  }
+  groups::group_routes& routes() { return *g.routes[group_cluster::idx(via)]; }
 
-  int join() {
-    auto r = call("join", json::object([&](json::writer& w) {
-                    json::put(w, "group", "g");
-                    json::put(w, "member_id", id);
-                    json::put(w, "broker", g.ids[group_cluster::idx(via)].value());
-                    w.Key("topics");
-                    w.StartArray();
-                    w.String("t");
-                    w.EndArray();
-                  }));
-    if (r.status == 200) take(r.body);
-    return r.status;
-  }
+  /// Joins (again, with its id, when it has one); the HTTP status moonmqd's client API would answer.
+  int join() { return take(routes().join({"g", id, g.ids[group_cluster::idx(via)], {"t"}})); }
 
   int beat() {
-    auto r = call("heartbeat", json::object([&](json::writer& w) {
-                    json::put(w, "group", "g");
-                    json::put(w, "member_id", id);
-                    json::put(w, "member_epoch", epoch);
-                    w.Key("owned");
-                    w.StartArray();
-                    for (int p : partitions) {
-                      w.StartObject();
-                      json::put(w, "topic", "t");
-                      json::put(w, "partition", p);
-                      w.EndObject();
-                    }
-                    w.EndArray();
-                  }));
-    if (r.status == 200) take(r.body);
-    return r.status;
+    groups::heartbeat_call c{"g", id, epoch, {}};
+    for (int p : partitions) c.owned.push_back({"t", p});
+    return take(routes().heartbeat(c));
   }
 
   /// Commits `offset` of t-p through broker `at`'s offsets front end (moonmqd's commit: the owner writes it to its
@@ -132,12 +100,13 @@ struct consumer {
   }
 
  private:
-  void take(const std::string& body) {
-    auto d = parse(body);
-    id = d["member_id"].GetString();
-    epoch = d["member_epoch"].GetUint64();
+  int take(const outcome<groups::member_answer>& a) {
+    if (!a) return groups::wire::refusal_response(a.err(), "fenced_member").status;
+    id = a->member_id;
+    epoch = a->member_epoch;
     partitions.clear();
-    for (const auto& a : d["assignment"].GetArray()) partitions.insert(a["partition"].GetInt());
+    for (const auto& tp : a->assignment) partitions.insert(tp.partition);
+    return 200;
   }
 };
 
@@ -201,9 +170,9 @@ TEST_CASE("in-process groups: calls anywhere reach the coordinator, members get 
   // A broker cannot claim a member lives elsewhere: a forwarded join must name the forwarder.
   const int forwarder = coordinator == 1 ? 2 : 1;
   const int elsewhere = 6 - coordinator - forwarder;
-  auto forged = g.routes[group_cluster::idx(forwarder)]->on_coordinator(
-      "g", "join", R"({"group":"g","broker":")" + g.ids[group_cluster::idx(elsewhere)].value() + R"(","topics":["t"]})");
-  CHECK(forged.status == 400);
+  auto forged = g.routes[group_cluster::idx(forwarder)]->join({"g", "", g.ids[group_cluster::idx(elsewhere)], {"t"}});
+  REQUIRE_FALSE(forged);
+  CHECK(forged.code() == errc::invalid_argument);
 
   // A clearance or a commit check naming no valid topic is refused, not answered.
   for (const char* route : {"clear", "check"}) {
@@ -229,9 +198,10 @@ TEST_CASE("in-process groups: an unreachable coordinator is 503 naming it, and n
 
   g.c.net.partition(g.c[other].id, g.c[coordinator].id);
   consumer late{g, other};
-  auto refused = late.call("join", R"({"group":"g","broker":")" + g.c[other].id + R"(","topics":["t"]})");
-  CHECK(refused.status == 503);
-  CHECK_THAT(refused.body, Catch::Contains(g.c[coordinator].id));
+  auto refused = late.routes().join({"g", "", g.ids[group_cluster::idx(other)], {"t"}});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.code() == errc::unavailable);
+  CHECK_THAT(refused.message(), Catch::Contains(g.c[coordinator].id));
   CHECK(m.beat() == 503);
   // The owner cannot ask whether the member still holds the partition: no commit is written.
   auto s = m.commit(p, 3, other);

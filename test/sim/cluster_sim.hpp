@@ -23,6 +23,7 @@
 #include <asio/detached.hpp>
 #include <string>
 
+#include "groups/group_wire.hpp"
 #include "json/writer.hpp"
 #include "moonmq/core/fnv1a.hpp"
 #include "sim/cluster_sim_world.hpp"
@@ -190,15 +191,14 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
     ++p.transactions;
   };
 
-  auto member_call = [&](member& m, const std::string& route, const std::string& body) {
-    return w.group_routes[world::idx(m.via)]->on_coordinator(group, route, body);
-  };
-  auto take = [&](member& m, const std::string& body) {
-    auto d = parse(body);
-    if (d.HasMember("member_id")) m.id = d["member_id"].GetString();
-    m.epoch = d["member_epoch"].GetUint64();
+  auto routes_of = [&](member& m) -> groups::group_routes& { return *w.group_routes[world::idx(m.via)]; };
+  // The HTTP status moonmqd's client API answers for a call's outcome (what the log shows).
+  auto status_of = [](const auto& r) { return r ? 200 : groups::wire::refusal_response(r.err(), "fenced_member").status; };
+  auto take = [&](member& m, const groups::member_answer& a) {
+    m.id = a.member_id;
+    m.epoch = a.member_epoch;
     m.owned.clear();
-    for (const auto& a : d["assignment"].GetArray()) m.owned.insert(a["partition"].GetInt());
+    for (const auto& tp : a.assignment) m.owned.insert(tp.partition);
   };
   // A member commits what an earlier step read, through the offsets front end of the partition's owner now: fenced
   // by the group's coordinator, since the partition may have gone to another member after the read.
@@ -224,28 +224,17 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       if (m.to_commit) return commit_read(m);
     }
     if (!m.joined || w.pick(8) == 0) {  // join (or rejoin with its id)
-      auto r = member_call(m, "join", json::object([&](json::writer& jw) {
-                             json::put(jw, "group", group);
-                             json::put(jw, "member_id", m.id);
-                             json::put(jw, "broker", w.ids[world::idx(m.via)].value());
-                             jw.Key("topics");
-                             jw.StartArray();
-                             jw.String(topic.c_str());
-                             jw.EndArray();
-                           }));
-      m.joined = r.status == 200;
-      if (m.joined) take(m, r.body);
-      if (r.status == 404) m.id.clear();  // its coordinator forgot it (expired): join as a new member
-      note(step, "member " + m.id + " via b" + std::to_string(m.via) + " join: " + std::to_string(r.status));
+      auto r = routes_of(m).join({group, m.id, w.ids[world::idx(m.via)], {topic}});
+      m.joined = r.ok();
+      if (m.joined) take(m, *r);
+      if (r.code() == errc::not_found) m.id.clear();  // its coordinator forgot it (expired): join as a new member
+      note(step, "member " + m.id + " via b" + std::to_string(m.via) + " join: " + std::to_string(status_of(r)));
       return;
     }
     switch (w.pick(10)) {
       case 0: {  // leave
-        auto r = member_call(m, "leave", json::object([&](json::writer& jw) {
-                               json::put(jw, "group", group);
-                               json::put(jw, "member_id", m.id);
-                             }));
-        note(step, "member " + m.id + " leaves: " + std::to_string(r.status));
+        auto r = routes_of(m).leave(group, m.id);
+        note(step, "member " + m.id + " leaves: " + std::to_string(status_of(r)));
         m.joined = false;
         m.id.clear();
         m.owned.clear();
@@ -260,25 +249,14 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       case 2:
       case 3:
       case 4: {  // heartbeat
-        auto r = member_call(m, "heartbeat", json::object([&](json::writer& jw) {
-                               json::put(jw, "group", group);
-                               json::put(jw, "member_id", m.id);
-                               json::put(jw, "member_epoch", m.epoch);
-                               jw.Key("owned");
-                               jw.StartArray();
-                               for (int p : m.owned) {
-                                 jw.StartObject();
-                                 json::put(jw, "topic", topic);
-                                 json::put(jw, "partition", p);
-                                 jw.EndObject();
-                               }
-                               jw.EndArray();
-                             }));
-        if (r.status == 200)
-          take(m, r.body);
-        else if (r.status == 404 || r.status == 409)
+        groups::heartbeat_call beat{group, m.id, m.epoch, {}};
+        for (int p : m.owned) beat.owned.push_back({topic, p});
+        auto r = routes_of(m).heartbeat(beat);
+        if (r)
+          take(m, *r);
+        else if (r.code() == errc::not_found || r.code() == errc::conflict)
           m.joined = false;  // unknown or fenced: join again
-        note(step, "member " + m.id + " heartbeat: " + std::to_string(r.status));
+        note(step, "member " + m.id + " heartbeat: " + std::to_string(status_of(r)));
         return;
       }
       default: {  // consume: commit what an earlier step read, or read an owned partition from its committed offset

@@ -1,10 +1,12 @@
-// The consumer groups on one broker's network: the inter-broker /cluster/group/* routes (join, heartbeat, leave,
-// describe, check, clear), the forwarding of a group call to its coordinator, and the fenced commit a partition's
-// owner runs. Transport-independent, like cluster_service: the daemon's client API and in-process test clusters sit
-// on top of the same object.
+// The consumer groups on one broker's network, and the group membership front end every client protocol calls:
+// typed calls (join, heartbeat, leave, describe) run on the group's coordinator, directly when that is this broker
+// and over /cluster/group/* otherwise (serialised only then, lib/groups/group_wire.hpp); the inter-broker routes
+// themselves (join, heartbeat, leave, describe, check, clear); and the fenced commit a partition's owner runs.
+// Transport-independent, like cluster_service: the daemon's client API, the in-process test clusters and the
+// simulation sit on top of the same object.
 //
 // A call arriving at a broker that does not coordinate the group is forwarded to the coordinator on the caller's
-// thread (peer_client::call_now) and its answer relayed; an unreachable coordinator is 503 naming it. A member's
+// thread (peer_client::call_now); an unreachable coordinator is errc::unavailable naming it. A member's
 // connection lives on the broker it joined through: a forwarded join must name the forwarding broker as the
 // member's, and the member is handed only partitions that broker owns (fetches are served by the owner).
 // Thread safety: every method may be called concurrently.
@@ -20,9 +22,25 @@
 #include <vector>
 
 #include "moonmq/cluster/peer.hpp"
+#include "moonmq/core/outcome.hpp"
 #include "moonmq/groups/group_service.hpp"
 
 namespace moonmq::groups {
+
+/// A member's join through this broker (`broker`: where its connection lives; the broker the call comes through).
+struct join_call {
+  std::string group;
+  std::string member_id;  ///< empty: a new member (the coordinator picks its id)
+  broker_id broker;
+  std::vector<std::string> topics;
+};
+
+struct heartbeat_call {
+  std::string group;
+  std::string member_id;
+  std::uint64_t member_epoch = 0;
+  std::vector<topic_partition> owned;  ///< what the member holds now
+};
 
 class group_routes {
  public:
@@ -34,9 +52,16 @@ class group_routes {
   /// Handles a /cluster/group/ROUTE request (on the coordinator, or `clear` on a partition's owner).
   transport::response handle_cluster(const transport::request& req);
 
-  /// Runs a /cluster/group/ROUTE call with `body` on the coordinator of `group_id`: here, or forwarded. `describe`
-  /// takes no body. 503 `coordinator_unavailable` naming the coordinator when it does not answer.
-  transport::response on_coordinator(const std::string& group_id, const std::string& route, const std::string& body);
+  /// The membership calls, on the group's coordinator. Errors: invalid_argument (the call's shape), not_found (an
+  /// unknown member, or group for describe), conflict (a fenced member: it must join again), not_owner (a
+  /// coordinator that says it is not one: the brokers disagree on the cluster), unavailable (the coordinator did not
+  /// answer: refusal::coordinator_silent). Every refusal is the coordinator's (by_coordinator).
+  outcome<member_answer> join(const join_call& c);
+  outcome<member_answer> heartbeat(const heartbeat_call& c);
+  outcome<done> leave(const std::string& group_id, const std::string& member_id);
+  outcome<group_description> describe(const std::string& group_id);
+  /// The groups this broker coordinates.
+  std::vector<std::string> groups() const { return service_.groups(); }
 
   /// On the partition's owner: asks the group's coordinator (here, or over /cluster/group/check) whether
   /// `member_id` at `member_epoch` may commit `tp`, and runs `write` if so, all under the (group, partition) commit
@@ -57,6 +82,10 @@ class group_routes {
  private:
   status check_commit(const std::string& group_id, const std::string& member_id, std::uint64_t member_epoch,
                       const topic_partition& tp);
+  /// `route` with `body` sent to the coordinator of `group_id`; its error when it refuses or does not answer.
+  outcome<transport::response> forward(const std::string& group_id, const std::string& route, std::string body);
+  result<member_answer> join_here(const join_call& c, const std::string& forwarded_by);
+  result<member_answer> heartbeat_here(const heartbeat_call& c);
   /// The commit gate of (group, partition) on this broker (one of a fixed set).
   std::mutex& commit_gate(const std::string& group_id, const topic_partition& tp);
 
