@@ -149,12 +149,13 @@ class running_broker final : public broker {
     coordinators_ = std::move(*coordinators);
     auto& directory = coordinators_->directory();
     group_api_ = std::make_unique<group_api>(coordinators_->group_routes());
-    txn_api_ = std::make_unique<txn_api>(
-        coordinators_->txns(),
+    txns_ = std::make_unique<frontend::transactions_frontend>(frontend::transactions_parts{
+        &coordinators_->txns(),
         [this](const topic_partition& tp) { return cluster::owner_as_seen_by(*disk_.ownership, tp, self_); },
         [this](const std::string& topic, const std::set<std::int32_t>& partitions) {
           return produce_->owners(topic, partitions);
-        });
+        }});
+    txn_api_ = std::make_unique<txn_api>(*txns_);
     coordinators_->start();
     if (auto s = open_moves(); !s) return s;
     status_api_ = std::make_unique<status_api>(status_api_parts{view_.get(), cfg_.host + ":" + std::to_string(cfg_.port),
@@ -417,6 +418,7 @@ class running_broker final : public broker {
   std::unique_ptr<cluster::router> router_;
   std::unique_ptr<coordinators> coordinators_;
   std::unique_ptr<group_api> group_api_;
+  std::unique_ptr<frontend::transactions_frontend> txns_;
   std::unique_ptr<txn_api> txn_api_;
   std::unique_ptr<cluster::reassigner> reassigner_;
   std::unique_ptr<cluster::hand_moves> hand_moves_;

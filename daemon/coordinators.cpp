@@ -5,7 +5,7 @@
 #include "moonmq/core/clock.hpp"
 #include "moonmq/storage/file_keyed_log.hpp"
 #include "moonmq/storage/file_state_file.hpp"
-#include "txn_api.hpp"
+#include "moonmq/frontend/transactions.hpp"
 
 namespace moonmq::daemon {
 
@@ -48,7 +48,7 @@ status coordinators::open_transactions() {
   if (!txn_log) return txn_log.err();
   txn_log_ = std::move(*txn_log);
   auto svc = txn::txn_service::open(
-      {p_.brokers, cfg.transactions.timeout_ms, wall_now_ms, fresh_producer_id, cfg.storage.fsync == "always",
+      {p_.brokers, cfg.transactions.timeout_ms, wall_now_ms, frontend::fresh_producer_id, cfg.storage.fsync == "always",
        [pool = p_.blocking](std::function<void()> job) { asio::post(pool, std::move(job)); }},
       *txn_log_, p_.state, *p_.peers);
   if (!svc) return svc.err();

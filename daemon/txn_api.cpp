@@ -1,11 +1,8 @@
 #include "txn_api.hpp"
 
-#include <random>
-
 #include "api_reply.hpp"
 #include "json/object_reader.hpp"
 #include "moonmq/core/topic_name.hpp"
-#include "moonmq/core/utf8.hpp"
 
 namespace moonmq::daemon {
 
@@ -44,125 +41,118 @@ bool read_partitions(json::object_reader& r, const char* key, bool with_offset, 
   return true;
 }
 
-}  // namespace
-
-std::uint64_t fresh_producer_id() {
-  std::random_device rd;
-  std::uint64_t id = 0;
-  while (id == 0) id = ((static_cast<std::uint64_t>(rd()) << 32) | rd()) & 0x7fffffffffffffffULL;
-  return id;
+void refuse(httplib::Response& res, const refusal& r) {
+  if (r.code() == errc::unavailable && r.by_coordinator)
+    return reply_error(res, 503, "coordinator_unavailable", r.message());
+  reply_error(res, r.err);
 }
+
+/// The producer's id and epoch of a transaction call's body; false after answering the error.
+bool read_producer(json::object_reader& r, std::uint64_t& producer_id, std::uint32_t& epoch) {
+  std::uint64_t e = 0;
+  r.get("producer_id", producer_id, true);
+  r.get("producer_epoch", e, true);
+  if (r.ok() && e > UINT32_MAX) r.fail("producer_epoch", "out of range");
+  epoch = static_cast<std::uint32_t>(e);
+  return r.ok();
+}
+
+}  // namespace
 
 void txn_api::routes(api_routes& api) {
   api.Post("/v1/producers", [this](const httplib::Request& req, httplib::Response& res) {
     rapidjson::Document d;
-    std::string tid;
+    std::optional<std::string> tid;
     if (!req.body.empty()) {
       if (!parse_body(req, res, d)) return;
       json::object_reader r(d, "");
-      r.get("transactional_id", tid);
+      std::string id;
+      r.get("transactional_id", id);
       if (auto s = r.finish(); !s) return reply_error(res, s.err());
-      if (r.has("transactional_id") && !valid_client_id(tid, "transactional id", res)) return;
+      if (r.has("transactional_id")) {
+        if (!valid_client_id(id, "transactional id", res)) return;
+        tid = id;
+      }
     }
-    if (tid.empty())
-      return reply(res, 200, json_object([&](json::writer& w) {
-                     json::put(w, "producer_id", fresh_producer_id());
-                     json::put(w, "producer_epoch", 0);
-                   }));
-    relay(res, service_.on_coordinator(tid, "init", json_object([&](json::writer& w) {
-                                         json::put(w, "transactional_id", tid);
-                                       })));
+    auto p = txns_.init(tid);
+    if (!p) return refuse(res, p.refused());
+    reply(res, 200, json_object([&](json::writer& w) {
+            json::put(w, "producer_id", p->producer_id);
+            json::put(w, "producer_epoch", p->epoch);
+          }));
   });
 
-  // commit, abort and offsets: the producer's id and epoch from the body, the rest made for the coordinator.
-  api.Post(R"(/v1/transactions/([^/]+)/(commit|abort|offsets))",
-           [this](const httplib::Request& req, httplib::Response& res) {
-             const std::string tid = req.matches[1], action = req.matches[2];
-             if (!valid_client_id(tid, "transactional id", res)) return;
-             rapidjson::Document d;
-             if (!parse_body(req, res, d)) return;
-             json::object_reader r(d, "");
-             std::uint64_t producer_id = 0, epoch = 0;
-             std::string group;
-             bool wait = false;
-             r.get("producer_id", producer_id, true);
-             r.get("producer_epoch", epoch, true);
-             if (action != "offsets") r.get("wait", wait);
-             std::vector<listed_partition> offsets;
-             if (action == "offsets") {
-               r.get("group", group, true);
-               if (!read_partitions(r, "offsets", true, offsets, res)) return;
-             }
-             if (auto s = r.finish(); !s) return reply_error(res, s.err());
-             const std::string body = json_object([&](json::writer& w) {
-               json::put(w, "transactional_id", tid);
-               json::put(w, "producer_id", producer_id);
-               json::put(w, "producer_epoch", epoch);
-               if (action == "offsets") {
-                 json::put(w, "group", group);
-                 w.Key("offsets");
-                 w.StartArray();
-                 for (const auto& o : offsets) {
-                   w.StartObject();
-                   json::put(w, "topic", o.tp.topic);
-                   json::put(w, "partition", o.tp.partition);
-                   json::put(w, "offset", o.offset);
-                   json::put(w, "owner", owner_of_(o.tp).value());
-                   w.EndObject();
-                 }
-                 w.EndArray();
-               } else {
-                 json::put(w, "commit", action == "commit");
-                 json::put(w, "wait", wait);
-               }
-             });
-             relay(res, service_.on_coordinator(tid, action == "offsets" ? "offsets" : "end", body));
-           });
+  api.Post(R"(/v1/transactions/([^/]+)/(commit|abort))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string tid = req.matches[1];
+    if (!valid_client_id(tid, "transactional id", res)) return;
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    txn::end_call c{tid, 0, 0, req.matches[2] == "commit", false};
+    read_producer(r, c.producer_id, c.epoch);
+    r.get("wait", c.wait);
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    auto a = txns_.end(c);
+    if (!a) return refuse(res, a.refused());
+    reply(res, 200, json_object([&](json::writer& w) {
+            json::put(w, "state", a->state);
+            json::put(w, "producer_epoch", a->epoch);
+            w.Key("pending");
+            w.StartArray();
+            for (const auto& n : a->pending) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
+            w.EndArray();
+          }));
+  });
 
-  // The partitions the open transaction will write, declared before its produces (Kafka's AddPartitionsToTxn):
-  // the coordinator records them in one round trip, and produces through this broker then go straight to the owners.
+  api.Post(R"(/v1/transactions/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string tid = req.matches[1];
+    if (!valid_client_id(tid, "transactional id", res)) return;
+    rapidjson::Document d;
+    if (!parse_body(req, res, d)) return;
+    json::object_reader r(d, "");
+    std::uint64_t producer_id = 0;
+    std::uint32_t epoch = 0;
+    std::string group;
+    read_producer(r, producer_id, epoch);
+    r.get("group", group, true);
+    std::vector<listed_partition> listed;
+    if (!read_partitions(r, "offsets", true, listed, res)) return;
+    if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    std::vector<std::pair<topic_partition, std::uint64_t>> offsets;
+    for (const auto& l : listed) offsets.emplace_back(l.tp, l.offset);
+    auto done = txns_.add_offsets(tid, producer_id, epoch, group, offsets);
+    if (!done) return refuse(res, done.refused());
+    reply(res, 200, "{}");
+  });
+
+  // The partitions the open transaction will write, declared before its produces (Kafka's AddPartitionsToTxn).
   api.Post(R"(/v1/transactions/([^/]+)/partitions)", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string tid = req.matches[1];
     if (!valid_client_id(tid, "transactional id", res)) return;
     rapidjson::Document d;
     if (!parse_body(req, res, d)) return;
     json::object_reader r(d, "");
-    std::uint64_t producer_id = 0, epoch = 0;
-    r.get("producer_id", producer_id, true);
-    r.get("producer_epoch", epoch, true);
-    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+    std::uint64_t producer_id = 0;
+    std::uint32_t epoch = 0;
+    read_producer(r, producer_id, epoch);
     std::vector<listed_partition> listed;
     if (!read_partitions(r, "partitions", false, listed, res)) return;
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    // Only partitions some broker has (a marker for one that nobody serves could never be delivered), each topic's
-    // owners found once.
-    std::map<std::string, std::set<std::int32_t>> by_topic;
-    for (const auto& l : listed) by_topic[l.tp.topic].insert(l.tp.partition);
-    if (by_topic.size() > max_declared_topics)
-      return reply_error(res, 400, "invalid_argument",
-                         "partitions: at most " + std::to_string(max_declared_topics) + " topics in one declaration");
-    std::vector<std::pair<topic_partition, broker_id>> partitions;
-    for (const auto& [topic, numbers] : by_topic) {
-      auto owners = owners_of_(topic, numbers);
-      if (!owners) return reply_error(res, owners.err());
-      for (const auto& [p, owner] : *owners) partitions.emplace_back(topic_partition{topic, p}, owner);
-    }
-    if (auto s = service_.join_all(tid, producer_id, static_cast<std::uint32_t>(epoch), partitions); !s)
-      return reply_error(res, s.err());
+    std::vector<topic_partition> partitions;
+    for (const auto& l : listed) partitions.push_back(l.tp);
+    auto done = txns_.declare(tid, producer_id, epoch, partitions);
+    if (!done) return refuse(res, done.refused());
     reply(res, 200, "{}");
   });
 
   api.Get(R"(/v1/transactions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string tid = req.matches[1];
     if (!valid_client_id(tid, "transactional id", res)) return;
-    relay(res, service_.on_coordinator(tid, "describe", ""));
+    auto d = txns_.describe(tid);
+    if (!d) return refuse(res, d.refused());
+    reply(res, 200, *d);
   });
-  api.Get("/v1/transactions", [this](const httplib::Request&, httplib::Response& res) {
-    transport::request r;
-    r.method = "GET";
-    r.path = "/cluster/txn/list";
-    relay(res, service_.handle_cluster(r));
-  });
+  api.Get("/v1/transactions", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, txns_.list()); });
 }
 
 }  // namespace moonmq::daemon

@@ -1,4 +1,5 @@
-// moonmqd's producer and transaction client routes:
+// moonmqd's producer and transaction client routes, decoded into the transactions front end's calls
+// (frontend/transactions.hpp, where the rules live) and their answers encoded:
 //   POST /v1/producers {"transactional_id"?}            an idempotent producer's id and epoch 0, or (with a
 //                                                        transactional id) its coordinator's init: same id, next epoch
 //   POST /v1/transactions/{tid}/partitions               the partitions the open transaction will write, declared
@@ -6,53 +7,25 @@
 //   POST /v1/transactions/{tid}/offsets                  group offsets committed if and only if the transaction is
 //   POST /v1/transactions/{tid}/commit · /abort          end; answers the state and the producer's next epoch
 //   GET  /v1/transactions · /v1/transactions/{tid}       this broker's transactions / one, from its coordinator
-// Each is made into a /cluster/txn/* call on the id's coordinator (txn::txn_service, here or forwarded).
-//
-// An idempotent producer's id is 63 random bits from the system's random source: nothing to store or lose in a
-// crash, and no two brokers need to agree (a collision among a million producers has a probability around 5e-8).
+// A coordinator that does not answer is 503 `coordinator_unavailable` naming it.
 // Thread safety: the routes may run concurrently.
 #pragma once
 
 #include <httplib.h>
 
 #include "api_routes.hpp"
-
-#include <cstdint>
-#include <functional>
-#include <map>
-#include <set>
-
-#include "moonmq/core/ids.hpp"
-#include "moonmq/core/result.hpp"
-#include "moonmq/txn/txn_service.hpp"
+#include "moonmq/frontend/transactions.hpp"
 
 namespace moonmq::daemon {
 
-/// A fresh producer id (never 0).
-std::uint64_t fresh_producer_id();
-
 class txn_api {
  public:
-  /// The brokers serving `partitions` of `topic`, each found as a produce would find it: not_found for one no broker
-  /// is known to have, unavailable when the peers that would know did not answer.
-  using owners_source = std::function<result<std::map<std::int32_t, broker_id>>(
-      const std::string& topic, const std::set<std::int32_t>& partitions)>;
-
-  /// `owner_of`: the broker this one believes serves a partition (a hint for the coordinator's offsets); `owners_of`:
-  /// for declared partitions, which must exist.
-  txn_api(txn::txn_service& service, std::function<broker_id(const topic_partition&)> owner_of,
-          owners_source owners_of)
-      : service_(service), owner_of_(std::move(owner_of)), owners_of_(std::move(owners_of)) {}
-
-  /// Topics one declaration may name (a topic this broker does not hold costs a question to every peer).
-  static constexpr std::size_t max_declared_topics = 16;
+  explicit txn_api(frontend::transactions_frontend& txns) : txns_(txns) {}
 
   void routes(api_routes& api);
 
  private:
-  txn::txn_service& service_;
-  std::function<broker_id(const topic_partition&)> owner_of_;
-  owners_source owners_of_;
+  frontend::transactions_frontend& txns_;
 };
 
 }  // namespace moonmq::daemon

@@ -9,7 +9,6 @@
 #include "json/object_reader.hpp"
 #include "json/parse.hpp"
 #include "json/writer.hpp"
-#include "moonmq/cluster/coordinator_call.hpp"
 #include "moonmq/core/fault_points.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
@@ -167,17 +166,155 @@ void txn_service::count_end_locked(const transaction& before, const transaction&
                     1);
 }
 
-response txn_service::on_coordinator(const std::string& id, const std::string& route, const std::string& body) {
+outcome<response> txn_service::forward(const std::string& id, const std::string& route, std::string body) {
+  const broker_id coordinator = coordinator_of(id);
   request r;
   r.path = std::string(prefix) + route;
   if (route == "describe") {
     r.method = "GET";
     r.params = {{"transactional_id", id}};
   } else {
-    r.body = body;
+    r.body = std::move(body);
   }
-  return cluster::call_coordinator(peers_, coordinator_of(id), std::move(r), "transactional id " + id,
-                                   [this](const request& q) { return handle_cluster(q); });
+  auto answer = peers_.call_now(coordinator.value(), std::move(r));
+  if (!answer || answer->status == 0)
+    return refusal::coordinator_silent("the coordinator of transactional id " + id + ", " + coordinator.value() +
+                                       ", did not answer" + (answer ? ": " + answer->body : std::string()));
+  if (!answer->ok()) return error_of(*answer);
+  return std::move(*answer);
+}
+
+namespace {
+
+/// The coordinator's own answer (a refusal it gave is not its silence).
+template <typename T>
+outcome<T> answered(result<T> r) {
+  if (!r) return r.err();
+  return std::move(*r);
+}
+
+std::string producer_body(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
+                          const std::function<void(json::writer&)>& more) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "transactional_id", id);
+    json::put(w, "producer_id", producer_id);
+    json::put(w, "producer_epoch", epoch);
+    more(w);
+  });
+}
+
+std::string identity_body(const producer_identity& p) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "producer_id", p.producer_id);
+    json::put(w, "producer_epoch", p.epoch);
+  });
+}
+
+result<producer_identity> read_identity(std::string_view body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "the coordinator's answer"); !s) return s.err();
+  json::object_reader r(d, "");
+  producer_identity p;
+  std::uint64_t epoch = 0;
+  r.get("producer_id", p.producer_id, true);
+  r.get("producer_epoch", epoch, true);
+  if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+  if (auto s = r.finish(); !s) return s.err();
+  p.epoch = static_cast<std::uint32_t>(epoch);
+  return p;
+}
+
+std::string end_answer_body(const end_answer& a) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "state", a.state);
+    json::put(w, "producer_epoch", a.epoch);
+    w.Key("pending");
+    w.StartArray();
+    for (const auto& n : a.pending) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
+    w.EndArray();
+  });
+}
+
+result<end_answer> read_end_answer(std::string_view body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "the coordinator's answer"); !s) return s.err();
+  json::object_reader r(d, "");
+  end_answer a;
+  std::uint64_t epoch = 0;
+  r.get("state", a.state, true);
+  r.get("producer_epoch", epoch, true);
+  r.get("pending", a.pending, true);
+  if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+  if (auto s = r.finish(); !s) return s.err();
+  a.epoch = static_cast<std::uint32_t>(epoch);
+  return a;
+}
+
+}  // namespace
+
+outcome<producer_identity> txn_service::init(const std::string& id) {
+  if (coordinator_of(id) == self()) return answered(init_here(id));
+  auto r = forward(id, "init", json::object([&](json::writer& w) { json::put(w, "transactional_id", id); }));
+  if (!r) return r.refused();
+  return answered(read_identity(r->body));
+}
+
+outcome<end_answer> txn_service::end(const end_call& c) {
+  if (coordinator_of(c.transactional_id) == self()) return answered(end_here(c));
+  auto r = forward(c.transactional_id, "end", producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
+                     json::put(w, "commit", c.commit);
+                     json::put(w, "wait", c.wait);
+                   }));
+  if (!r) return r.refused();
+  return answered(read_end_answer(r->body));
+}
+
+outcome<done> txn_service::add_offsets(const offsets_call& c) {
+  if (coordinator_of(c.transactional_id) == self()) {
+    if (auto s = offsets_here(c); !s) return s.err();
+    return done{};
+  }
+  auto r = forward(c.transactional_id, "offsets",
+                   producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
+                     json::put(w, "group", c.group);
+                     w.Key("offsets");
+                     w.StartArray();
+                     for (const auto& [o, owner] : c.offsets) {
+                       w.StartObject();
+                       json::put(w, "topic", o.partition.topic);
+                       json::put(w, "partition", o.partition.partition);
+                       json::put(w, "offset", o.offset);
+                       json::put(w, "owner", owner.value());
+                       w.EndObject();
+                     }
+                     w.EndArray();
+                   }));
+  if (!r) return r.refused();
+  return done{};
+}
+
+outcome<std::string> txn_service::describe(const std::string& id) {
+  if (coordinator_of(id) == self()) return answered(describe_here(id));
+  auto r = forward(id, "describe", "");
+  if (!r) return r.refused();
+  return std::move(r->body);
+}
+
+std::string txn_service::list_document() {
+  const time_ms now = opt_.clock();
+  std::lock_guard lock(mu_);
+  return json::object([&](json::writer& w) {
+    json::put(w, "coordinator", self().value());
+    json::put(w, "coordinator_epoch", coordinator_epoch_);
+    w.Key("transactions");
+    w.StartArray();
+    for (const auto& [id, t] : coord_.all()) {
+      w.StartObject();
+      write_txn(w, t, now);
+      w.EndObject();
+    }
+    w.EndArray();
+  });
 }
 
 response txn_service::handle_cluster(const request& req) {
@@ -190,36 +327,16 @@ response txn_service::handle_cluster(const request& req) {
 }
 
 response txn_service::coordinator_route(const std::string& route, const request& req) {
-  const time_ms now = opt_.clock();
-  if (route == "list" && req.method == "GET") {
-    std::lock_guard lock(mu_);
-    return json_ok(json::object([&](json::writer& w) {
-      json::put(w, "coordinator", self().value());
-      json::put(w, "coordinator_epoch", coordinator_epoch_);
-      w.Key("transactions");
-      w.StartArray();
-      for (const auto& [id, t] : coord_.all()) {
-        w.StartObject();
-        write_txn(w, t, now);
-        w.EndObject();
-      }
-      w.EndArray();
-    }));
-  }
+  if (route == "list" && req.method == "GET") return json_ok(list_document());
   if (route == "describe" && req.method == "GET") {
     auto id = req.params.find("transactional_id");
     if (id == req.params.end()) return error_response(400, "invalid_argument", "transactional_id is required");
     if (coordinator_of(id->second) != self())
       return error_response(421, "not_coordinator", "the coordinator of " + id->second + " is " +
                                                         coordinator_of(id->second).value());
-    std::lock_guard lock(mu_);
-    const transaction* t = coord_.find(id->second);
-    if (!t) return error_response(404, "not_found", "no transactional id " + id->second);
-    return json_ok(json::object([&](json::writer& w) {
-      write_txn(w, *t, now);
-      json::put(w, "coordinator", self().value());
-      json::put(w, "coordinator_epoch", coordinator_epoch_);
-    }));
+    auto d = describe_here(id->second);
+    if (!d) return from_error(d.err());
+    return json_ok(std::move(*d));
   }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   rapidjson::Document d;
@@ -239,129 +356,179 @@ response txn_service::coordinator_route(const std::string& route, const request&
     return error_response(421, "not_coordinator", "the coordinator of " + id + " is " + coordinator_of(id).value());
   const auto e32 = static_cast<std::uint32_t>(epoch);
 
-  auto fenced = [&](const error& e) {
-    if (e.code == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);
-    return from_error(e);
-  };
-
   if (route == "init") {
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    for (int round = 0; round < 2; ++round) {
-      result<transaction> t = error{errc::internal, "not run"};
-      {
-        std::lock_guard lock(mu_);
-        const std::optional<transaction> before =
-            coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-        t = coord_.init(id, opt_.fresh_producer_id(), now);
-        if (!t) {
-          if (t.code() != errc::unavailable) return from_error(t.err());
-        } else {
-          // Always synced: an epoch handed to a session must never be handed again after a power loss.
-          if (auto p = keep_locked(id, before, true); !p) return from_error(p.err());
-          if (t->phase == txn_phase::empty)
-            return json_ok(json::object([&](json::writer& w) {
-              json::put(w, "producer_id", t->producer_id);
-              json::put(w, "producer_epoch", t->epoch);
-            }));
-          count_end_locked(before.value_or(transaction{}), *t);
-        }
-      }
-      // An open transaction of the id was aborted (or one is completing): deliver its markers, then start again.
-      if (!complete(id)) break;
-    }
-    return error_response(503, "unavailable", "the previous transaction of " + id +
-                                                  " is still being completed (a partition owner did not answer); retry");
+    auto p = init_here(id);
+    if (!p) return from_error(p.err());
+    return json_ok(identity_body(*p));
   }
   if (route == "add" || route == "offsets") {
-    std::string group;
+    offsets_call c{id, producer_id, e32, {}, {}};
     bool replace_owners = false;  // the owners named are where records landed (join_again)
     if (route == "add") r.get("replace_owners", replace_owners);
     if (route == "offsets") {
-      r.get("group", group, true);
-      if (r.ok() && !valid_client_name(group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
+      r.get("group", c.group, true);
+      if (r.ok() && !valid_client_name(c.group))
+        r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
     }
     auto refs = read_refs(r, route == "add" ? "partitions" : "offsets", route == "offsets");
     if (!refs) return error_response(400, "invalid_argument", refs.message());
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     std::map<topic_partition, broker_id> owners;
-    std::vector<txn_offset> offsets;
     for (const auto& ref : *refs) {
-      owners[ref.tp] = broker_id(ref.owner.empty() ? self().value() : ref.owner);
-      if (route == "offsets") offsets.push_back({group, ref.tp, ref.offset});
+      const broker_id owner(ref.owner.empty() ? self().value() : ref.owner);
+      owners[ref.tp] = owner;
+      c.offsets.push_back({{c.group, ref.tp, ref.offset}, owner});
     }
-    for (int round = 0;; ++round) {
-      std::unique_lock lock(mu_);
-      const std::optional<transaction> before =
-          coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-      auto t = route == "add" ? coord_.add_partitions(id, producer_id, e32, owners, now, replace_owners)
-                              : coord_.add_offsets(id, producer_id, e32, offsets, owners, now);
-      if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
-        lock.unlock();
-        complete(id);  // the previous transaction's markers first (or wait for the run delivering them)
-        continue;
-      }
-      if (!t) return fenced(t.err());
-      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
-      if (route != "add") return json_ok("{}");
-      // The owner now held for each partition named: the one named before, unless this add replaced it.
-      for (auto& [tp, owner] : owners)
-        if (auto held = t->partitions.find(tp); held != t->partitions.end()) owner = held->second;
-      return json_ok(json::object([&](json::writer& w) { write_refs(w, "partitions", owners); }));
+    if (route == "offsets") {
+      if (auto s = offsets_here(c); !s) return from_error(s.err());
+      return json_ok("{}");
     }
+    auto held = add_here(id, producer_id, e32, std::move(owners), replace_owners);
+    if (!held) return from_error(held.err());
+    return json_ok(json::object([&](json::writer& w) { write_refs(w, "partitions", *held); }));
   }
   if (route == "end") {
-    bool commit = false, wait = false;
-    r.get("commit", commit, true);
-    r.get("wait", wait);
+    end_call c{id, producer_id, e32, false, false};
+    r.get("commit", c.commit, true);
+    r.get("wait", c.wait);
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    for (int round = 0;; ++round) {
-      std::unique_lock lock(mu_);
-      const std::optional<transaction> before =
-          coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-      auto t = coord_.end(id, producer_id, e32, commit, now);
-      if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
-        lock.unlock();
-        complete(id);
-        continue;
-      }
-      if (!t) return fenced(t.err());
-      // The commit point, written here and synced below, outside the lock, so that the commits of many producers
-      // share one fdatasync (the keyed log's group commit) and no other call waits behind it.
-      if (auto p = keep_locked(id, before); !p) return from_error(p.err());
-      break;
-    }
-    // Synced before the answer and before any marker (complete_now syncs too): lost to a power loss after a marker
-    // went out, the coordinator would come back with the transaction open, time it out and abort what an owner
-    // already committed.
-    if (auto p = log_.sync(); !p) return from_error(p.err());
-    // Decided, no marker sent: an error is answered as it is, and the ticker delivers what was decided.
-    if (auto f = MOONMQ_FAULT("txn.after_prepare"); !f) return from_error(f.err());
-    // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
-    // read_committed reader then sees the commit as soon as this returns), or when it commits group offsets (a
-    // member that takes the partitions over must find them). Otherwise it says which are pending, and the
-    // producer's next add, end or init waits for them.
-    bool offsets = false;
-    {
-      std::lock_guard lock(mu_);
-      const transaction* t = coord_.find(id);
-      offsets = t && t->offsets_pending;
-    }
-    if (wait || offsets || !opt_.defer)
-      complete(id);
-    else
-      opt_.defer([this, id] { complete(id); });
-    std::lock_guard lock(mu_);
-    const transaction* t = coord_.find(id);
-    return json_ok(json::object([&](json::writer& w) {
-      json::put(w, "state", to_string(t->phase));
-      json::put(w, "producer_epoch", t->epoch);
-      w.Key("pending");
-      w.StartArray();
-      for (const auto& tp : t->markers_pending) w.String(name_of(tp).c_str());
-      w.EndArray();
-    }));
+    auto a = end_here(c);
+    if (!a) return from_error(a.err());
+    return json_ok(end_answer_body(*a));
   }
   return error_response(404, "not_found", req.path + " is not a transaction route");
+}
+
+result<std::string> txn_service::describe_here(const std::string& id) {
+  const time_ms now = opt_.clock();
+  std::lock_guard lock(mu_);
+  const transaction* t = coord_.find(id);
+  if (!t) return error{errc::not_found, "no transactional id " + id};
+  return json::object([&](json::writer& w) {
+    write_txn(w, *t, now);
+    json::put(w, "coordinator", self().value());
+    json::put(w, "coordinator_epoch", coordinator_epoch_);
+  });
+}
+
+result<producer_identity> txn_service::init_here(const std::string& id) {
+  for (int round = 0; round < 2; ++round) {
+    {
+      std::lock_guard lock(mu_);
+      const std::optional<transaction> before =
+          coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
+      auto t = coord_.init(id, opt_.fresh_producer_id(), opt_.clock());
+      if (!t) {
+        if (t.code() != errc::unavailable) return t.err();
+      } else {
+        // Always synced: an epoch handed to a session must never be handed again after a power loss.
+        if (auto p = keep_locked(id, before, true); !p) return p.err();
+        if (t->phase == txn_phase::empty) return producer_identity{t->producer_id, t->epoch};
+        count_end_locked(before.value_or(transaction{}), *t);
+      }
+    }
+    // An open transaction of the id was aborted (or one is completing): deliver its markers, then start again.
+    if (!complete(id)) break;
+  }
+  return error{errc::unavailable,
+               "the previous transaction of " + id + " is still being completed (a partition owner did not answer); retry"};
+}
+
+result<std::map<topic_partition, broker_id>> txn_service::add_here(const std::string& id, std::uint64_t producer_id,
+                                                                   std::uint32_t epoch,
+                                                                   std::map<topic_partition, broker_id> owners,
+                                                                   bool replace_owners) {
+  for (int round = 0;; ++round) {
+    std::unique_lock lock(mu_);
+    const std::optional<transaction> before =
+        coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
+    auto t = coord_.add_partitions(id, producer_id, epoch, owners, opt_.clock(), replace_owners);
+    if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
+      lock.unlock();
+      complete(id);  // the previous transaction's markers first (or wait for the run delivering them)
+      continue;
+    }
+    if (!t) return fenced(t.err());
+    if (auto p = keep_locked(id, before); !p) return p.err();
+    // The owner now held for each partition named: the one named before, unless this add replaced it.
+    for (auto& [tp, owner] : owners)
+      if (auto held = t->partitions.find(tp); held != t->partitions.end()) owner = held->second;
+    return owners;
+  }
+}
+
+status txn_service::offsets_here(const offsets_call& c) {
+  std::map<topic_partition, broker_id> owners;
+  std::vector<txn_offset> offsets;
+  for (const auto& [o, owner] : c.offsets) {
+    owners[o.partition] = owner;
+    offsets.push_back({c.group, o.partition, o.offset});
+  }
+  for (int round = 0;; ++round) {
+    std::unique_lock lock(mu_);
+    const std::optional<transaction> before = coord_.find(c.transactional_id)
+                                                  ? std::optional<transaction>(*coord_.find(c.transactional_id))
+                                                  : std::nullopt;
+    auto t = coord_.add_offsets(c.transactional_id, c.producer_id, c.epoch, offsets, owners, opt_.clock());
+    if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(c.transactional_id)) {
+      lock.unlock();
+      complete(c.transactional_id);
+      continue;
+    }
+    if (!t) return fenced(t.err());
+    return keep_locked(c.transactional_id, before);
+  }
+}
+
+result<end_answer> txn_service::end_here(const end_call& c) {
+  const std::string& id = c.transactional_id;
+  for (int round = 0;; ++round) {
+    std::unique_lock lock(mu_);
+    const std::optional<transaction> before =
+        coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
+    auto t = coord_.end(id, c.producer_id, c.epoch, c.commit, opt_.clock());
+    if (!t && t.code() == errc::unavailable && round == 0 && completing_locked(id)) {
+      lock.unlock();
+      complete(id);
+      continue;
+    }
+    if (!t) return fenced(t.err());
+    // The commit point, written here and synced below, outside the lock, so that the commits of many producers
+    // share one fdatasync (the keyed log's group commit) and no other call waits behind it.
+    if (auto p = keep_locked(id, before); !p) return p.err();
+    break;
+  }
+  // Synced before the answer and before any marker (complete_now syncs too): lost to a power loss after a marker
+  // went out, the coordinator would come back with the transaction open, time it out and abort what an owner
+  // already committed.
+  if (auto p = log_.sync(); !p) return p.err();
+  // Decided, no marker sent: an error is answered as it is, and the ticker delivers what was decided.
+  if (auto f = MOONMQ_FAULT("txn.after_prepare"); !f) return f.err();
+  // The transaction is decided. Its markers go out now; the answer waits for them only when asked to (a
+  // read_committed reader then sees the commit as soon as this returns), or when it commits group offsets (a
+  // member that takes the partitions over must find them). Otherwise it says which are pending, and the
+  // producer's next add, end or init waits for them.
+  bool offsets = false;
+  {
+    std::lock_guard lock(mu_);
+    const transaction* t = coord_.find(id);
+    offsets = t && t->offsets_pending;
+  }
+  if (c.wait || offsets || !opt_.defer)
+    complete(id);
+  else
+    opt_.defer([this, id] { complete(id); });
+  std::lock_guard lock(mu_);
+  const transaction* t = coord_.find(id);
+  end_answer a{to_string(t->phase), t->epoch, {}};
+  for (const auto& tp : t->markers_pending) a.pending.push_back(name_of(tp));
+  return a;
+}
+
+error txn_service::fenced(const error& e) {
+  if (e.code == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);
+  return e;
 }
 
 bool txn_service::completing_locked(const std::string& id) const {
@@ -535,23 +702,26 @@ void txn_service::remember_joins(const std::string& id, std::uint64_t producer_i
 result<std::map<topic_partition, broker_id>> txn_service::add(
     const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
     const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners) {
-  auto added = on_coordinator(id, "add", json::object([&](json::writer& w) {
-                                json::put(w, "transactional_id", id);
-                                json::put(w, "producer_id", producer_id);
-                                json::put(w, "producer_epoch", epoch);
-                                if (replace_owners) json::put(w, "replace_owners", true);
-                                write_refs(w, "partitions", partitions);
-                              }));
-  if (added.status != 200) return error_of(added);
-  // The owners the coordinator holds, read as it reads the add (a coordinator that predates this answer says
-  // nothing, and one that says something unreadable is not believed: what was named stands).
   std::map<topic_partition, broker_id> held(partitions.begin(), partitions.end());
-  rapidjson::Document d;
-  if (json::parse_object(added.body, d)) {
-    json::object_reader r(d, "the coordinator's answer");
-    if (auto refs = read_refs(r, "partitions", false); refs && r.ok())
-      for (const auto& ref : *refs)
-        if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
+  if (coordinator_of(id) == self()) {
+    auto added = add_here(id, producer_id, epoch, held, replace_owners);
+    if (!added) return added.err();
+    held = std::move(*added);
+  } else {
+    auto added = forward(id, "add", producer_body(id, producer_id, epoch, [&](json::writer& w) {
+                           if (replace_owners) json::put(w, "replace_owners", true);
+                           write_refs(w, "partitions", partitions);
+                         }));
+    if (!added) return added.err();
+    // The owners the coordinator holds, read as it reads the add (a coordinator that predates this answer says
+    // nothing, and one that says something unreadable is not believed: what was named stands).
+    rapidjson::Document d;
+    if (json::parse_object(added->body, d)) {
+      json::object_reader r(d, "the coordinator's answer");
+      if (auto refs = read_refs(r, "partitions", false); refs && r.ok())
+        for (const auto& ref : *refs)
+          if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
+    }
   }
   remember_joins(id, producer_id, epoch, held);
   return held;

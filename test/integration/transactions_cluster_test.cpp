@@ -112,15 +112,14 @@ struct producer {
   producer(txn_cluster& cluster, int broker, std::string transactional_id)
       : g(cluster), via(broker), tid(std::move(transactional_id)) {}
 
+  /// The HTTP status moonmqd's client API answers for the init.
   int init() {
-    auto r = g.at(via).on_coordinator(tid, "init", R"({"transactional_id":")" + tid + "\"}");
-    if (r.status == 200) {
-      auto d = parse(r.body);
-      id = d["producer_id"].GetUint64();
-      epoch = d["producer_epoch"].GetUint();
-      sequence.clear();
-    }
-    return r.status;
+    auto r = g.at(via).init(tid);
+    if (!r) return transport::http_status_of(r.code());
+    id = r->producer_id;
+    epoch = r->epoch;
+    sequence.clear();
+    return 200;
   }
 
   /// Produces `values` to `tp` in the transaction through broker `via`'s produce front end (moonmqd's produce).
@@ -136,17 +135,11 @@ struct producer {
 
   /// Commits or aborts; the answer's state. The next transaction uses the bumped epoch.
   std::string end(bool commit) {
-    auto r = g.at(via).on_coordinator(tid, "end", json::object([&](json::writer& w) {
-                                        json::put(w, "transactional_id", tid);
-                                        json::put(w, "producer_id", id);
-                                        json::put(w, "producer_epoch", epoch);
-                                        json::put(w, "commit", commit);
-                                      }));
-    if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
-    auto d = parse(r.body);
-    epoch = d["producer_epoch"].GetUint();
+    auto r = g.at(via).end({tid, id, epoch, commit, false});
+    if (!r) return "HTTP " + std::to_string(transport::http_status_of(r.code())) + ": " + r.message();
+    epoch = r->epoch;
     sequence.clear();
-    return d["state"].GetString();
+    return r->state;
   }
 };
 
@@ -241,21 +234,21 @@ TEST_CASE("in-process transactions: a coordinator that restarts after its commit
   CHECK(state == "prepare_commit");
   for (int q = 0; q < 3; ++q)
     if (q + 1 != coordinator) CHECK(g.committed(q + 1, {"t", q}).empty());  // blocked at the LSO
-  auto before = g.at(1).on_coordinator(tid, "describe", "");
-  REQUIRE(before.status == 200);
-  const auto old_epoch = parse(before.body)["coordinator_epoch"].GetUint();
+  auto before = g.at(1).describe(tid);
+  REQUIRE(before);
+  const auto old_epoch = parse(*before)["coordinator_epoch"].GetUint();
 
   g.start(coordinator);  // kill -9 and back: only its log remains
   g.c.net.set_hook({});
   g.tick();
   for (int q = 0; q < 3; ++q) CHECK(g.committed(q + 1, {"t", q}) == std::vector<std::string>{"v" + std::to_string(q)});
-  auto d = g.at(1).on_coordinator(tid, "describe", "");
-  REQUIRE(d.status == 200);
-  CHECK(std::string(parse(d.body)["state"].GetString()) == "complete_commit");
+  auto d = g.at(1).describe(tid);
+  REQUIRE(d);
+  CHECK(std::string(parse(*d)["state"].GetString()) == "complete_commit");
   // The restarted coordinator has a new epoch, which its markers carried: the process it replaced can end nothing
   // more on the owners that got them (here: a marker as it would have sent for the producer's next transaction).
   // The coordinator's own partition had its marker before the restart.
-  CHECK(parse(d.body)["coordinator_epoch"].GetUint() == old_epoch + 1);
+  CHECK(parse(*d)["coordinator_epoch"].GetUint() == old_epoch + 1);
   for (int q = 0; q < 3; ++q) {
     if (q + 1 == coordinator) continue;
     transport::request m;
@@ -344,30 +337,16 @@ TEST_CASE("in-process transactions: a transaction past its timeout is aborted an
   CHECK_THAT(p.end(true), Catch::Contains("409"));
 
   auto offsets = [&](producer& pr, std::uint64_t offset) {
-    return g.at(pr.via).on_coordinator(pr.tid, "offsets", json::object([&](json::writer& w) {
-                                         json::put(w, "transactional_id", pr.tid);
-                                         json::put(w, "producer_id", pr.id);
-                                         json::put(w, "producer_epoch", pr.epoch);
-                                         json::put(w, "group", "g");
-                                         w.Key("offsets");
-                                         w.StartArray();
-                                         w.StartObject();
-                                         json::put(w, "topic", "t");
-                                         json::put(w, "partition", 2);
-                                         json::put(w, "offset", offset);
-                                         json::put(w, "owner", "b3");
-                                         w.EndObject();
-                                         w.EndArray();
-                                       }));
+    return g.at(pr.via).add_offsets({pr.tid, pr.id, pr.epoch, "g", {{{"g", {"t", 2}, offset}, broker_id("b3")}}});
   };
   producer q(g, 1, "tx-offsets");
   REQUIRE(q.init() == 200);
   REQUIRE(q.send({"t", 1}, {"out"}));
-  REQUIRE(offsets(q, 7).status == 200);
+  REQUIRE(offsets(q, 7));
   REQUIRE(q.end(false) == "complete_abort");
   CHECK_FALSE(g.c[3].offsets.committed("g", {"t", 2}));
   REQUIRE(q.send({"t", 1}, {"out2"}));
-  REQUIRE(offsets(q, 9).status == 200);
+  REQUIRE(offsets(q, 9));
   REQUIRE(q.end(true) == "complete_commit");
   REQUIRE(g.c[3].offsets.committed("g", {"t", 2}));
   CHECK(*g.c[3].offsets.committed("g", {"t", 2}) == 9);

@@ -89,12 +89,11 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   for (std::size_t k = 0; k < members.size(); ++k) members[k].via = 1 + static_cast<int>(k % brokers);
 
   auto init_session = [&](transactional_producer& p) {
-    auto r = w.txns[world::idx(p.via)]->on_coordinator(p.tid, "init", R"({"transactional_id":")" + p.tid + "\"}");
-    p.ready = r.status == 200;
+    auto r = w.txns[world::idx(p.via)]->init(p.tid);
+    p.ready = r.ok();
     if (p.ready) {
-      auto d = parse(r.body);
-      p.id = d["producer_id"].GetUint64();
-      p.epoch = d["producer_epoch"].GetUint();
+      p.id = r->producer_id;
+      p.epoch = r->epoch;
       p.sequence.clear();
       p.broken = false;
     }
@@ -170,16 +169,12 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
       return;
     }
     const bool commit = !p.broken && w.pick(3) != 0;
-    auto r = w.txns[world::idx(p.via)]->on_coordinator(p.tid, "end", json::object([&](json::writer& jw) {
-                                                         json::put(jw, "transactional_id", p.tid);
-                                                         json::put(jw, "producer_id", p.id);
-                                                         json::put(jw, "producer_epoch", p.epoch);
-                                                         json::put(jw, "commit", commit);
-                                                       }));
-    note(step, "end " + label + (commit ? " commit: " : " abort: ") + std::to_string(r.status));
-    if (r.status == 200) {
+    auto r = w.txns[world::idx(p.via)]->end({p.tid, p.id, p.epoch, commit, false});
+    note(step, "end " + label + (commit ? " commit: " : " abort: ") +
+                   std::to_string(r ? 200 : transport::http_status_of(r.code())));
+    if (r) {
       add("{\"op\":\"txn\",\"txn\":\"" + label + "\",\"outcome\":\"" + (commit ? "commit" : "abort") + "\"}");
-      p.epoch = parse(r.body)["producer_epoch"].GetUint();
+      p.epoch = r->epoch;
     } else {
       // Unknown for a commit; a transaction never asked to commit can only end aborted. A new session aborts what
       // was left open.

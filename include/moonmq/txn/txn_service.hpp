@@ -38,6 +38,7 @@
 
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/peer.hpp"
+#include "moonmq/core/outcome.hpp"
 #include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/coordinator.hpp"
 
@@ -58,6 +59,37 @@ struct txn_service_options {
   std::function<void(std::function<void()>)> defer;
 };
 
+/// A producer's identity as a coordinator hands it out.
+struct producer_identity {
+  std::uint64_t producer_id = 0;
+  std::uint32_t epoch = 0;
+};
+
+/// A producer's end of its transaction (Kafka's EndTxn).
+struct end_call {
+  std::string transactional_id;
+  std::uint64_t producer_id = 0;
+  std::uint32_t epoch = 0;
+  bool commit = false;
+  bool wait = false;  ///< answer once every marker is delivered
+};
+
+struct end_answer {
+  std::string state;  ///< the transaction's phase after the end
+  std::uint32_t epoch = 0;
+  std::vector<std::string> pending;  ///< partitions ("topic-n") whose markers are not delivered yet
+};
+
+/// A group's offsets written if and only if the transaction commits (Kafka's TxnOffsetCommit), each with the broker
+/// this one believes owns its partition.
+struct offsets_call {
+  std::string transactional_id;
+  std::uint64_t producer_id = 0;
+  std::uint32_t epoch = 0;
+  std::string group;
+  std::vector<std::pair<txn_offset, broker_id>> offsets;
+};
+
 class txn_service {
  public:
   /// `log` (which must outlive the service) holds the coordinator's transactions; unreadable: an error naming it.
@@ -67,9 +99,17 @@ class txn_service {
 
   transport::response handle_cluster(const transport::request& req);
 
-  /// Runs a coordinator route for `transactional_id`, here or forwarded to its coordinator.
-  transport::response on_coordinator(const std::string& transactional_id, const std::string& route,
-                                     const std::string& body);
+  /// The producer's calls, on the coordinator of the transactional id: run directly when that is this broker,
+  /// serialised over /cluster/txn/* only when the call leaves the process. Errors as the coordinator gives them
+  /// (producer_fenced, conflict for a transaction that is ending, unavailable while the previous one completes, ...);
+  /// a coordinator that does not answer is refusal::coordinator_silent (the only refusal marked by_coordinator).
+  outcome<producer_identity> init(const std::string& transactional_id);
+  outcome<end_answer> end(const end_call& c);
+  outcome<done> add_offsets(const offsets_call& c);
+  /// The transaction as `GET /v1/transactions/{id}` shows it (a JSON document).
+  outcome<std::string> describe(const std::string& transactional_id);
+  /// The transactions this broker coordinates (a JSON document).
+  std::string list_document();
 
   /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
   /// `tp` (owned by `owner`, as far as this broker knows) in the transaction, so its markers will reach it. Once per
@@ -121,6 +161,17 @@ class txn_service {
   status keep_locked(const std::string& id, const std::optional<transaction>& before, bool commit_point = false);
   void publish_locked();
   transport::response coordinator_route(const std::string& route, const transport::request& req);
+  /// `route` with `body` sent to the coordinator of `id`.
+  outcome<transport::response> forward(const std::string& id, const std::string& route, std::string body);
+  result<producer_identity> init_here(const std::string& id);
+  result<std::map<topic_partition, broker_id>> add_here(const std::string& id, std::uint64_t producer_id,
+                                                        std::uint32_t epoch, std::map<topic_partition, broker_id> owners,
+                                                        bool replace_owners);
+  status offsets_here(const offsets_call& c);
+  result<end_answer> end_here(const end_call& c);
+  result<std::string> describe_here(const std::string& id);
+  /// `e`, counted when it fences a producer.
+  error fenced(const error& e);
   transport::response owner_route(const std::string& route, const transport::request& req);
   /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock; after a run of the same
   /// id in progress ends); true when complete.
