@@ -21,8 +21,8 @@ status cluster_link::open(const cluster::server_config& config, const broker_id&
   transport = std::move(*made);
   const auto timeout = std::chrono::milliseconds(
       static_cast<long>((config.cluster ? config.cluster->peer_timeout_seconds : 5.0) * 1000));
-  peers = std::make_unique<cluster::peer_client>(*transport, cluster::peer_directory{self, token, peer_tokens, timeout},
-                                                 metrics);
+  peers = std::make_unique<transport::peer_client>(
+      *transport, transport::peer_directory{self, token, peer_tokens, timeout}, metrics);
   return {};
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "moonmq/cluster/config.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/metrics_sink.hpp"
 #include "moonmq/transport/http_transport.hpp"
 
@@ -22,7 +22,7 @@ struct cluster_link {
   std::string token;                               ///< the cluster's
   std::optional<transport::tls_options> tls;
   std::unique_ptr<transport::transport> transport;
-  std::unique_ptr<cluster::peer_client> peers;
+  std::unique_ptr<transport::peer_client> peers;
 
   /// An error names the TLS file at fault.
   status open(const cluster::server_config& config, const broker_id& self, metrics_sink& metrics);

@@ -12,7 +12,7 @@
 
 #include "moonmq/cluster/config.hpp"
 #include "moonmq/cluster/local_loads.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/cluster/peer_fanout.hpp"
 #include "moonmq/transport/message.hpp"
 
@@ -42,7 +42,7 @@ struct fanout_result {
 class cluster_view {
  public:
   /// `local`: this broker's own report (its partitions, held bytes and strays; the rest is filled in here).
-  cluster_view(broker_id self, std::vector<cluster::peer_config> peers, cluster::peer_client& client,
+  cluster_view(broker_id self, std::vector<cluster::peer_config> peers, transport::peer_client& client,
                std::function<broker_report()> local)
       : self_(std::move(self)), peers_(std::move(peers)), client_(client), local_(std::move(local)) {}
 
@@ -65,7 +65,7 @@ class cluster_view {
  private:
   broker_id self_;
   std::vector<cluster::peer_config> peers_;
-  cluster::peer_client& client_;
+  transport::peer_client& client_;
   std::function<broker_report()> local_;
 };
 

@@ -29,7 +29,7 @@ struct coordinators_parts {
   broker_id self;
   std::vector<broker_id> brokers;  ///< every broker, this one first
   cluster::cluster_state state;
-  cluster::peer_client* peers;
+  transport::peer_client* peers;
   asio::any_io_executor blocking;  ///< where a transaction's markers are delivered after its end is answered
   std::function<std::vector<cluster::partition_load>()> local_loads;  ///< this broker's own report
   std::shared_ptr<logger> log;

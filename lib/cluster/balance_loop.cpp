@@ -74,7 +74,7 @@ constexpr int max_backoff_intervals = 10;
 }  // namespace
 
 struct balance_loop::impl {
-  impl(balance_loop_options o, cluster_state s, peer_client& p, reassigner& r, asio::any_io_executor b,
+  impl(balance_loop_options o, cluster_state s, transport::peer_client& p, reassigner& r, asio::any_io_executor b,
        autobalancer::anomaly_detector d)
       : opt(std::move(o)), st(s), peers(p), mover(r), pool(b), detector(std::move(d)), model(opt.config) {
     if (!opt.clock) opt.clock = steady_now;
@@ -91,7 +91,7 @@ struct balance_loop::impl {
 
   balance_loop_options opt;
   cluster_state st;
-  peer_client& peers;
+  transport::peer_client& peers;
   reassigner& mover;
   asio::any_io_executor pool;
   autobalancer::anomaly_detector detector;
@@ -560,7 +560,7 @@ balance_loop::balance_loop() = default;
 balance_loop::~balance_loop() = default;
 
 result<std::unique_ptr<balance_loop>> balance_loop::create(balance_loop_options options, cluster_state state,
-                                                           peer_client& peers, reassigner& moves,
+                                                           transport::peer_client& peers, reassigner& moves,
                                                            asio::any_io_executor blocking) {
   auto detector = autobalancer::anomaly_detector::create(options.config, options.registry);
   if (!detector) return error{detector.code(), "Server.Autobalance." + detector.message()};

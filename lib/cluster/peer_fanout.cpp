@@ -6,13 +6,13 @@
 
 namespace moonmq::cluster {
 
-transport::response ask_now(peer_client& client, const std::string& peer, const transport::request& req) {
+transport::response ask_now(transport::peer_client& client, const std::string& peer, const transport::request& req) {
   auto r = client.call_now(peer, req);
   if (!r) return {0, "this transport cannot send synchronously", "text/plain"};
   return std::move(*r);
 }
 
-std::vector<peer_answer> ask_each_now(peer_client& client, const std::vector<std::string>& peers,
+std::vector<peer_answer> ask_each_now(transport::peer_client& client, const std::vector<std::string>& peers,
                                       const transport::request& req) {
   std::vector<std::future<transport::response>> pending;
   pending.reserve(peers.size());
@@ -24,7 +24,7 @@ std::vector<peer_answer> ask_each_now(peer_client& client, const std::vector<std
   return out;
 }
 
-std::vector<peer_report> ask_reports_now(peer_client& client, const std::vector<std::string>& peers) {
+std::vector<peer_report> ask_reports_now(transport::peer_client& client, const std::vector<std::string>& peers) {
   std::vector<peer_report> out;
   for (auto& a : ask_each_now(client, peers, transport::get_request("/cluster/loads"))) {
     peer_report p;

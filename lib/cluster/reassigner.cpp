@@ -17,6 +17,7 @@
 
 #include "json/parse.hpp"
 #include "json/writer.hpp"
+#include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
 #include "moonmq/core/fault_points.hpp"
@@ -73,12 +74,12 @@ std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) 
 }  // namespace
 
 struct reassigner::impl {
-  impl(reassigner_options o, cluster_state s, peer_client& p, move_journal& j, asio::any_io_executor b)
+  impl(reassigner_options o, cluster_state s, transport::peer_client& p, move_journal& j, asio::any_io_executor b)
       : opt(std::move(o)), st(s), peers(p), journal(j), pool(b) {}
 
   reassigner_options opt;
   cluster_state st;
-  peer_client& peers;
+  transport::peer_client& peers;
   move_journal& journal;
   asio::any_io_executor pool;
   copy_throttle throttle{opt.throttle_bytes_per_sec};
@@ -696,7 +697,7 @@ struct reassigner::impl {
   }
 };
 
-reassigner::reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+reassigner::reassigner(reassigner_options options, cluster_state state, transport::peer_client& peers, move_journal& journal,
                        asio::any_io_executor blocking)
     : impl_(std::make_unique<impl>(options, state, peers, journal, blocking)) {}
 

@@ -1,4 +1,5 @@
 #include "moonmq/cluster/router.hpp"
+#include "moonmq/cluster/cluster_metrics.hpp"
 
 #include <rapidjson/document.h>
 #include <asio/steady_timer.hpp>

@@ -4,7 +4,7 @@
 
 namespace moonmq::frontend {
 
-placement_directory::placement_directory(placement_directory_options options, cluster::peer_client& peers)
+placement_directory::placement_directory(placement_directory_options options, transport::peer_client& peers)
     : opt_(std::move(options)), peers_(peers) {}
 
 std::uint64_t placement_directory::started() const {

@@ -42,7 +42,7 @@ outcome<T> answered(result<T> r) {
 
 }  // namespace
 
-group_routes::group_routes(group_service& service, cluster::peer_client& peers, std::vector<broker_id> brokers,
+group_routes::group_routes(group_service& service, transport::peer_client& peers, std::vector<broker_id> brokers,
                            std::function<time_ms()> clock)
     : service_(service), peers_(peers), brokers_(std::move(brokers)), clock_(clock ? std::move(clock) : steady_now_ms) {}
 

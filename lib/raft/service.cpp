@@ -36,14 +36,14 @@ int ticks(std::chrono::milliseconds d, std::chrono::milliseconds tick) {
 }  // namespace
 
 struct service::impl {
-  impl(service_options o, storage& d, state_machine& m, cluster::peer_client& p, asio::io_context& i,
+  impl(service_options o, storage& d, state_machine& m, transport::peer_client& p, asio::io_context& i,
        asio::thread_pool& b, logger& l, metrics_sink& ms)
       : opt(std::move(o)), disk(d), machine(m), peers(p), io(i), pool(b), log(l), metrics(ms) {}
 
   service_options opt;
   storage& disk;
   state_machine& machine;
-  cluster::peer_client& peers;
+  transport::peer_client& peers;
   asio::io_context& io;
   asio::thread_pool& pool;
   logger& log;
@@ -310,7 +310,7 @@ service::service() = default;
 service::~service() { stop(); }
 
 result<std::unique_ptr<service>> service::open(service_options options, storage& disk, state_machine& machine,
-                                               cluster::peer_client& peers, asio::io_context& io,
+                                               transport::peer_client& peers, asio::io_context& io,
                                                asio::thread_pool& blocking, logger& log, metrics_sink& metrics) {
   auto restored = disk.load();
   if (!restored) return restored.err();

@@ -83,7 +83,7 @@ void write_refs(json::writer& w, const char* key, const Owners& owners) {
 }  // namespace
 
 txn_service::txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st,
-                         cluster::peer_client& peers)
+                         transport::peer_client& peers)
     : opt_(std::move(o)),
       log_(log),
       st_(st),
@@ -93,7 +93,7 @@ txn_service::txn_service(txn_service_options o, storage::keyed_log& log, cluster
 txn_service::~txn_service() { marker_threads_->join(); }
 
 result<std::unique_ptr<txn_service>> txn_service::open(txn_service_options options, storage::keyed_log& log,
-                                                       cluster::cluster_state state, cluster::peer_client& peers) {
+                                                       cluster::cluster_state state, transport::peer_client& peers) {
   if (!options.clock || !options.fresh_producer_id)
     return error{errc::invalid_argument, "txn_service needs a clock and a producer id source"};
   std::unique_ptr<txn_service> s(new txn_service(std::move(options), log, state, peers));

@@ -220,7 +220,7 @@ TEST_CASE("C: a partition created on a peer's behalf never takes a produce, even
   cluster::cluster_state st{store, offsets, *table, *fence, counters, gates, producers, log};
   transport::loopback_network net;
   auto link = net.transport_for("b2");
-  cluster::peer_client peers(*link, {broker_id("b2"), "secret", {}, std::chrono::milliseconds(200)});
+  transport::peer_client peers(*link, {broker_id("b2"), "secret", {}, std::chrono::milliseconds(200)});
   cluster::router router(st, peers);
   cluster::cluster_service service({broker_id("b2"), "secret", {}, 64u << 20, {}, {}}, st);
 

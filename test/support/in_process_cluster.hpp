@@ -55,7 +55,7 @@ struct in_process_broker {
   null_logger log;
   std::unique_ptr<cluster::cluster_service> service;
   std::unique_ptr<transport::transport> link;
-  std::unique_ptr<cluster::peer_client> peers;
+  std::unique_ptr<transport::peer_client> peers;
   std::unique_ptr<cluster::router> router;
   std::unique_ptr<cluster::reassigner> reassigner;
   metrics_registry metrics;
@@ -305,8 +305,8 @@ class in_process_cluster {
         b.state());
     net.attach(b.id, [svc = b.service.get()](const transport::request& r) { return svc->handle(r); });
     b.link = net.transport_for(b.id);
-    b.peers = std::make_unique<cluster::peer_client>(
-        *b.link, cluster::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
+    b.peers = std::make_unique<transport::peer_client>(
+        *b.link, transport::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
     b.router = std::make_unique<cluster::router>(b.state(), *b.peers, router_options_);
     b.reassigner = std::make_unique<cluster::reassigner>(reassigner_options_for(b), b.state(), *b.peers, *b.journal,
                                                          blocking());

@@ -43,7 +43,7 @@
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
 #include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/cluster/reassigner.hpp"
 
 namespace moonmq::cluster {
@@ -97,10 +97,10 @@ class balance_loop {
   /// Builds the detector from `options.config.goals`; errors name the goal entry. Freezing, planning and the fence's
   /// durable claim run on `blocking`, never on the reactor.
   static result<std::unique_ptr<balance_loop>> create(balance_loop_options options, cluster_state state,
-                                                      peer_client& peers, reassigner& moves,
+                                                      transport::peer_client& peers, reassigner& moves,
                                                       asio::any_io_executor blocking);
   static result<std::unique_ptr<balance_loop>> create(balance_loop_options options, cluster_state state,
-                                                      peer_client& peers, reassigner& moves,
+                                                      transport::peer_client& peers, reassigner& moves,
                                                       asio::thread_pool& blocking) {
     return create(std::move(options), state, peers, moves, asio::any_io_executor(blocking.get_executor()));
   }

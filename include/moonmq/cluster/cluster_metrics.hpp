@@ -63,14 +63,6 @@ inline constexpr metric_family move_duration{"moonmq_cluster_move_duration_secon
 inline constexpr metric_family forwarded_records{"moonmq_cluster_forwarded_records_total",
                                                  "Produced records forwarded to the partition's owner",
                                                  metric_kind::counter};
-inline constexpr metric_family peer_requests{"moonmq_cluster_peer_requests_total",
-                                             "Requests to peers {peer; route; code: HTTP status, or 0 for no answer}",
-                                             metric_kind::counter};
-inline constexpr metric_family peer_request_duration{"moonmq_cluster_peer_request_duration_seconds",
-                                                     "Round trip of requests to peers {peer}", metric_kind::histogram,
-                                                     short_seconds};
-inline constexpr metric_family peer_up{"moonmq_cluster_peer_up",
-                                       "1 when the last request to the peer got an answer {peer}", metric_kind::gauge};
 inline constexpr metric_family fence_rejections{"moonmq_cluster_fence_rejections_total",
                                                 "Control-plane requests refused with 409 for a superseded controller",
                                                 metric_kind::counter};

@@ -17,20 +17,11 @@
 
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
+#include "moonmq/transport/controller_claim.hpp"
 
 namespace moonmq::cluster {
 
-/// A controller claim: an epoch and the broker that made it.
-struct controller_claim {
-  epoch claim_epoch{0};
-  broker_id controller;
-
-  auto operator<=>(const controller_claim& o) const {
-    if (auto c = claim_epoch <=> o.claim_epoch; c != 0) return c;
-    return controller.value() <=> o.controller.value();
-  }
-  bool operator==(const controller_claim&) const = default;
-};
+using transport::controller_claim;
 
 /// The highest controller epoch there may be. A claim above it is refused (400), and a fence at it claims no more,
 /// so an epoch never wraps to 0 (which would fence every later claim out for good).

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "moonmq/cluster/local_loads.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 
 namespace moonmq::cluster {
 
@@ -18,10 +18,10 @@ struct peer_answer {
 };
 
 /// `req` to `peer`, from the calling thread.
-transport::response ask_now(peer_client& client, const std::string& peer, const transport::request& req);
+transport::response ask_now(transport::peer_client& client, const std::string& peer, const transport::request& req);
 
 /// `req` to every one of `peers` at once; the answers in the order of `peers`.
-std::vector<peer_answer> ask_each_now(peer_client& client, const std::vector<std::string>& peers,
+std::vector<peer_answer> ask_each_now(transport::peer_client& client, const std::vector<std::string>& peers,
                                       const transport::request& req);
 
 /// One peer's report of what it holds (GET /cluster/loads), or why there is none.
@@ -35,7 +35,7 @@ struct peer_report {
 };
 
 /// Every one of `peers`' report, asked at once.
-std::vector<peer_report> ask_reports_now(peer_client& client, const std::vector<std::string>& peers);
+std::vector<peer_report> ask_reports_now(transport::peer_client& client, const std::vector<std::string>& peers);
 
 /// A peer's answer in a few words: "HTTP 409: {...}" or "no answer: ...".
 std::string describe_answer(const transport::response& r);

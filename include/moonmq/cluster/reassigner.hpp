@@ -39,7 +39,7 @@
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/move_journal.hpp"
 #include "moonmq/cluster/move_progress.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 
 namespace moonmq::cluster {
 
@@ -68,9 +68,9 @@ struct reassigner_options {
 class reassigner {
  public:
   /// File work (reads for the copy, the journal and ownership writes) runs on `blocking`.
-  reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+  reassigner(reassigner_options options, cluster_state state, transport::peer_client& peers, move_journal& journal,
              asio::any_io_executor blocking);
-  reassigner(reassigner_options options, cluster_state state, peer_client& peers, move_journal& journal,
+  reassigner(reassigner_options options, cluster_state state, transport::peer_client& peers, move_journal& journal,
              asio::thread_pool& blocking)
       : reassigner(std::move(options), state, peers, journal, asio::any_io_executor(blocking.get_executor())) {}
   ~reassigner();

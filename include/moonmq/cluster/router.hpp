@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/storage/record.hpp"
 
 namespace moonmq::cluster {
@@ -37,7 +37,7 @@ struct router_options {
 
 class router {
  public:
-  router(cluster_state state, peer_client& peers, router_options options = {})
+  router(cluster_state state, transport::peer_client& peers, router_options options = {})
       : st_(state), peers_(peers), opt_(options) {}
 
   /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to (this broker
@@ -77,7 +77,7 @@ class router {
   std::optional<result<produce_result>> recheck(forward_state& f);
 
   cluster_state st_;
-  peer_client& peers_;
+  transport::peer_client& peers_;
   router_options opt_;
 };
 

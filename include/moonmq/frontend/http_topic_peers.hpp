@@ -6,14 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/frontend/topic_admin.hpp"
 
 namespace moonmq::frontend {
 
 class http_topic_peers final : public topic_peers {
  public:
-  http_topic_peers(cluster::peer_client& client, std::vector<std::string> peers)
+  http_topic_peers(transport::peer_client& client, std::vector<std::string> peers)
       : client_(client), peers_(std::move(peers)) {}
 
   std::vector<topic_holding> holdings(const std::string& name, std::uint32_t partitions) override;
@@ -25,7 +25,7 @@ class http_topic_peers final : public topic_peers {
   status claim(const broker_id& peer, const topic_claim& c) override;
 
  private:
-  cluster::peer_client& client_;
+  transport::peer_client& client_;
   std::vector<std::string> peers_;
 };
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "moonmq/cluster/local_loads.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/frontend/outcome.hpp"
 
 namespace moonmq::frontend {
@@ -27,7 +27,7 @@ namespace moonmq::frontend {
 struct move_request_parts {
   broker_id self;
   std::vector<std::string> peers;
-  cluster::peer_client* client = nullptr;
+  transport::peer_client* client = nullptr;
   /// This broker's partitions it serves, and its strays.
   std::function<std::vector<cluster::partition_load>()> served;
   std::function<std::vector<cluster::partition_load>()> strays;

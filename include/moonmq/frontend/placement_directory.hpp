@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "moonmq/cluster/local_loads.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/frontend/placement.hpp"
 
 namespace moonmq::frontend {
@@ -47,7 +47,7 @@ struct placement_directory_options {
 
 class placement_directory final : public placement_source {
  public:
-  placement_directory(placement_directory_options options, cluster::peer_client& peers);
+  placement_directory(placement_directory_options options, transport::peer_client& peers);
 
   /// Asks every broker for its report (peers in turn, from the calling thread) and rebuilds the picture; if a
   /// refresh is running, waits for it and takes its picture instead.
@@ -88,7 +88,7 @@ class placement_directory final : public placement_source {
   };
 
   placement_directory_options opt_;
-  cluster::peer_client& peers_;
+  transport::peer_client& peers_;
   mutable std::mutex refresh_mu_;  ///< one refresh at a time; guards reports_ and retry_at_
   mutable std::map<broker_id, report> reports_;
   mutable std::map<broker_id, time_ms> retry_at_;

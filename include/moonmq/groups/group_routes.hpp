@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/outcome.hpp"
 #include "moonmq/groups/group_service.hpp"
 
@@ -46,7 +46,7 @@ class group_routes {
  public:
   /// `brokers`: every configured broker, this one included. `clock`: milliseconds of a monotonic clock (default: the
   /// steady clock), passed to the coordinator and used for clearance back-off.
-  group_routes(group_service& service, cluster::peer_client& peers, std::vector<broker_id> brokers,
+  group_routes(group_service& service, transport::peer_client& peers, std::vector<broker_id> brokers,
                std::function<time_ms()> clock = {});
 
   /// Handles a /cluster/group/ROUTE request (on the coordinator, or `clear` on a partition's owner).
@@ -90,7 +90,7 @@ class group_routes {
   std::mutex& commit_gate(const std::string& group_id, const topic_partition& tp);
 
   group_service& service_;
-  cluster::peer_client& peers_;
+  transport::peer_client& peers_;
   std::vector<broker_id> brokers_;
   std::function<time_ms()> clock_;
   std::mutex clear_mu_;                      ///< one clear_pending at a time

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/logger.hpp"
 #include "moonmq/core/metrics_sink.hpp"
 #include "moonmq/raft/storage.hpp"
@@ -68,7 +68,7 @@ class service {
   /// Loads the durable state from `disk` and builds the node; the state machine is restored from the snapshot and
   /// the committed entries before start() returns.
   static result<std::unique_ptr<service>> open(service_options options, storage& disk, state_machine& machine,
-                                               cluster::peer_client& peers, asio::io_context& io,
+                                               transport::peer_client& peers, asio::io_context& io,
                                                asio::thread_pool& blocking, logger& log,
                                                metrics_sink& metrics = no_metrics());
   ~service();

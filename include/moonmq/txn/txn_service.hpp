@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
-#include "moonmq/cluster/peer.hpp"
+#include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/outcome.hpp"
 #include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/coordinator.hpp"
@@ -95,7 +95,7 @@ class txn_service {
   /// `log` (which must outlive the service) holds the coordinator's transactions; unreadable: an error naming it.
   ~txn_service();
   static result<std::unique_ptr<txn_service>> open(txn_service_options options, storage::keyed_log& log,
-                                                   cluster::cluster_state state, cluster::peer_client& peers);
+                                                   cluster::cluster_state state, transport::peer_client& peers);
 
   transport::response handle_cluster(const transport::request& req);
 
@@ -143,7 +143,7 @@ class txn_service {
   const broker_id& self() const { return peers_.directory().self; }
 
  private:
-  txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, cluster::peer_client& peers);
+  txn_service(txn_service_options o, storage::keyed_log& log, cluster::cluster_state st, transport::peer_client& peers);
   status load();
   /// The coordinator's add of partitions, each believed to be on the broker beside it; `replace_owners` when those
   /// are where records landed (see coordinator::add_partitions). Answers, and remembers, the owner the coordinator
@@ -187,7 +187,7 @@ class txn_service {
   txn_service_options opt_;
   storage::keyed_log& log_;
   cluster::cluster_state st_;
-  cluster::peer_client& peers_;
+  transport::peer_client& peers_;
   std::mutex mu_;
   coordinator coord_;
   /// The keyed log's record of the coordinator epoch: a key no transactional id can be (ids have no control bytes).

@@ -26,7 +26,7 @@ TEST_CASE("raft service: a message's sender must be the broker the request comes
   nothing machine;
   transport::loopback_network net;
   auto link = net.transport_for("b1");
-  cluster::peer_client peers(*link, {broker_id("b1"), "secret", {}, std::chrono::milliseconds(100)});
+  transport::peer_client peers(*link, {broker_id("b1"), "secret", {}, std::chrono::milliseconds(100)});
   asio::io_context io;
   asio::thread_pool pool(1);
   null_logger log;
