@@ -6,9 +6,9 @@
 namespace moonmq::daemon {
 
 status broker_raft::open(const cluster::server_config& cfg, const broker_id& self, broker_disk& broker,
-                         cluster::topic_directory::parts topic_parts, std::unique_ptr<cluster::topic_directory>& topics,
-                         transport::peer_client& peers, asio::io_context& io, asio::thread_pool& pool, logger& log,
-                         metrics_sink& metrics) {
+                         const std::function<cluster::topic_directory::parts()>& topic_parts,
+                         std::unique_ptr<cluster::topic_directory>& topics, transport::peer_client& peers,
+                         asio::io_context& io, asio::thread_pool& pool, logger& log, metrics_sink& metrics) {
   const auto& rc = cfg.cluster->raft;
   auto d = raft::open_file_storage(cfg.data_dir, log);
   if (!d) return d.err();
@@ -16,7 +16,7 @@ status broker_raft::open(const cluster::server_config& cfg, const broker_id& sel
   auto replicated = std::make_unique<cluster::raft_ownership_table>(self, std::move(broker.ownership));
   table = replicated.get();
   broker.ownership = std::move(replicated);
-  auto t = cluster::topic_directory::replicated(std::move(topic_parts),
+  auto t = cluster::topic_directory::replicated(topic_parts(),
                                                 storage::make_file_state_file(cfg.data_dir + "/topic-logs.json"));
   if (!t) return t.err();
   topics = std::move(*t);

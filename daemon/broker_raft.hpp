@@ -6,6 +6,7 @@
 
 #include <asio/io_context.hpp>
 #include <asio/thread_pool.hpp>
+#include <functional>
 #include <memory>
 
 #include "broker_disk.hpp"
@@ -20,11 +21,13 @@ struct broker_raft {
   cluster::raft_ownership_table* table = nullptr;  ///< owned by the broker's disk (its ownership table)
   std::unique_ptr<raft::service> service;
 
-  /// Replaces `broker.ownership` and `broker.fence` with their Raft-backed versions and makes `topics`.
+  /// Replaces `broker.ownership` and `broker.fence` with their Raft-backed versions and makes `topics` from the parts
+  /// `topic_parts` makes once the replicated table is in place (the directory must withhold strays, and record
+  /// entries, in the table every reader asks).
   status open(const cluster::server_config& cfg, const broker_id& self, broker_disk& broker,
-              cluster::topic_directory::parts topic_parts, std::unique_ptr<cluster::topic_directory>& topics,
-              transport::peer_client& peers, asio::io_context& io, asio::thread_pool& pool, logger& log,
-              metrics_sink& metrics);
+              const std::function<cluster::topic_directory::parts()>& topic_parts,
+              std::unique_ptr<cluster::topic_directory>& topics, transport::peer_client& peers, asio::io_context& io,
+              asio::thread_pool& pool, logger& log, metrics_sink& metrics);
 };
 
 }  // namespace moonmq::daemon

@@ -68,7 +68,7 @@ void group_api::routes(api_routes& api) {
   api.Get("/v1/groups", [this](const httplib::Request&, httplib::Response& res) {
     reply(res, 200, json_object([&](json::writer& w) {
             json::put(w, "coordinator", routes_.self().value());
-            groups::wire::write_names(w, "groups", routes_.groups());
+            json::put(w, "groups", routes_.groups());
           }));
   });
 }

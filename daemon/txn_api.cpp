@@ -3,6 +3,7 @@
 #include "api_reply.hpp"
 #include "json/object_reader.hpp"
 #include "moonmq/core/topic_name.hpp"
+#include "txn/txn_wire.hpp"
 
 namespace moonmq::daemon {
 
@@ -76,35 +77,12 @@ void txn_api::routes(api_routes& api) {
     }
     auto p = txns_.init(tid);
     if (!p) return refuse(res, p.refused());
-    reply(res, 200, json_object([&](json::writer& w) {
-            json::put(w, "producer_id", p->producer_id);
-            json::put(w, "producer_epoch", p->epoch);
-          }));
+    reply(res, 200, txn::wire::identity_body(*p));
   });
 
-  api.Post(R"(/v1/transactions/([^/]+)/(commit|abort))", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string tid = req.matches[1];
-    if (!valid_client_id(tid, "transactional id", res)) return;
-    rapidjson::Document d;
-    if (!parse_body(req, res, d)) return;
-    json::object_reader r(d, "");
-    txn::end_call c{tid, 0, 0, req.matches[2] == "commit", false};
-    read_producer(r, c.producer_id, c.epoch);
-    r.get("wait", c.wait);
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    auto a = txns_.end(c);
-    if (!a) return refuse(res, a.refused());
-    reply(res, 200, json_object([&](json::writer& w) {
-            json::put(w, "state", a->state);
-            json::put(w, "producer_epoch", a->epoch);
-            w.Key("pending");
-            w.StartArray();
-            for (const auto& n : a->pending) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
-            w.EndArray();
-          }));
-  });
-
-  api.Post(R"(/v1/transactions/([^/]+)/offsets)", [this](const httplib::Request& req, httplib::Response& res) {
+  // Every call of an open transaction: a valid transactional id from the path, a JSON body with the producer's id
+  // and epoch, read into the front end's call by `call`.
+  auto producer_call = [](const httplib::Request& req, httplib::Response& res, auto&& call) {
     const std::string tid = req.matches[1];
     if (!valid_client_id(tid, "transactional id", res)) return;
     rapidjson::Document d;
@@ -112,38 +90,52 @@ void txn_api::routes(api_routes& api) {
     json::object_reader r(d, "");
     std::uint64_t producer_id = 0;
     std::uint32_t epoch = 0;
-    std::string group;
     read_producer(r, producer_id, epoch);
-    r.get("group", group, true);
-    std::vector<listed_partition> listed;
-    if (!read_partitions(r, "offsets", true, listed, res)) return;
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    std::vector<std::pair<topic_partition, std::uint64_t>> offsets;
-    for (const auto& l : listed) offsets.emplace_back(l.tp, l.offset);
-    auto done = txns_.add_offsets(tid, producer_id, epoch, group, offsets);
-    if (!done) return refuse(res, done.refused());
-    reply(res, 200, "{}");
-  });
-
+    call(tid, producer_id, epoch, r);
+  };
+  api.Post(R"(/v1/transactions/([^/]+)/(commit|abort))",
+           [this, producer_call](const httplib::Request& req, httplib::Response& res) {
+             producer_call(req, res, [&](const std::string& tid, std::uint64_t id, std::uint32_t epoch,
+                                         json::object_reader& r) {
+               txn::end_call c{tid, id, epoch, req.matches[2] == "commit", false};
+               r.get("wait", c.wait);
+               if (auto s = r.finish(); !s) return reply_error(res, s.err());
+               auto a = txns_.end(c);
+               if (!a) return refuse(res, a.refused());
+               reply(res, 200, txn::wire::end_answer_body(*a));
+             });
+           });
+  api.Post(R"(/v1/transactions/([^/]+)/offsets)",
+           [this, producer_call](const httplib::Request& req, httplib::Response& res) {
+             producer_call(req, res, [&](const std::string& tid, std::uint64_t id, std::uint32_t epoch,
+                                         json::object_reader& r) {
+               std::string group;
+               r.get("group", group, true);
+               std::vector<listed_partition> listed;
+               if (!read_partitions(r, "offsets", true, listed, res)) return;
+               if (auto s = r.finish(); !s) return reply_error(res, s.err());
+               std::vector<std::pair<topic_partition, std::uint64_t>> offsets;
+               for (const auto& l : listed) offsets.emplace_back(l.tp, l.offset);
+               auto done = txns_.add_offsets(tid, id, epoch, group, offsets);
+               if (!done) return refuse(res, done.refused());
+               reply(res, 200, "{}");
+             });
+           });
   // The partitions the open transaction will write, declared before its produces (Kafka's AddPartitionsToTxn).
-  api.Post(R"(/v1/transactions/([^/]+)/partitions)", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string tid = req.matches[1];
-    if (!valid_client_id(tid, "transactional id", res)) return;
-    rapidjson::Document d;
-    if (!parse_body(req, res, d)) return;
-    json::object_reader r(d, "");
-    std::uint64_t producer_id = 0;
-    std::uint32_t epoch = 0;
-    read_producer(r, producer_id, epoch);
-    std::vector<listed_partition> listed;
-    if (!read_partitions(r, "partitions", false, listed, res)) return;
-    if (auto s = r.finish(); !s) return reply_error(res, s.err());
-    std::vector<topic_partition> partitions;
-    for (const auto& l : listed) partitions.push_back(l.tp);
-    auto done = txns_.declare(tid, producer_id, epoch, partitions);
-    if (!done) return refuse(res, done.refused());
-    reply(res, 200, "{}");
-  });
+  api.Post(R"(/v1/transactions/([^/]+)/partitions)",
+           [this, producer_call](const httplib::Request& req, httplib::Response& res) {
+             producer_call(req, res, [&](const std::string& tid, std::uint64_t id, std::uint32_t epoch,
+                                         json::object_reader& r) {
+               std::vector<listed_partition> listed;
+               if (!read_partitions(r, "partitions", false, listed, res)) return;
+               if (auto s = r.finish(); !s) return reply_error(res, s.err());
+               std::vector<topic_partition> partitions;
+               for (const auto& l : listed) partitions.push_back(l.tp);
+               auto done = txns_.declare(tid, id, epoch, partitions);
+               if (!done) return refuse(res, done.refused());
+               reply(res, 200, "{}");
+             });
+           });
 
   api.Get(R"(/v1/transactions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string tid = req.matches[1];

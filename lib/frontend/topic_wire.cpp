@@ -4,17 +4,6 @@
 
 namespace moonmq::frontend::wire {
 
-namespace {
-
-void write_names(json::writer& w, const char* key, const std::vector<std::string>& names) {
-  w.Key(key);
-  w.StartArray();
-  for (const auto& b : names) w.String(b.c_str(), static_cast<rapidjson::SizeType>(b.size()));
-  w.EndArray();
-}
-
-}  // namespace
-
 transport::response topic_refusal_response(const refusal& r) {
   if (r.code() == errc::already_exists) return transport::error_response(409, "topic_exists", r.message());
   if (r.code() == errc::not_owner && r.by_coordinator)
@@ -51,7 +40,7 @@ std::string topic_decision_body(const topic_decision& d) {
     cluster::wire::write_owners(w, "owners", d.record.owners);
     if (d.record.deleted) json::put(w, "deleted", true);
     // Decided and durable on the coordinator; these brokers learn it when they next catch up.
-    if (!d.not_yet_told.empty()) write_names(w, "not_yet_told", d.not_yet_told);
+    if (!d.not_yet_told.empty()) json::put(w, "not_yet_told", d.not_yet_told);
   });
 }
 
@@ -105,7 +94,7 @@ std::string topic_change_request_body(const topic_admin_request& r) {
     json::put(w, "name", r.name);
     json::put(w, "partitions", r.partitions);
     json::put(w, "placement", r.local ? "local" : "spread");
-    write_names(w, "brokers", r.brokers);
+    json::put(w, "brokers", r.brokers);
   });
 }
 

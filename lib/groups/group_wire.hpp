@@ -81,20 +81,13 @@ inline result<member_answer> read_answer(std::string_view body) {
   return a;
 }
 
-inline void write_names(json::writer& w, const char* key, const std::vector<std::string>& names) {
-  w.Key(key);
-  w.StartArray();
-  for (const auto& n : names) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
-  w.EndArray();
-}
-
 /// POST /cluster/group/join: `{"group","member_id","broker","topics"}`.
 inline std::string join_body(const join_call& c) {
   return json::object([&](json::writer& w) {
     json::put(w, "group", c.group);
     json::put(w, "member_id", c.member_id);
     json::put(w, "broker", c.broker.value());
-    write_names(w, "topics", c.topics);
+    json::put(w, "topics", c.topics);
   });
 }
 

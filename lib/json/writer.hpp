@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace moonmq::json {
 
@@ -50,6 +51,14 @@ void put(writer& w, const char* key, T value) {
     w.Int64(static_cast<std::int64_t>(value));
   else
     w.Uint64(static_cast<std::uint64_t>(value));
+}
+
+/// `key` as an array of strings.
+inline void put(writer& w, const char* key, const std::vector<std::string>& values) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& v : values) w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  w.EndArray();
 }
 
 inline void put(writer& w, const char* key, double value) {

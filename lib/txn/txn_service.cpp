@@ -15,6 +15,7 @@
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/txn/txn_metrics.hpp"
 #include "txn/txn_record.hpp"
+#include "txn/txn_wire.hpp"
 
 namespace moonmq::txn {
 
@@ -193,80 +194,23 @@ outcome<T> answered(result<T> r) {
   return std::move(*r);
 }
 
-std::string producer_body(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                          const std::function<void(json::writer&)>& more) {
-  return json::object([&](json::writer& w) {
-    json::put(w, "transactional_id", id);
-    json::put(w, "producer_id", producer_id);
-    json::put(w, "producer_epoch", epoch);
-    more(w);
-  });
-}
-
-std::string identity_body(const producer_identity& p) {
-  return json::object([&](json::writer& w) {
-    json::put(w, "producer_id", p.producer_id);
-    json::put(w, "producer_epoch", p.epoch);
-  });
-}
-
-result<producer_identity> read_identity(std::string_view body) {
-  rapidjson::Document d;
-  if (auto s = json::parse_document(body, d, "the coordinator's answer"); !s) return s.err();
-  json::object_reader r(d, "");
-  producer_identity p;
-  std::uint64_t epoch = 0;
-  r.get("producer_id", p.producer_id, true);
-  r.get("producer_epoch", epoch, true);
-  if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-  if (auto s = r.finish(); !s) return s.err();
-  p.epoch = static_cast<std::uint32_t>(epoch);
-  return p;
-}
-
-std::string end_answer_body(const end_answer& a) {
-  return json::object([&](json::writer& w) {
-    json::put(w, "state", a.state);
-    json::put(w, "producer_epoch", a.epoch);
-    w.Key("pending");
-    w.StartArray();
-    for (const auto& n : a.pending) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
-    w.EndArray();
-  });
-}
-
-result<end_answer> read_end_answer(std::string_view body) {
-  rapidjson::Document d;
-  if (auto s = json::parse_document(body, d, "the coordinator's answer"); !s) return s.err();
-  json::object_reader r(d, "");
-  end_answer a;
-  std::uint64_t epoch = 0;
-  r.get("state", a.state, true);
-  r.get("producer_epoch", epoch, true);
-  r.get("pending", a.pending, true);
-  if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-  if (auto s = r.finish(); !s) return s.err();
-  a.epoch = static_cast<std::uint32_t>(epoch);
-  return a;
-}
-
 }  // namespace
 
 outcome<producer_identity> txn_service::init(const std::string& id) {
   if (coordinator_of(id) == self()) return answered(init_here(id));
   auto r = forward(id, "init", json::object([&](json::writer& w) { json::put(w, "transactional_id", id); }));
   if (!r) return r.refused();
-  return answered(read_identity(r->body));
+  return answered(wire::read_identity(r->body));
 }
 
 outcome<end_answer> txn_service::end(const end_call& c) {
   if (coordinator_of(c.transactional_id) == self()) return answered(end_here(c));
-  auto r = forward(c.transactional_id, "end", producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
+  auto r = forward(c.transactional_id, "end", wire::producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
                      json::put(w, "commit", c.commit);
                      json::put(w, "wait", c.wait);
                    }));
   if (!r) return r.refused();
-  return answered(read_end_answer(r->body));
+  return answered(wire::read_end_answer(r->body));
 }
 
 outcome<done> txn_service::add_offsets(const offsets_call& c) {
@@ -275,7 +219,7 @@ outcome<done> txn_service::add_offsets(const offsets_call& c) {
     return done{};
   }
   auto r = forward(c.transactional_id, "offsets",
-                   producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
+                   wire::producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
                      json::put(w, "group", c.group);
                      w.Key("offsets");
                      w.StartArray();
@@ -360,7 +304,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     auto p = init_here(id);
     if (!p) return from_error(p.err());
-    return json_ok(identity_body(*p));
+    return json_ok(wire::identity_body(*p));
   }
   if (route == "add" || route == "offsets") {
     offsets_call c{id, producer_id, e32, {}, {}};
@@ -395,7 +339,7 @@ response txn_service::coordinator_route(const std::string& route, const request&
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
     auto a = end_here(c);
     if (!a) return from_error(a.err());
-    return json_ok(end_answer_body(*a));
+    return json_ok(wire::end_answer_body(*a));
   }
   return error_response(404, "not_found", req.path + " is not a transaction route");
 }
@@ -708,7 +652,7 @@ result<std::map<topic_partition, broker_id>> txn_service::add(
     if (!added) return added.err();
     held = std::move(*added);
   } else {
-    auto added = forward(id, "add", producer_body(id, producer_id, epoch, [&](json::writer& w) {
+    auto added = forward(id, "add", wire::producer_body(id, producer_id, epoch, [&](json::writer& w) {
                            if (replace_owners) json::put(w, "replace_owners", true);
                            write_refs(w, "partitions", partitions);
                          }));
