@@ -153,6 +153,10 @@ class running_broker final : public broker {
     if (auto s = client_->listen(client_auth_, refusals_); !s) return s;
     log_->info("moonmqd", "broker " + self_.value() + " serving clients on " + cfg_.host + ":" +
                               std::to_string(client_->port()) + ", data in " + cfg_.data_dir);
+    if (cfg_.kafka)
+      log_->info("moonmqd", "Kafka listener on " + cfg_.kafka->host + ":" + std::to_string(client_->kafka_port()) +
+                                ", advertised as " + cfg_.kafka->advertised_host + ":" +
+                                std::to_string(cfg_.kafka->advertised_port));
 
     if (hand_moves_->anything_to_recover()) asio::co_spawn(io_, hand_moves_->recover(), asio::detached);
     if (!raft_.service && cfg_.cluster) asio::co_spawn(io_, topic_catch_up_loop(), asio::detached);

@@ -11,6 +11,8 @@
 #include "cluster_view.hpp"
 #include "drain_api.hpp"
 #include "group_api.hpp"
+#include "kafka_api.hpp"
+#include "kafka_listener.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/stray_reconciler.hpp"
 #include "moonmq/frontend/fetch.hpp"
@@ -58,6 +60,8 @@ struct client_api::impl {
   std::unique_ptr<peer_watch> watch;
   api_routes routes;
   std::unique_ptr<transport::http_listener> listener;
+  std::unique_ptr<kafka_api> kafka;
+  std::unique_ptr<kafka_listener> kafka_server;
 };
 
 client_api::client_api(client_api_parts p) : m_(std::make_unique<impl>(std::move(p))) {}
@@ -172,6 +176,10 @@ status client_api::build() {
   m.reclaim = std::make_unique<reclaim_api>(p.cfg->cluster ? p.cfg->cluster->reclaim_after_seconds : 0, *m.view,
                                             p.state, *disk.journal, *p.reassigner);
   m.reconcile = std::make_unique<reconcile_api>(*m.strays, *m.view);
+  if (p.cfg->kafka)
+    m.kafka = std::make_unique<kafka_api>(kafka_api_parts{p.cfg, p.self, disk.store.get(), disk.ownership.get(),
+                                                          &directory, m.produce.get(), m.fetch.get(),
+                                                          m.topic_admin.get(), m.txns.get(), p.controller_id});
 
   m.groups->routes(m.routes);
   m.transactions->routes(m.routes);
@@ -203,12 +211,20 @@ status client_api::listen(const client_auth& auth, listener_refusals& refusals) 
   auto l = start_client_listener({m_->p.cfg, &auth, &m_->routes, m_->p.metrics, &refusals});
   if (!l) return l.err();
   m_->listener = std::move(*l);
+  if (m_->kafka) {
+    auto k = kafka_listener::start(*m_->p.cfg, *m_->kafka);
+    if (!k) return k.err();
+    m_->kafka_server = std::move(*k);
+  }
   return {};
 }
+
+std::uint16_t client_api::kafka_port() const { return m_->kafka_server ? m_->kafka_server->port() : 0; }
 
 std::uint16_t client_api::port() const { return m_->listener ? m_->listener->port() : 0; }
 
 void client_api::stop_listener() {
+  if (m_->kafka_server) m_->kafka_server->stop();
   if (m_->listener) m_->listener->stop();
 }
 

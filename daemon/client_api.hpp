@@ -1,6 +1,7 @@
 // moonmqd's client side, composed over the broker's parts: the front ends (produce, fetch, offsets, topic admin, move
-// requests, transactions; groups are the coordinators'), the HTTP routes that decode into them, the operator's
-// routes and their executors (drain, reclaim, the peer watch), and the client listener. broker.cpp builds the parts
+// requests, transactions; groups are the coordinators'), the HTTP routes and the Kafka handlers that decode into them,
+// the operator's routes and their executors (drain, reclaim, the peer watch), and the client and Kafka listeners.
+// broker.cpp builds the parts
 // below it (disk, peers, Raft, topics, the cluster service, mover and coordinators) and hands them in.
 // Thread safety: open() and stop() from the broker's thread; the routes run on the listener's threads.
 #pragma once
@@ -61,6 +62,8 @@ class client_api {
   /// Binds the client listener; an error names the address.
   status listen(const client_auth& auth, listener_refusals& refusals);
   std::uint16_t port() const;
+  /// The Kafka listener's port (0: none).
+  std::uint16_t kafka_port() const;
   /// Stops the listener, then the executors that start moves (before the reactor stops).
   void stop_listener();
   void stop_executors();

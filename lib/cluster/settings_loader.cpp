@@ -154,6 +154,10 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
         pr.get("Id", peer.id, true);
         pr.get("Address", address, true);
         pr.get("Token", peer.token);
+        std::string kafka;
+        pr.get("Kafka", kafka);
+        if (pr.ok() && !kafka.empty())
+          if (auto s = split_address(kafka, pr.child_path("Kafka"), peer.kafka_host, peer.kafka_port); !s) return s;
         if (pr.ok() && peer.id.empty()) pr.fail("Id", "must not be empty");
         if (pr.ok() && peer.id == c.broker_id) pr.fail("Id", "'" + peer.id + "' is this broker's own BrokerId");
         if (pr.ok() && !ids.insert(peer.id).second) pr.fail("Id", "duplicate peer id '" + peer.id + "'");
@@ -313,6 +317,25 @@ result<server_config> parse_settings(std::string_view text, const environment& e
       l.fail("Format", "must be text or json, not \"" + out.logging.format + "\"");
     if (auto s = l.finish(); !s) return fail(s);
   }
+  if (const auto* kf = r.member("Kafka"); kf && r.ok()) {
+    json::object_reader k(*kf, "Server.Kafka");
+    kafka_config kc;
+    std::uint32_t port = 0, advertised_port = 0;
+    k.get("Host", kc.host);
+    k.get("Port", port, true);
+    k.get("AdvertisedHost", kc.advertised_host);
+    k.get("AdvertisedPort", advertised_port);
+    k.get("MaxRequestBytes", kc.max_request_bytes);
+    if (k.ok() && (port < 1 || port > 65535)) k.fail("Port", "must be from 1 to 65535");
+    if (k.ok() && advertised_port > 65535) k.fail("AdvertisedPort", "must be from 1 to 65535");
+    if (k.ok() && (kc.max_request_bytes < 1024 || kc.max_request_bytes > (1u << 30)))
+      k.fail("MaxRequestBytes", "must be from 1024 to 1073741824");
+    if (auto s = k.finish(); !s) return fail(s);
+    kc.port = static_cast<std::uint16_t>(port);
+    kc.advertised_port = static_cast<std::uint16_t>(advertised_port ? advertised_port : port);
+    if (kc.advertised_host.empty()) kc.advertised_host = kc.host;
+    out.kafka = kc;
+  }
   if (const auto* lim = r.member("Limits"); lim && r.ok()) {
     json::object_reader lr(*lim, "Server.Limits");
     lr.get("MaxPartitionsPerTopic", out.limits.max_partitions_per_topic);
@@ -350,6 +373,10 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   const bool anonymous_allowed = out.auth && out.auth->allow_anonymous;
   if (open_api && !anonymous_allowed && !is_loopback(out.host))
     return fail({errc::invalid_argument, "Server.Auth: the client API binds " + out.host +
+                                             ", beyond loopback, without client tokens; set Server.Auth.Tokens (or "
+                                             "Server.Auth.AllowAnonymous: true)"});
+  if (out.kafka && open_api && !anonymous_allowed && !is_loopback(out.kafka->host))
+    return fail({errc::invalid_argument, "Server.Kafka: the Kafka listener binds " + out.kafka->host +
                                              ", beyond loopback, without client tokens; set Server.Auth.Tokens (or "
                                              "Server.Auth.AllowAnonymous: true)"});
   return out;

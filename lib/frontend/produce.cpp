@@ -106,15 +106,22 @@ outcome<produced> produce_frontend::finish(const produce_request& req, const pla
   return produced{at.tp.partition, std::move(done->offsets), std::move(done->broker)};
 }
 
+outcome<produced> produce_frontend::served_elsewhere(const topic_partition& tp, const broker_id& owner) {
+  if (p_.placement) p_.placement->learn(tp, owner);
+  return error{errc::not_owner, name_of(tp) + " is served by " + owner.value()};
+}
+
 outcome<produced> produce_frontend::produce(produce_request req) {
   auto at = prepare(req);
   if (!at) return at.refused();
+  if (!req.forward && at->elsewhere) return served_elsewhere(at->tp, *at->elsewhere);
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
   auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
                              : p_.router->try_local(at->tp, req.records);
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) return finish(req, *at, std::move(*here));
   // On this thread, straight to the owner: no hop to the reactor and back for every forwarded produce.
   const broker_id owner = std::get<broker_id>(local);
+  if (!req.forward) return served_elsewhere(at->tp, owner);
   if (auto now = p_.router->forward_blocking(at->tp, req.records, owner)) return finish(req, *at, std::move(*now));
   auto later = asio::co_spawn(p_.reactor, as_optional(p_.router->forward(at->tp, std::move(req.records), owner)),
                               asio::use_future);
@@ -124,6 +131,7 @@ outcome<produced> produce_frontend::produce(produce_request req) {
 asio::awaitable<outcome<produced>> produce_frontend::produce_async(produce_request req) {
   auto at = prepare(req);
   if (!at) co_return at.refused();
+  if (!req.forward && at->elsewhere) co_return served_elsewhere(at->tp, *at->elsewhere);
   if (at->elsewhere)
     co_return finish(req, *at, co_await p_.router->forward(at->tp, std::move(req.records), *at->elsewhere));
   co_return finish(req, *at, co_await p_.router->produce(at->tp, std::move(req.records)));

@@ -22,6 +22,8 @@ struct peer_config {
   std::string host;  ///< from Address "host:port"
   std::uint16_t port = 0;
   std::string token;  ///< per-peer override of Cluster.Token ("" = use Cluster.Token)
+  std::string kafka_host;  ///< from Kafka "host:port": the peer's advertised Kafka address ("" = none)
+  std::uint16_t kafka_port = 0;
 };
 
 struct tls_config {
@@ -104,6 +106,15 @@ struct logging_config {
   std::string format = "text";  ///< text (one line per event) | json (one JSON object per line)
 };
 
+/// `Server.Kafka`: the Kafka wire-protocol listener (docs/kafka.md). No Port: no listener.
+struct kafka_config {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string advertised_host;  ///< what Metadata names ("" = Host)
+  std::uint16_t advertised_port = 0;  ///< 0 = Port
+  std::uint32_t max_request_bytes = 100u << 20;
+};
+
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9092;
@@ -115,6 +126,7 @@ struct server_config {
   transactions_config transactions;
   logging_config logging;
   std::optional<cluster_config> cluster;
+  std::optional<kafka_config> kafka;
   autobalancer::autobalance_config autobalance;
 };
 

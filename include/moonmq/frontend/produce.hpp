@@ -40,6 +40,9 @@ struct produce_request {
   std::vector<storage::record> records;   ///< at least one; stamped here for an idempotent producer
   std::optional<storage::producer_stamp> producer;  ///< the first record's id, epoch and sequence
   std::string transactional_id;  ///< not empty: the records join the producer's open transaction
+  /// false: a partition another broker serves is refused (errc::not_owner naming it) instead of forwarded there
+  /// (the Kafka listener: its clients follow the owner through Metadata).
+  bool forward = true;
 };
 
 struct produced {
@@ -88,6 +91,8 @@ class produce_frontend {
   outcome<plan> prepare(produce_request& req);
   /// What the append or forward came to: the coordinator corrected or told to forget, the records counted.
   outcome<produced> finish(const produce_request& req, const plan& at, result<cluster::produce_result> done);
+  /// The refusal of a produce that would be forwarded (produce_request::forward false).
+  outcome<produced> served_elsewhere(const topic_partition& tp, const broker_id& owner);
 
   produce_parts p_;
   std::atomic<std::uint64_t> round_robin_{0};

@@ -3,12 +3,16 @@
 //   frame   = length:u32le  crc:u32le  payload          (length = payload bytes, crc = CRC-32C of payload)
 //   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  [producer]  key  value
 //   producer = producer_id:u64le  producer_epoch:u32le  sequence:u32le      (present when attributes has 0x02)
+//   headers  = length:u32le  bytes                                           (present when attributes has 0x08)
 //
 // A record's offset is the byte position of its frame in the log, so a partition copied byte for byte from zero keeps
 // every offset. The attribute bit `attr_control` marks control records (transaction markers), `attr_producer` a
 // record stamped by an idempotent producer (the 16 producer bytes follow the fixed fields, inside the checksum), and
 // `attr_transactional` a record written inside a transaction. Frames without the producer bit are laid out exactly
-// as before it existed, so every older log reads unchanged.
+// as before it existed, so every older log reads unchanged. `attr_headers` marks a record that carries headers (kept
+// as the Kafka client encoded them: a varint count, then each key and value; the log does not look inside), and
+// `attr_null_value` a record whose value is null (a Kafka tombstone) rather than empty; both are written only by the
+// Kafka listener, so logs without them read unchanged.
 // `scan_frames()` is the one validator: log recovery, reads and migration batches all use it.
 // Thread safety: pure functions.
 #pragma once
@@ -28,6 +32,8 @@ namespace moonmq::storage {
 inline constexpr std::uint8_t attr_control = 0x01;
 inline constexpr std::uint8_t attr_producer = 0x02;
 inline constexpr std::uint8_t attr_transactional = 0x04;
+inline constexpr std::uint8_t attr_headers = 0x08;
+inline constexpr std::uint8_t attr_null_value = 0x10;
 inline constexpr std::size_t producer_fields_size = 8 + 4 + 4;
 inline constexpr std::size_t frame_header_size = 8;
 inline constexpr std::size_t payload_fixed_size = 1 + 8 + 4;
@@ -47,8 +53,9 @@ struct record {
   std::optional<std::string> key;
   std::string value;
   std::int64_t timestamp_ms = 0;
-  std::uint8_t attributes = 0;  ///< attr_producer is set by encode_frame from `producer`
+  std::uint8_t attributes = 0;  ///< attr_producer and attr_headers are set by encode_frame from the fields below
   std::optional<producer_stamp> producer;
+  std::string headers;  ///< encoded headers (see above); empty: none
 };
 
 /// A decoded record that points into the bytes it was decoded from.
@@ -59,6 +66,7 @@ struct record_view {
   std::int64_t timestamp_ms = 0;
   std::uint8_t attributes = 0;
   std::optional<producer_stamp> producer;
+  std::string_view headers;  ///< encoded headers; empty: none
   std::size_t frame_size = 0;
 };
 
@@ -88,13 +96,13 @@ inline std::uint64_t get_u64(const char* p) {
 /// An owning copy of a decoded record.
 inline record to_record(const record_view& v) {
   return record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
-                v.timestamp_ms, v.attributes, v.producer};
+                v.timestamp_ms, v.attributes, v.producer, std::string(v.headers)};
 }
 
 /// The frame size of a record, without encoding it.
 inline std::size_t frame_size(const record& r) {
-  return frame_header_size + payload_fixed_size + (r.producer ? producer_fields_size : 0) + (r.key ? r.key->size() : 0) +
-         r.value.size();
+  return frame_header_size + payload_fixed_size + (r.producer ? producer_fields_size : 0) +
+         (r.headers.empty() ? 0 : 4 + r.headers.size()) + (r.key ? r.key->size() : 0) + r.value.size();
 }
 
 /// Appends the frame of `r` to `out`.
@@ -103,7 +111,8 @@ inline void encode_frame(const record& r, std::string& out) {
   std::size_t start = out.size();
   detail::put_u32(out, static_cast<std::uint32_t>(payload));
   detail::put_u32(out, 0);  // crc, filled in below
-  const auto attributes = static_cast<std::uint8_t>(r.producer ? r.attributes | attr_producer : r.attributes & ~attr_producer);
+  auto attributes = static_cast<std::uint8_t>(r.producer ? r.attributes | attr_producer : r.attributes & ~attr_producer);
+  attributes = static_cast<std::uint8_t>(r.headers.empty() ? attributes & ~attr_headers : attributes | attr_headers);
   out.push_back(static_cast<char>(attributes));
   detail::put_u64(out, static_cast<std::uint64_t>(r.timestamp_ms));
   detail::put_u32(out, r.key ? static_cast<std::uint32_t>(r.key->size()) : 0xffffffffu);
@@ -111,6 +120,10 @@ inline void encode_frame(const record& r, std::string& out) {
     detail::put_u64(out, r.producer->id);
     detail::put_u32(out, r.producer->epoch);
     detail::put_u32(out, r.producer->sequence);
+  }
+  if (!r.headers.empty()) {
+    detail::put_u32(out, static_cast<std::uint32_t>(r.headers.size()));
+    out.append(r.headers);
   }
   if (r.key) out.append(*r.key);
   out.append(r.value);
@@ -208,12 +221,22 @@ frame_scan scan_frames(std::string_view bytes, OnFrame&& on_frame) {
         s.what = "checksum mismatch";
         return s;
       }
-      const bool stamped = static_cast<std::uint8_t>(frame[frame_header_size]) & attr_producer;
-      const std::size_t fixed = payload_fixed_size + (stamped ? producer_fields_size : 0);
+      const auto attributes = static_cast<std::uint8_t>(frame[frame_header_size]);
+      const bool stamped = attributes & attr_producer;
+      std::size_t fixed = payload_fixed_size + (stamped ? producer_fields_size : 0);
       if (length[i] < fixed) {
         s.end = frame_scan::ending::corrupt;
         s.what = "producer fields cut short";
         return s;
+      }
+      if (attributes & attr_headers) {
+        if (length[i] - fixed < 4 ||
+            detail::get_u32(frame + frame_header_size + fixed) > length[i] - fixed - 4) {
+          s.end = frame_scan::ending::corrupt;
+          s.what = "headers longer than their frame";
+          return s;
+        }
+        fixed += 4 + detail::get_u32(frame + frame_header_size + fixed);
       }
       std::uint32_t key_len = detail::get_u32(frame + frame_header_size + 9);
       if (key_len != 0xffffffffu && key_len > length[i] - fixed) {
@@ -271,6 +294,12 @@ inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint6
       v.producer = producer_stamp{detail::get_u64(rest), detail::get_u32(rest + 8), detail::get_u32(rest + 12)};
       rest += producer_fields_size;
       rest_len -= producer_fields_size;
+    }
+    if (v.attributes & attr_headers) {
+      const std::uint32_t n = detail::get_u32(rest);
+      v.headers = std::string_view(rest + 4, n);
+      rest += 4 + n;
+      rest_len -= 4 + n;
     }
     if (key_len != 0xffffffffu) {
       v.key = std::string_view(rest, key_len);

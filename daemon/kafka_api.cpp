@@ -1,0 +1,571 @@
+#include "kafka_api.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <variant>
+
+#include "moonmq/core/token.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/kafka/messages.hpp"
+#include "moonmq/kafka/record_batch.hpp"
+
+namespace moonmq::daemon {
+
+namespace ec = kafka::error_code;
+using kafka::api;
+
+namespace {
+
+/// Kafka's code for a front end's refusal of one partition's request.
+std::int16_t partition_code(errc e) {
+  switch (e) {
+    case errc::ok:
+      return ec::none;
+    case errc::not_owner:
+    case errc::unavailable:  // a handover under way, or a broker catching up: retry after a metadata refresh
+      return ec::not_leader_or_follower;
+    case errc::not_found:
+      return ec::unknown_topic_or_partition;
+    case errc::offset_out_of_range:
+      return ec::offset_out_of_range;
+    case errc::producer_fenced:
+      return ec::invalid_producer_epoch;
+    case errc::out_of_order_sequence:
+      return ec::out_of_order_sequence_number;
+    case errc::duplicate_sequence:
+      return ec::duplicate_sequence_number;
+    case errc::io_error:
+    case errc::corrupt:
+      return ec::kafka_storage_error;
+    case errc::invalid_argument:
+      return ec::invalid_record;
+    case errc::resource_exhausted:
+      return ec::policy_violation;
+    case errc::unauthorized:
+      return ec::topic_authorization_failed;
+    case errc::already_exists:
+      return ec::topic_already_exists;
+    default:
+      return ec::unknown_server_error;
+  }
+}
+
+std::int16_t batch_code(kafka::batch_fault f) {
+  switch (f) {
+    case kafka::batch_fault::corrupt:
+      return ec::corrupt_message;
+    case kafka::batch_fault::invalid:
+      return ec::invalid_record;
+    case kafka::batch_fault::unsupported_compression:
+      return ec::unsupported_compression_type;
+    case kafka::batch_fault::unsupported_magic:
+      return ec::unsupported_for_message_format;
+  }
+  return ec::corrupt_message;
+}
+
+}  // namespace
+
+struct kafka_api::impl {
+  kafka_api_parts p;
+  std::map<std::string, std::int32_t> node_of;  ///< broker id -> Kafka node id
+  std::map<std::int32_t, std::pair<std::string, std::int32_t>> address_of;  ///< node id -> advertised address
+  bool tokens = false;
+
+  explicit impl(kafka_api_parts parts) : p(std::move(parts)) {
+    // Node ids: each broker's place in the sorted list of the cluster's broker ids, from 1, so that every broker of
+    // one configuration numbers them alike.
+    std::set<std::string> ids{p.self.value()};
+    if (p.cfg->cluster)
+      for (const auto& peer : p.cfg->cluster->peers) ids.insert(peer.id);
+    std::int32_t n = 0;
+    for (const auto& id : ids) node_of[id] = ++n;
+    address_of[node_of[p.self.value()]] = {p.cfg->kafka->advertised_host, p.cfg->kafka->advertised_port};
+    if (p.cfg->cluster)
+      for (const auto& peer : p.cfg->cluster->peers)
+        if (peer.kafka_port) address_of[node_of[peer.id]] = {peer.kafka_host, peer.kafka_port};
+    tokens = p.cfg->auth && !p.cfg->auth->tokens.empty();
+  }
+
+  std::int32_t node(const std::string& broker) const {
+    auto it = node_of.find(broker);
+    return it == node_of.end() ? -1 : it->second;
+  }
+
+  bool may(const session& s, role needed) const {
+    if (!tokens) return true;
+    return s.authenticated && s.granted && (needed == role::client || *s.granted == role::admin);
+  }
+
+  // ---- SASL ----
+
+  /// PLAIN: authzid NUL user NUL password. The user is a token's Name, the password its Token.
+  std::optional<role> plain(std::string_view message) const {
+    const auto first = message.find('\0');
+    if (first == std::string_view::npos) return std::nullopt;
+    const auto second = message.find('\0', first + 1);
+    if (second == std::string_view::npos) return std::nullopt;
+    const std::string_view user = message.substr(first + 1, second - first - 1);
+    const std::string_view password = message.substr(second + 1);
+    std::optional<role> granted;
+    for (const auto& t : p.cfg->auth->tokens)  // every token compared, in constant time each
+      if (constant_time_equal(t.token, password) && t.name == user && !granted)
+        granted = t.role == "admin" ? role::admin : role::client;
+    return granted;
+  }
+
+  // ---- Metadata ----
+
+  struct placement {
+    std::int32_t leader = -1;
+    std::int32_t epoch = -1;
+  };
+
+  /// The owner of `tp` as a client should see it: with Raft the replicated table; without, the brokers' own reports
+  /// (the directory), then this broker's table; a partition no one has moved is with its first owner.
+  placement place(const topic_partition& tp, const cluster::topic_record& record) const {
+    auto entry = p.ownership->entry(tp);
+    std::optional<broker_id> owner;
+    if (p.ownership->replicated()) {
+      if (entry && !entry->handover) owner = entry->owner;
+    } else if (auto reported = p.directory->owner_of(tp)) {
+      owner = *reported;
+    } else if (entry && !entry->handover) {
+      owner = entry->owner;
+    }
+    if (!owner && !entry && tp.partition < record.partitions()) owner = record.owners[static_cast<std::size_t>(tp.partition)];
+    if (!owner) return {};
+    placement out;
+    out.leader = node(owner->value());
+    // The ownership version rises with every move and names one owner; only a broker whose table holds the entry
+    // of that owner can say it (otherwise -1: unknown, which clients accept).
+    if (entry && entry->owner == *owner) out.epoch = static_cast<std::int32_t>(entry->version);
+    else if (!entry && *owner == p.self) out.epoch = 0;
+    return out;
+  }
+
+  std::string metadata(std::int16_t version, const kafka::metadata_request& req) const {
+    kafka::metadata_response m;
+    for (const auto& [node_id, address] : address_of) m.brokers.push_back({node_id, address.first, address.second});
+    m.cluster_id = "moonmq";
+    const std::int32_t controller = node(p.controller_id());
+    m.controller_id = address_of.count(controller) ? controller : node(p.self.value());
+    p.directory->refresh_if_older(1000);
+    std::map<std::string, cluster::topic_record> known;
+    for (const auto& t : p.topics->list())
+      if (!t.record.deleted) known[t.record.name] = t.record;
+    std::vector<std::string> names;
+    if (req.topics)
+      names = *req.topics;
+    else
+      for (const auto& [name, r] : known) names.push_back(name);
+    for (const auto& name : names) {
+      kafka::metadata_response::topic t;
+      t.name = name;
+      auto it = known.find(name);
+      if (it == known.end()) {
+        t.error = validate_topic_name(name) ? ec::unknown_topic_or_partition : ec::invalid_topic;
+        m.topics.push_back(std::move(t));
+        continue;
+      }
+      for (std::int32_t i = 0; i < it->second.partitions(); ++i) {
+        kafka::metadata_response::partition part;
+        part.index = i;
+        const auto at = place({name, i}, it->second);
+        part.leader = at.leader;
+        part.leader_epoch = at.epoch;
+        if (at.leader < 0 || !address_of.count(at.leader)) {
+          part.error = ec::leader_not_available;
+          part.leader = -1;
+        } else {
+          part.replicas = {at.leader};
+        }
+        t.partitions.push_back(std::move(part));
+      }
+      m.topics.push_back(std::move(t));
+    }
+    kafka::writer w;
+    kafka::encode(w, version, m);
+    return w.take();
+  }
+
+  // ---- Produce ----
+
+  kafka::produce_response::partition produce_one(const std::string& topic, const kafka::produce_request::partition& in,
+                                                 bool authorized) {
+    kafka::produce_response::partition out;
+    out.index = in.index;
+    if (!authorized) {
+      out.error = ec::topic_authorization_failed;
+      return out;
+    }
+    if (!in.records) {
+      out.error = ec::corrupt_message;
+      return out;
+    }
+    auto decoded = kafka::decode_produced_batch(*in.records);
+    if (auto* refused = std::get_if<kafka::batch_refusal>(&decoded)) {
+      out.error = batch_code(refused->fault);
+      return out;
+    }
+    auto& batch = std::get<kafka::produced_batch>(decoded);
+    if (batch.transactional) {
+      out.error = ec::invalid_txn_state;  // Kafka transactions: docs/kafka.md
+      return out;
+    }
+    frontend::produce_request req;
+    req.topic = topic;
+    req.partition = in.index;
+    req.records = std::move(batch.records);
+    req.producer = batch.producer;
+    req.forward = false;
+    auto done = p.produce->produce(std::move(req));
+    if (!done) {
+      out.error = partition_code(done.code());
+      return out;
+    }
+    out.base_offset = done->offsets.empty() ? -1 : static_cast<std::int64_t>(done->offsets.front());
+    out.log_start_offset = 0;
+    return out;
+  }
+
+  reply produce(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    kafka::produce_request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    if (req.acks != 0 && req.acks != 1 && req.acks != -1) {
+      kafka::produce_response out;
+      for (const auto& t : req.topics) {
+        out.topics.push_back({t.name, {}});
+        for (const auto& part : t.partitions) out.topics.back().partitions.push_back({part.index, ec::invalid_required_acks});
+      }
+      return frame(h, out);
+    }
+    kafka::produce_response out;
+    for (const auto& t : req.topics) {
+      kafka::produce_response::topic rt;
+      rt.name = t.name;
+      const bool authorized = may(s, role::client);
+      for (const auto& part : t.partitions) rt.partitions.push_back(produce_one(t.name, part, authorized));
+      out.topics.push_back(std::move(rt));
+    }
+    if (req.acks == 0) return {};
+    return frame(h, out);
+  }
+
+  // ---- Fetch ----
+
+  reply fetch(const kafka::request_header& h, kafka::reader& r, const session& s, bool final_attempt) {
+    kafka::fetch_request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    kafka::fetch_response out;
+    std::size_t total = 0;
+    bool any = false;
+    for (const auto& t : req.topics) {
+      kafka::fetch_response::topic rt;
+      rt.name = t.name;
+      for (const auto& part : t.partitions) {
+        kafka::fetch_response::partition rp;
+        rp.index = part.index;
+        if (!may(s, role::client)) {
+          rp.error = ec::topic_authorization_failed;
+          rt.partitions.push_back(std::move(rp));
+          continue;
+        }
+        if (part.offset < 0) {
+          rp.error = ec::offset_out_of_range;
+          rt.partitions.push_back(std::move(rp));
+          continue;
+        }
+        const std::size_t room = static_cast<std::size_t>(std::max(req.max_bytes, 0)) > total
+                                     ? static_cast<std::size_t>(req.max_bytes) - total
+                                     : 0;
+        // At least one batch in the whole response, even past the limits; after that, only what fits.
+        const std::size_t limit = std::min<std::size_t>(static_cast<std::size_t>(std::max(part.max_bytes, 1)),
+                                                        any ? room : std::max<std::size_t>(room, 1));
+        if (any && limit == 0) {
+          rt.partitions.push_back(std::move(rp));
+          continue;
+        }
+        auto got = p.fetch->fetch({{t.name, part.index}, static_cast<std::uint64_t>(part.offset), limit,
+                                   req.read_committed});
+        if (!got) {
+          rp.error = partition_code(got.code());
+          if (got.code() == errc::offset_out_of_range)
+            if (auto end = p.store->end_offset({t.name, part.index})) rp.high_watermark = static_cast<std::int64_t>(*end);
+          rt.partitions.push_back(std::move(rp));
+          continue;
+        }
+        rp.high_watermark = static_cast<std::int64_t>(got->end_offset);
+        rp.last_stable_offset =
+            static_cast<std::int64_t>(got->last_stable_offset ? *got->last_stable_offset : got->end_offset);
+        rp.log_start_offset = 0;
+        kafka::encode_batches(got->records, rp.records);
+        total += rp.records.size();
+        any = any || !rp.records.empty();
+        rt.partitions.push_back(std::move(rp));
+      }
+      out.topics.push_back(std::move(rt));
+    }
+    if (!any && !final_attempt && req.max_wait_ms > 0 && total < static_cast<std::size_t>(std::max(req.min_bytes, 1))) {
+      reply again;
+      again.wait_ms = std::min(req.max_wait_ms, 30'000);
+      return again;
+    }
+    return frame(h, out);
+  }
+
+  // ---- ListOffsets ----
+
+  kafka::list_offsets_response::partition list_one(const topic_partition& tp, std::int64_t timestamp,
+                                                   bool read_committed) const {
+    kafka::list_offsets_response::partition out;
+    out.index = tp.partition;
+    if (!cluster::serves(*p.ownership, tp, p.self) || !p.store->partition_count(tp.topic)) {
+      out.error = p.store->partition_count(tp.topic) || p.directory->owner_of(tp) ? ec::not_leader_or_follower
+                                                                                  : ec::unknown_topic_or_partition;
+      return out;
+    }
+    auto end = p.store->end_offset(tp);
+    if (!end) {
+      out.error = partition_code(end.code());
+      return out;
+    }
+    if (timestamp == kafka::earliest_timestamp) {
+      out.offset = 0;
+      return out;
+    }
+    if (timestamp == kafka::latest_timestamp) {
+      out.offset = static_cast<std::int64_t>(*end);
+      if (read_committed) {
+        // The last stable offset: a fetch under read_committed with nothing to return says where it is.
+        auto got = p.fetch->fetch({tp, *end, 1, true});
+        if (got && got->last_stable_offset) out.offset = static_cast<std::int64_t>(*got->last_stable_offset);
+      }
+      return out;
+    }
+    // By timestamp: the first record whose timestamp is at least the one asked for (a scan of the log).
+    std::uint64_t at = 0;
+    while (at < *end) {
+      auto read = p.store->read(tp, at, 4u << 20);
+      if (!read) {
+        out.error = partition_code(read.code());
+        return out;
+      }
+      if (read->bytes.size() == 0) break;
+      for (const auto& v : storage::decode_frames(read->bytes.view(), at))
+        if (!(v.attributes & storage::attr_control) && v.timestamp_ms >= timestamp) {
+          out.offset = static_cast<std::int64_t>(v.offset);
+          out.timestamp = v.timestamp_ms;
+          return out;
+        }
+      at = read->next_offset;
+    }
+    out.offset = -1;  // none so late
+    return out;
+  }
+
+  reply list_offsets(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    kafka::list_offsets_request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    kafka::list_offsets_response out;
+    for (const auto& t : req.topics) {
+      kafka::list_offsets_response::topic rt;
+      rt.name = t.name;
+      for (const auto& part : t.partitions) {
+        if (!may(s, role::client)) {
+          rt.partitions.push_back({part.index, ec::topic_authorization_failed});
+          continue;
+        }
+        rt.partitions.push_back(list_one({t.name, part.index}, part.timestamp, req.read_committed));
+      }
+      out.topics.push_back(std::move(rt));
+    }
+    return frame(h, out);
+  }
+
+  // ---- InitProducerId ----
+
+  reply init_producer_id(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    kafka::init_producer_id_request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    kafka::init_producer_id_response out;
+    if (!may(s, role::client)) {
+      out.error = ec::cluster_authorization_failed;
+    } else if (req.transactional_id) {
+      out.error = 53;  // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Kafka transactions are not answered yet (docs/kafka.md)
+    } else {
+      auto id = p.txns->init(std::nullopt);
+      if (!id) {
+        out.error = ec::unknown_server_error;
+      } else {
+        out.producer_id = static_cast<std::int64_t>(id->producer_id);
+        out.producer_epoch = static_cast<std::int16_t>(id->epoch);
+      }
+    }
+    return frame(h, out);
+  }
+
+  // ---- CreateTopics ----
+
+  kafka::create_topics_response::topic create_one(const kafka::create_topics_request::topic& t, bool validate_only,
+                                                  const session& s) {
+    kafka::create_topics_response::topic out;
+    out.name = t.name;
+    auto refuse = [&](std::int16_t code, std::string message) {
+      out.error = code;
+      out.message = std::move(message);
+      return out;
+    };
+    if (!may(s, role::admin)) return refuse(ec::topic_authorization_failed, "creating a topic needs the admin role");
+    if (auto v = validate_topic_name(t.name); !v) return refuse(ec::invalid_topic, v.message());
+    if (!t.configs.empty())
+      return refuse(ec::invalid_config, "topic configs are not supported (" + t.configs.front().first + ")");
+    if (!t.assignments.empty())
+      return refuse(ec::invalid_replica_assignment, "explicit replica assignments are not supported; partitions are "
+                                                    "spread over the brokers");
+    const std::int32_t partitions = t.partitions < 0 ? 1 : t.partitions;
+    if (partitions == 0) return refuse(ec::invalid_partitions, "a topic has at least one partition");
+    if (t.replication_factor == 0 || t.replication_factor > static_cast<std::int16_t>(node_of.size()))
+      return refuse(ec::invalid_replication_factor,
+                    "replication factor " + std::to_string(t.replication_factor) + " is larger than the " +
+                        std::to_string(node_of.size()) + " brokers");
+    for (const auto& existing : p.topics->list())
+      if (existing.record.name == t.name && !existing.record.deleted)
+        return refuse(ec::topic_already_exists, "topic '" + t.name + "' already exists");
+    if (validate_only) return out;
+    frontend::topic_admin_request req;
+    req.op = frontend::topic_admin_op::create;
+    req.name = t.name;
+    req.partitions = static_cast<std::uint32_t>(partitions);
+    auto done = p.topics->submit(std::move(req));
+    if (!done) {
+      const auto code = done.code() == errc::already_exists ? ec::topic_already_exists
+                        : done.code() == errc::resource_exhausted ? ec::policy_violation
+                        : done.code() == errc::invalid_argument   ? ec::invalid_request
+                                                                  : ec::request_timed_out;
+      return refuse(code, done.message());
+    }
+    return out;
+  }
+
+  reply create_topics(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    kafka::create_topics_request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    kafka::create_topics_response out;
+    for (const auto& t : req.topics) out.topics.push_back(create_one(t, req.validate_only, s));
+    return frame(h, out);
+  }
+
+  // ---- framing ----
+
+  template <typename Response>
+  static reply frame(const kafka::request_header& h, const Response& body) {
+    kafka::writer w;
+    kafka::start_response(w, h);
+    kafka::encode(w, h.api_version, body);
+    kafka::finish_response(w);
+    return {w.take()};
+  }
+};
+
+kafka_api::kafka_api(kafka_api_parts parts) : m_(std::make_shared<impl>(std::move(parts))) {}
+
+kafka_api::session kafka_api::open_session() const {
+  session s;
+  s.authenticated = !m_->tokens;
+  return s;
+}
+
+kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool final_attempt) {
+  auto& m = *m_;
+  if (s.raw_sasl) {
+    // After SaslHandshake v0 the client sends its PLAIN message bare; success is an empty bare answer.
+    s.raw_sasl = false;
+    auto granted = m.plain(bytes);
+    if (!granted) return {std::nullopt, true};
+    s.authenticated = true;
+    s.granted = granted;
+    return {std::string(4, '\0')};
+  }
+  kafka::reader r(bytes);
+  kafka::request_header h;
+  if (!kafka::decode_header(r, h)) return {std::nullopt, true};
+  const auto range = kafka::supported(h.api_key);
+  if (!range) return {std::nullopt, true};  // an API this broker does not answer: Kafka closes too
+  if (h.api_version < range->min || h.api_version > range->max) {
+    if (range->key != api::api_versions) return {std::nullopt, true};
+    // KIP-511: an ApiVersions this broker does not speak gets the v0 answer, UNSUPPORTED_VERSION and the ranges.
+    kafka::writer w;
+    kafka::start_response(w, h);
+    kafka::encode(w, 0, kafka::api_versions_response{ec::unsupported_version});
+    kafka::finish_response(w);
+    return {w.take()};
+  }
+  const bool open_api = range->key == api::api_versions || range->key == api::sasl_handshake ||
+                        range->key == api::sasl_authenticate;
+  if (!s.authenticated && !open_api) return {std::nullopt, true};
+  switch (range->key) {
+    case api::api_versions:
+      return impl::frame(h, kafka::api_versions_response{});
+    case api::sasl_handshake: {
+      kafka::sasl_handshake_request req;
+      if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+      kafka::sasl_handshake_response out;
+      out.mechanisms = {"PLAIN"};
+      if (req.mechanism != "PLAIN" || !m.tokens) {
+        out.error = ec::unsupported_sasl_mechanism;
+        if (!m.tokens) out.mechanisms.clear();
+      } else {
+        s.handshake_done = true;
+        s.raw_sasl = h.api_version == 0;
+      }
+      return impl::frame(h, out);
+    }
+    case api::sasl_authenticate: {
+      kafka::sasl_authenticate_request req;
+      if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+      kafka::sasl_authenticate_response out;
+      if (!s.handshake_done || s.authenticated) {
+        out.error = ec::illegal_sasl_state;
+        out.message = "SaslAuthenticate before SaslHandshake";
+        auto refused = impl::frame(h, out);
+        refused.close = true;
+        return refused;
+      }
+      auto granted = m.plain(req.auth_bytes);
+      if (!granted) {
+        out.error = ec::sasl_authentication_failed;
+        out.message = "authentication failed: unknown user or wrong password";
+        auto refused = impl::frame(h, out);
+        refused.close = true;
+        return refused;
+      }
+      s.authenticated = true;
+      s.granted = granted;
+      return impl::frame(h, out);
+    }
+    case api::metadata: {
+      kafka::metadata_request req;
+      if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+      kafka::writer w;
+      kafka::start_response(w, h);
+      w.raw(m.metadata(h.api_version, req));
+      kafka::finish_response(w);
+      return {w.take()};
+    }
+    case api::produce:
+      return m.produce(h, r, s);
+    case api::fetch:
+      return m.fetch(h, r, s, final_attempt);
+    case api::list_offsets:
+      return m.list_offsets(h, r, s);
+    case api::init_producer_id:
+      return m.init_producer_id(h, r, s);
+    case api::create_topics:
+      return m.create_topics(h, r, s);
+  }
+  return {std::nullopt, true};
+}
+
+}  // namespace moonmq::daemon

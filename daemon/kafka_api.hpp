@@ -1,0 +1,72 @@
+// The Kafka listener's handlers: each request is decoded (kafka/messages), authorized, handed to the same front end
+// the HTTP API calls (produce, fetch, topic admin, transactions' producer ids), and its answer encoded. What a Kafka
+// client sees of the cluster is in docs/kafka.md: leader = the partition's owner, no forwarding (a partition served
+// elsewhere is NOT_LEADER_OR_FOLLOWER, and the client follows Metadata), offsets = log offsets.
+//
+// Authentication is per connection (a `session`): with client tokens configured, only ApiVersions and the SASL
+// requests are answered until SASL PLAIN succeeds (user = a token's Name, password = its Token); the token's role then
+// decides what the connection may do (client: produce, fetch, offsets, metadata, producer ids; admin: also topics).
+// Thread safety: handle() may be called concurrently for different sessions; one session's calls are serialized by
+// its connection.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "client_auth.hpp"
+#include "moonmq/cluster/config.hpp"
+#include "moonmq/cluster/ownership_table.hpp"
+#include "moonmq/frontend/fetch.hpp"
+#include "moonmq/frontend/placement_directory.hpp"
+#include "moonmq/frontend/produce.hpp"
+#include "moonmq/frontend/topic_admin.hpp"
+#include "moonmq/frontend/transactions.hpp"
+#include "moonmq/storage/partition_store.hpp"
+
+namespace moonmq::daemon {
+
+struct kafka_api_parts {
+  const cluster::server_config* cfg = nullptr;
+  broker_id self;
+  storage::partition_store* store = nullptr;
+  cluster::ownership_table* ownership = nullptr;
+  frontend::placement_directory* directory = nullptr;
+  frontend::produce_frontend* produce = nullptr;
+  frontend::fetch_frontend* fetch = nullptr;
+  frontend::topic_admin* topics = nullptr;
+  frontend::transactions_frontend* txns = nullptr;
+  std::function<std::string()> controller_id;
+};
+
+class kafka_api {
+ public:
+  explicit kafka_api(kafka_api_parts parts);
+
+  /// One connection's authentication state.
+  struct session {
+    bool authenticated = false;
+    std::optional<role> granted;  ///< the role of the token it authenticated with (none: every role, no tokens)
+    bool handshake_done = false;  ///< SaslHandshake chose PLAIN: the next request authenticates
+    bool raw_sasl = false;        ///< SaslHandshake v0: the next frame is a bare SASL token, answered bare
+  };
+  session open_session() const;
+
+  struct reply {
+    std::optional<std::string> bytes;  ///< the response frame, size prefix included; none: no response (acks=0)
+    bool close = false;                ///< close the connection after sending `bytes`
+    /// A fetch that found nothing: ask again (final=false) until this many milliseconds have passed, then once more
+    /// with final=true (Kafka's max_wait_ms, served without holding a thread while it waits).
+    std::int32_t wait_ms = 0;
+  };
+
+  /// Answers one request (its bytes without the size prefix).
+  reply handle(session& s, std::string_view frame, bool final_attempt = true);
+
+ private:
+  struct impl;
+  std::shared_ptr<impl> m_;
+};
+
+}  // namespace moonmq::daemon

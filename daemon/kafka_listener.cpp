@@ -1,0 +1,191 @@
+#include "kafka_listener.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/read.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <chrono>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include "moonmq/core/offload.hpp"
+
+namespace moonmq::daemon {
+
+using asio::ip::tcp;
+
+namespace {
+constexpr std::size_t unauthenticated_request_limit = 64u << 10;
+constexpr auto fetch_poll = std::chrono::milliseconds(10);
+}  // namespace
+
+struct kafka_listener::impl : std::enable_shared_from_this<impl> {
+  struct connection {
+    explicit connection(asio::io_context& io) : socket(io), deadline(io) {}
+    tcp::socket socket;
+    asio::steady_timer deadline;
+    bool authenticated = false;
+  };
+
+  impl(const cluster::server_config& c, kafka_api& a) : cfg(c), api(a), acceptor(io) {}
+
+  const cluster::server_config& cfg;
+  kafka_api& api;
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  asio::thread_pool handlers{4};
+  tcp::acceptor acceptor;
+  std::thread thread;
+  // On the reactor thread only:
+  std::list<std::shared_ptr<connection>> open;
+  std::list<std::weak_ptr<connection>> waiting;  ///< not yet authenticated, oldest first
+
+  asio::awaitable<void> accept_loop() {
+    for (;;) {
+      auto c = std::make_shared<connection>(io);
+      asio::error_code ec;
+      co_await acceptor.async_accept(c->socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+        continue;
+      }
+      if (open.size() >= cfg.limits.max_client_connections) {
+        asio::error_code ignored;
+        c->socket.close(ignored);
+        continue;
+      }
+      admit(c);
+      asio::co_spawn(io, serve(shared_from_this(), c), asio::detached);
+    }
+  }
+
+  void admit(const std::shared_ptr<connection>& c) {
+    open.push_back(c);
+    const auto session = api.open_session();
+    c->authenticated = session.authenticated;
+    if (c->authenticated) return;
+    std::erase_if(waiting, [](const auto& w) { return w.expired(); });
+    while (waiting.size() >= cfg.limits.max_unauthenticated_connections) {
+      if (auto oldest = waiting.front().lock()) close(*oldest);
+      waiting.pop_front();
+    }
+    waiting.push_back(c);
+    c->deadline.expires_after(std::chrono::milliseconds(cfg.limits.auth_timeout_ms));
+    std::weak_ptr<connection> weak = c;
+    c->deadline.async_wait([weak](const asio::error_code& ec) {
+      if (ec) return;
+      if (auto conn = weak.lock(); conn && !conn->authenticated) close(*conn);
+    });
+  }
+
+  static void close(connection& c) {
+    asio::error_code ignored;
+    c.socket.shutdown(tcp::socket::shutdown_both, ignored);
+    c.socket.close(ignored);
+  }
+
+  void forget(const std::shared_ptr<connection>& c) {
+    close(*c);
+    c->deadline.cancel();
+    open.remove(c);
+  }
+
+  static asio::awaitable<void> serve(std::shared_ptr<impl> self, std::shared_ptr<connection> c) {
+    kafka_api::session session = self->api.open_session();
+    std::string frame;
+    asio::error_code ec;
+    for (;;) {
+      char prefix[4];
+      co_await asio::async_read(c->socket, asio::buffer(prefix, 4), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      const std::uint32_t size = (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[0])) << 24) |
+                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[1])) << 16) |
+                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[2])) << 8) |
+                                 static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[3]));
+      // Checked before a byte is allocated for it.
+      const std::size_t limit = session.authenticated ? self->cfg.kafka->max_request_bytes : unauthenticated_request_limit;
+      if (size == 0 || size > limit) break;
+      frame.assign(size, '\0');
+      co_await asio::async_read(c->socket, asio::buffer(frame), asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      auto handle = [&self, &session, &frame](bool final_attempt) {
+        return self->api.handle(session, frame, final_attempt);
+      };
+      auto reply = co_await offload(self->handlers.get_executor(), [&handle] { return handle(false); });
+      if (reply.wait_ms > 0) {
+        // A fetch that found nothing waits on the reactor, not on a handler thread, and asks again.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(reply.wait_ms);
+        asio::steady_timer timer(self->io);
+        do {
+          timer.expires_after(fetch_poll);
+          co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          if (ec || !c->socket.is_open()) break;
+          const bool last = std::chrono::steady_clock::now() >= until;
+          reply = co_await offload(self->handlers.get_executor(), [&handle, last] { return handle(last); });
+        } while (reply.wait_ms > 0);
+        if (reply.wait_ms > 0) break;
+      }
+      if (session.authenticated && !c->authenticated) {
+        c->authenticated = true;
+        c->deadline.cancel();
+      }
+      if (reply.bytes) {
+        co_await asio::async_write(c->socket, asio::buffer(*reply.bytes), asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) break;
+      }
+      if (reply.close) break;
+    }
+    self->forget(c);
+  }
+};
+
+kafka_listener::~kafka_listener() { stop(); }
+
+result<std::unique_ptr<kafka_listener>> kafka_listener::start(const cluster::server_config& cfg, kafka_api& api) {
+  std::unique_ptr<kafka_listener> l(new kafka_listener());
+  l->m_ = std::make_shared<impl>(cfg, api);
+  auto& m = *l->m_;
+  asio::error_code ec;
+  const auto address = asio::ip::make_address(cfg.kafka->host, ec);
+  const std::string where = "Server.Kafka: " + cfg.kafka->host + ":" + std::to_string(cfg.kafka->port);
+  if (ec) return error{errc::invalid_argument, where + ": not an IP address"};
+  tcp::endpoint endpoint(address, cfg.kafka->port);
+  m.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) m.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(endpoint, ec);
+  if (!ec) m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return error{errc::io_error, where + ": cannot listen: " + ec.message()};
+  asio::co_spawn(m.io, m.accept_loop(), asio::detached);
+  m.thread = std::thread([&m] { m.io.run(); });
+  return l;
+}
+
+std::uint16_t kafka_listener::port() const { return m_ ? m_->acceptor.local_endpoint().port() : 0; }
+
+void kafka_listener::stop() {
+  if (!m_ || !m_->thread.joinable()) return;
+  auto& m = *m_;
+  m.io.stop();
+  m.thread.join();
+  // The reactor is stopped: its state is this thread's. Close everything, then run the reactor until every
+  // connection's coroutine has seen its socket closed and ended (a handler under way finishes on the pool first).
+  asio::error_code ignored;
+  m.acceptor.close(ignored);
+  for (auto& c : m.open) {
+    impl::close(*c);
+    c->deadline.cancel();
+  }
+  m.work.reset();
+  m.io.restart();
+  m.io.run();
+  m.handlers.join();
+}
+
+}  // namespace moonmq::daemon

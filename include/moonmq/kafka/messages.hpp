@@ -1,0 +1,309 @@
+// Kafka's requests and responses for the APIs the listener answers, as typed messages: `decode_*` reads a request
+// body of a given version (false: malformed), `encode_*` appends a response body of that version. The definitions are
+// written here by hand for the subset in docs/kafka.md (a table per API in lib/kafka/*.cpp, field by field with the
+// version each field appears in), and no field is sized from the input before the reader has checked it.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moonmq/kafka/codec.hpp"
+
+namespace moonmq::kafka {
+
+enum class api : std::int16_t {
+  produce = 0,
+  fetch = 1,
+  list_offsets = 2,
+  metadata = 3,
+  sasl_handshake = 17,
+  api_versions = 18,
+  create_topics = 19,
+  init_producer_id = 22,
+  sasl_authenticate = 36,
+};
+
+/// Kafka's error codes this broker answers with.
+namespace error_code {
+inline constexpr std::int16_t none = 0;
+inline constexpr std::int16_t unknown_server_error = -1;
+inline constexpr std::int16_t offset_out_of_range = 1;
+inline constexpr std::int16_t corrupt_message = 2;
+inline constexpr std::int16_t unknown_topic_or_partition = 3;
+inline constexpr std::int16_t leader_not_available = 5;
+inline constexpr std::int16_t not_leader_or_follower = 6;
+inline constexpr std::int16_t request_timed_out = 7;
+inline constexpr std::int16_t message_too_large = 10;
+inline constexpr std::int16_t invalid_topic = 17;
+inline constexpr std::int16_t record_list_too_large = 18;
+inline constexpr std::int16_t invalid_required_acks = 21;
+inline constexpr std::int16_t topic_authorization_failed = 29;
+inline constexpr std::int16_t cluster_authorization_failed = 31;
+inline constexpr std::int16_t unsupported_sasl_mechanism = 33;
+inline constexpr std::int16_t illegal_sasl_state = 34;
+inline constexpr std::int16_t unsupported_version = 35;
+inline constexpr std::int16_t topic_already_exists = 36;
+inline constexpr std::int16_t invalid_partitions = 37;
+inline constexpr std::int16_t invalid_replication_factor = 38;
+inline constexpr std::int16_t invalid_replica_assignment = 39;
+inline constexpr std::int16_t invalid_config = 40;
+inline constexpr std::int16_t invalid_request = 42;
+inline constexpr std::int16_t unsupported_for_message_format = 43;
+inline constexpr std::int16_t policy_violation = 44;
+inline constexpr std::int16_t out_of_order_sequence_number = 45;
+inline constexpr std::int16_t duplicate_sequence_number = 46;
+inline constexpr std::int16_t invalid_producer_epoch = 47;
+inline constexpr std::int16_t invalid_txn_state = 48;
+inline constexpr std::int16_t sasl_authentication_failed = 58;
+inline constexpr std::int16_t unknown_producer_id = 59;
+inline constexpr std::int16_t kafka_storage_error = 56;
+inline constexpr std::int16_t unsupported_compression_type = 76;
+inline constexpr std::int16_t invalid_record = 87;
+}  // namespace error_code
+
+struct version_range {
+  api key;
+  std::int16_t min = 0;
+  std::int16_t max = 0;
+};
+
+/// The APIs and versions this broker answers (ApiVersions' answer).
+const std::vector<version_range>& supported_versions();
+std::optional<version_range> supported(std::int16_t key);
+/// Whether `version` of `key` uses the flexible encoding (compact types, tagged fields, request header v2).
+bool flexible(api key, std::int16_t version);
+
+// ---- framing --------------------------------------------------------------------------------------------------
+
+struct request_header {
+  std::int16_t api_key = 0;
+  std::int16_t api_version = 0;
+  std::int32_t correlation_id = 0;
+  std::optional<std::string> client_id;
+};
+
+/// Reads the header of a request (whose size prefix is already taken off). For an API this broker does not answer,
+/// or a version outside its range, only key, version and correlation id are read (enough to answer the refusal).
+bool decode_header(reader& r, request_header& h);
+/// Starts a response: the size prefix (patched by finish_response) and the response header.
+void start_response(writer& w, const request_header& h);
+void finish_response(writer& w);
+
+// ---- ApiVersions (18) -----------------------------------------------------------------------------------------
+
+struct api_versions_response {
+  std::int16_t error = error_code::none;
+};
+void encode(writer& w, std::int16_t version, const api_versions_response& r);
+
+// ---- Metadata (3) ---------------------------------------------------------------------------------------------
+
+struct metadata_request {
+  std::optional<std::vector<std::string>> topics;  ///< nullopt: every topic
+  bool allow_auto_topic_creation = false;
+};
+bool decode(reader& r, std::int16_t version, metadata_request& m);
+
+struct metadata_response {
+  struct broker {
+    std::int32_t node_id = 0;
+    std::string host;
+    std::int32_t port = 0;
+  };
+  struct partition {
+    std::int16_t error = error_code::none;
+    std::int32_t index = 0;
+    std::int32_t leader = -1;
+    std::int32_t leader_epoch = -1;
+    std::vector<std::int32_t> replicas;  ///< also the in-sync replicas: one replica, the owner
+  };
+  struct topic {
+    std::int16_t error = error_code::none;
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::vector<broker> brokers;
+  std::string cluster_id;
+  std::int32_t controller_id = -1;
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const metadata_response& m);
+
+// ---- Produce (0) ----------------------------------------------------------------------------------------------
+
+struct produce_request {
+  struct partition {
+    std::int32_t index = 0;
+    std::optional<std::string_view> records;  ///< a view into the request's bytes
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::optional<std::string> transactional_id;
+  std::int16_t acks = -1;
+  std::int32_t timeout_ms = 0;
+  std::vector<topic> topics;
+};
+bool decode(reader& r, std::int16_t version, produce_request& p);
+
+struct produce_response {
+  struct partition {
+    std::int32_t index = 0;
+    std::int16_t error = error_code::none;
+    std::int64_t base_offset = -1;
+    std::int64_t log_start_offset = -1;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const produce_response& p);
+
+// ---- Fetch (1) ------------------------------------------------------------------------------------------------
+
+struct fetch_request {
+  struct partition {
+    std::int32_t index = 0;
+    std::int64_t offset = 0;
+    std::int32_t max_bytes = 0;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::int32_t max_wait_ms = 0;
+  std::int32_t min_bytes = 0;
+  std::int32_t max_bytes = 0x7fffffff;
+  bool read_committed = false;
+  std::int32_t session_id = 0;
+  std::int32_t session_epoch = -1;
+  std::vector<topic> topics;
+};
+bool decode(reader& r, std::int16_t version, fetch_request& f);
+
+struct fetch_response {
+  struct partition {
+    std::int32_t index = 0;
+    std::int16_t error = error_code::none;
+    std::int64_t high_watermark = -1;
+    std::int64_t last_stable_offset = -1;
+    std::int64_t log_start_offset = -1;
+    std::string records;  ///< record batches
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::int16_t error = error_code::none;
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const fetch_response& f);
+
+// ---- ListOffsets (2) ------------------------------------------------------------------------------------------
+
+inline constexpr std::int64_t latest_timestamp = -1;
+inline constexpr std::int64_t earliest_timestamp = -2;
+
+struct list_offsets_request {
+  struct partition {
+    std::int32_t index = 0;
+    std::int64_t timestamp = latest_timestamp;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  bool read_committed = false;
+  std::vector<topic> topics;
+};
+bool decode(reader& r, std::int16_t version, list_offsets_request& l);
+
+struct list_offsets_response {
+  struct partition {
+    std::int32_t index = 0;
+    std::int16_t error = error_code::none;
+    std::int64_t timestamp = -1;
+    std::int64_t offset = -1;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const list_offsets_response& l);
+
+// ---- InitProducerId (22) --------------------------------------------------------------------------------------
+
+struct init_producer_id_request {
+  std::optional<std::string> transactional_id;
+  std::int32_t transaction_timeout_ms = 0;
+  std::int64_t producer_id = -1;
+  std::int16_t producer_epoch = -1;
+};
+bool decode(reader& r, std::int16_t version, init_producer_id_request& i);
+
+struct init_producer_id_response {
+  std::int16_t error = error_code::none;
+  std::int64_t producer_id = -1;
+  std::int16_t producer_epoch = -1;
+};
+void encode(writer& w, std::int16_t version, const init_producer_id_response& i);
+
+// ---- SaslHandshake (17), SaslAuthenticate (36) ----------------------------------------------------------------
+
+struct sasl_handshake_request {
+  std::string mechanism;
+};
+bool decode(reader& r, std::int16_t version, sasl_handshake_request& s);
+struct sasl_handshake_response {
+  std::int16_t error = error_code::none;
+  std::vector<std::string> mechanisms;
+};
+void encode(writer& w, std::int16_t version, const sasl_handshake_response& s);
+
+struct sasl_authenticate_request {
+  std::string auth_bytes;
+};
+bool decode(reader& r, std::int16_t version, sasl_authenticate_request& s);
+struct sasl_authenticate_response {
+  std::int16_t error = error_code::none;
+  std::optional<std::string> message;
+  std::string auth_bytes;
+};
+void encode(writer& w, std::int16_t version, const sasl_authenticate_response& s);
+
+// ---- CreateTopics (19) ----------------------------------------------------------------------------------------
+
+struct create_topics_request {
+  struct topic {
+    std::string name;
+    std::int32_t partitions = -1;          ///< -1: the broker's default
+    std::int16_t replication_factor = -1;  ///< -1: the broker's default
+    std::vector<std::pair<std::int32_t, std::vector<std::int32_t>>> assignments;  ///< partition -> brokers
+    std::vector<std::pair<std::string, std::optional<std::string>>> configs;
+  };
+  std::vector<topic> topics;
+  std::int32_t timeout_ms = 0;
+  bool validate_only = false;
+};
+bool decode(reader& r, std::int16_t version, create_topics_request& c);
+
+struct create_topics_response {
+  struct topic {
+    std::string name;
+    std::int16_t error = error_code::none;
+    std::optional<std::string> message;
+  };
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const create_topics_response& c);
+
+}  // namespace moonmq::kafka

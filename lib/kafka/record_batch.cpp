@@ -1,0 +1,196 @@
+#include "moonmq/kafka/record_batch.hpp"
+
+#include "moonmq/core/crc32c.hpp"
+#include "moonmq/kafka/codec.hpp"
+
+namespace moonmq::kafka {
+
+namespace {
+
+batch_refusal corrupt(std::string what) { return {batch_fault::corrupt, std::move(what)}; }
+batch_refusal invalid(std::string what) { return {batch_fault::invalid, std::move(what)}; }
+
+/// A record's varint-length bytes (key, value, header value): -1 is null.
+std::optional<std::string_view> var_bytes(reader& r) {
+  const std::int32_t n = r.varint();
+  if (n < 0) {
+    if (n != -1) r.fail();
+    return std::nullopt;
+  }
+  return r.raw(static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes) {
+  reader r(bytes);
+  r.i64();  // baseOffset: the broker assigns offsets
+  const std::int32_t length = r.i32();
+  if (!r.ok() || length < static_cast<std::int32_t>(batch_overhead - 12))
+    return corrupt("a record batch shorter than its header");
+  if (static_cast<std::size_t>(length) != r.left())
+    return corrupt("one record batch per partition, whose length covers exactly the bytes sent (batch length " +
+                   std::to_string(length) + ", " + std::to_string(r.left()) + " bytes follow)");
+  r.i32();  // partitionLeaderEpoch
+  const std::int8_t magic = r.i8();
+  if (magic != 2)
+    return batch_refusal{batch_fault::unsupported_magic,
+                         "message format v" + std::to_string(magic) + " is not supported; send record batches (magic 2)"};
+  const std::uint32_t crc = r.u32();
+  const std::string_view covered = bytes.substr(r.position());
+  if (crc32c(covered) != crc) return corrupt("record batch CRC-32C mismatch");
+  const std::int16_t attributes = r.i16();
+  const std::int32_t last_offset_delta = r.i32();
+  const std::int64_t base_timestamp = r.i64();
+  const std::int64_t max_timestamp = r.i64();
+  const std::int64_t producer_id = r.i64();
+  const std::int16_t producer_epoch = r.i16();
+  const std::int32_t base_sequence = r.i32();
+  const std::int32_t count = r.i32();
+  if (!r.ok()) return corrupt("a record batch shorter than its header");
+  if (attributes & batch_compression_mask)
+    return batch_refusal{batch_fault::unsupported_compression,
+                         "compressed record batches are not supported; set compression.type=none"};
+  if (attributes & batch_control) return invalid("clients may not write control batches");
+  if (count <= 0 || count != last_offset_delta + 1)
+    return invalid("record count " + std::to_string(count) + " does not match lastOffsetDelta " +
+                   std::to_string(last_offset_delta));
+  const bool stamped = producer_id >= 0;
+  if (stamped != (producer_epoch >= 0) || stamped != (base_sequence >= 0))
+    return invalid("producer id, epoch and base sequence are all set or all -1");
+  if (!stamped && (attributes & batch_transactional)) return invalid("a transactional batch names its producer");
+  if (static_cast<std::size_t>(count) > r.left() / 7)  // the smallest record is 7 bytes
+    return corrupt("record count " + std::to_string(count) + " exceeds what the batch holds");
+
+  produced_batch out;
+  out.transactional = attributes & batch_transactional;
+  out.max_timestamp = max_timestamp;
+  if (stamped)
+    out.producer = storage::producer_stamp{static_cast<std::uint64_t>(producer_id),
+                                           static_cast<std::uint32_t>(producer_epoch),
+                                           static_cast<std::uint32_t>(base_sequence)};
+  out.records.reserve(static_cast<std::size_t>(count));
+  for (std::int32_t i = 0; i < count; ++i) {
+    const std::int32_t record_length = r.varint();
+    if (!r.ok() || record_length < 0 || static_cast<std::size_t>(record_length) > r.left())
+      return corrupt("record " + std::to_string(i) + " is cut short");
+    const std::string_view record_bytes = r.raw(static_cast<std::size_t>(record_length));
+    reader rec(record_bytes);
+    rec.i8();  // attributes: unused
+    const std::int64_t timestamp_delta = rec.varlong();
+    const std::int32_t offset_delta = rec.varint();
+    auto key = var_bytes(rec);
+    auto value = var_bytes(rec);
+    const std::size_t headers_at = rec.position();
+    const std::int32_t header_count = rec.varint();
+    if (header_count < 0 || static_cast<std::size_t>(header_count) > rec.left() / 2) rec.fail();
+    for (std::int32_t h = 0; rec.ok() && h < header_count; ++h) {
+      const std::int32_t key_length = rec.varint();
+      if (key_length < 0) rec.fail();
+      rec.raw(static_cast<std::size_t>(std::max(key_length, 0)));
+      var_bytes(rec);
+    }
+    if (!rec.ok() || rec.left() != 0) return corrupt("record " + std::to_string(i) + " is malformed");
+    if (offset_delta != i)
+      return invalid("record " + std::to_string(i) + " has offset delta " + std::to_string(offset_delta));
+    storage::record rec_out;
+    if (key) rec_out.key = std::string(*key);
+    if (value)
+      rec_out.value = std::string(*value);
+    else
+      rec_out.attributes |= storage::attr_null_value;
+    rec_out.timestamp_ms = base_timestamp + timestamp_delta;
+    // The headers as the client encoded them, from their count to the record's end (none: nothing kept).
+    if (header_count > 0) rec_out.headers = std::string(record_bytes.substr(headers_at));
+    out.records.push_back(std::move(rec_out));
+  }
+  if (r.left() != 0) return corrupt("bytes after the last record of the batch");
+  return out;
+}
+
+}  // namespace moonmq::kafka
+
+namespace moonmq::kafka {
+
+namespace {
+
+/// Whether `next` may share a batch with `first`: one producer's (or none's) records, alike in transaction and
+/// control, close enough for an offset delta.
+bool same_run(const storage::record_view& first, const storage::record_view& next) {
+  constexpr std::uint8_t kind = storage::attr_transactional | storage::attr_control;
+  if ((first.attributes & kind) != (next.attributes & kind)) return false;
+  if (first.producer.has_value() != next.producer.has_value()) return false;
+  if (first.producer && (first.producer->id != next.producer->id || first.producer->epoch != next.producer->epoch))
+    return false;
+  return next.offset - first.offset < (1u << 30) && next.timestamp_ms >= first.timestamp_ms - (1ll << 40);
+}
+
+void encode_record(const storage::record_view& v, std::int64_t offset_delta, std::int64_t timestamp_delta,
+                   std::string& scratch, writer& out) {
+  writer body;
+  body.i8(0);
+  body.varlong(timestamp_delta);
+  body.varlong(offset_delta);
+  if (v.key) {
+    body.varint(static_cast<std::int32_t>(v.key->size()));
+    body.raw(*v.key);
+  } else {
+    body.varint(-1);
+  }
+  if (v.attributes & storage::attr_null_value) {
+    body.varint(-1);
+  } else {
+    body.varint(static_cast<std::int32_t>(v.value.size()));
+    body.raw(v.value);
+  }
+  if (v.headers.empty())
+    body.varint(0);
+  else
+    body.raw(v.headers);
+  scratch = body.take();
+  out.varint(static_cast<std::int32_t>(scratch.size()));
+  out.raw(scratch);
+}
+
+}  // namespace
+
+void encode_batches(std::span<const storage::record_view> records, std::string& out) {
+  std::string scratch;
+  std::size_t i = 0;
+  while (i < records.size()) {
+    std::size_t end = i + 1;
+    while (end < records.size() && same_run(records[i], records[end])) ++end;
+    const auto& first = records[i];
+    std::int64_t max_timestamp = first.timestamp_ms;
+    for (std::size_t k = i; k < end; ++k) max_timestamp = std::max(max_timestamp, records[k].timestamp_ms);
+    writer w;
+    w.i64(static_cast<std::int64_t>(first.offset));
+    const std::size_t length_at = w.size();
+    w.i32(0);   // batchLength, below
+    w.i32(-1);  // partitionLeaderEpoch
+    w.i8(2);
+    const std::size_t crc_at = w.size();
+    w.i32(0);  // crc, below
+    std::int16_t attributes = 0;
+    if (first.attributes & storage::attr_transactional) attributes |= batch_transactional;
+    if (first.attributes & storage::attr_control) attributes |= batch_control;
+    w.i16(attributes);
+    w.i32(static_cast<std::int32_t>(records[end - 1].offset - first.offset));
+    w.i64(first.timestamp_ms);
+    w.i64(max_timestamp);
+    w.i64(first.producer ? static_cast<std::int64_t>(first.producer->id) : -1);
+    w.i16(first.producer ? static_cast<std::int16_t>(first.producer->epoch) : -1);
+    w.i32(first.producer ? static_cast<std::int32_t>(first.producer->sequence) : -1);
+    w.i32(static_cast<std::int32_t>(end - i));
+    for (std::size_t k = i; k < end; ++k)
+      encode_record(records[k], static_cast<std::int64_t>(records[k].offset - first.offset),
+                    records[k].timestamp_ms - first.timestamp_ms, scratch, w);
+    w.patch_i32(length_at, static_cast<std::int32_t>(w.size() - length_at - 4));
+    const std::string& b = w.bytes();
+    w.patch_i32(crc_at, static_cast<std::int32_t>(crc32c(b.data() + crc_at + 4, b.size() - crc_at - 4)));
+    out.append(b);
+    i = end;
+  }
+}
+
+}  // namespace moonmq::kafka
