@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 build=${FUZZ_BUILD:-build-fuzz}
-targets=(http1_request http1_response json_reader config_loader record_frames raft_message planner_snapshot txn_record topic_metadata)
+targets=(http1_request http1_response json_reader config_loader record_frames raft_message planner_snapshot txn_record topic_metadata kafka_request)
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DMOONMQ_FUZZ=ON -DMOONMQ_BUILD_TESTS=OFF -DMOONMQ_BUILD_BENCHMARKS=OFF \

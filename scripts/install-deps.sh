@@ -12,6 +12,7 @@ packages=(
   python3-pulp coinor-cbc
   iproute2 nftables
   clang libclang-rt-14-dev
+  kcat python3-confluent-kafka python3-kafka librdkafka-dev
 )
 
 missing=()

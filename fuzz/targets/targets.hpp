@@ -21,6 +21,7 @@ int raft_message(const std::uint8_t* data, std::size_t size);
 int planner_snapshot(const std::uint8_t* data, std::size_t size);
 int txn_record(const std::uint8_t* data, std::size_t size);
 int topic_metadata(const std::uint8_t* data, std::size_t size);
+int kafka_request(const std::uint8_t* data, std::size_t size);
 
 struct named_target {
   std::string_view name;
@@ -32,7 +33,7 @@ inline constexpr named_target all_targets[] = {
     {"http1_request", http1_request},   {"http1_response", http1_response}, {"json_reader", json_reader},
     {"config_loader", config_loader},   {"record_frames", record_frames},   {"raft_message", raft_message},
     {"planner_snapshot", planner_snapshot}, {"txn_record", txn_record},
-    {"topic_metadata", topic_metadata},
+    {"topic_metadata", topic_metadata}, {"kafka_request", kafka_request},
 };
 
 }  // namespace moonmq::fuzz

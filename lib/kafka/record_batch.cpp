@@ -175,7 +175,9 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     if (first.attributes & storage::attr_transactional) attributes |= batch_transactional;
     if (first.attributes & storage::attr_control) attributes |= batch_control;
     w.i16(attributes);
-    w.i32(static_cast<std::int32_t>(records[end - 1].offset - first.offset));
+    // The last offset delta reaches the last byte of the last record's frame, so that a client's next fetch offset
+    // (base + lastOffsetDelta + 1) is where the next record starts, and the log's end once it has read everything.
+    w.i32(static_cast<std::int32_t>(records[end - 1].offset + records[end - 1].frame_size - 1 - first.offset));
     w.i64(first.timestamp_ms);
     w.i64(max_timestamp);
     w.i64(first.producer ? static_cast<std::int64_t>(first.producer->id) : -1);

@@ -66,6 +66,8 @@ class moonmqd_process {
   /// namespace (`ip netns exec`), where `host` is its address.
   std::string host = "127.0.0.1";
   std::string netns;
+  /// With a port: configure() gives this broker a Kafka listener there, and names every peer's (Server.Kafka).
+  std::uint16_t kafka_port = 0;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -83,10 +85,14 @@ class moonmqd_process {
     for (auto* p : peers) {
       if (p == this) continue;
       if (!peer_list.empty()) peer_list += ",";
-      peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"" + p->host + ":" + std::to_string(p->cluster_port) + "\"}";
+      peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"" + p->host + ":" + std::to_string(p->cluster_port) + "\"";
+      if (p->kafka_port) peer_list += ",\"Kafka\":\"" + p->host + ":" + std::to_string(p->kafka_port) + "\"";
+      peer_list += "}";
     }
+    const std::string kafka =
+        kafka_port ? ",\"Kafka\":{\"Host\":\"" + host + "\",\"Port\":" + std::to_string(kafka_port) + "}" : "";
     std::ofstream(config_path) << "{\"Server\":{\"Host\":\"" << host << "\",\"Port\":" << api_port << ",\"DataDir\":\""
-                               << data_dir << "\"" << (server_extra.empty() ? "" : "," + server_extra)
+                               << data_dir << "\"" << kafka << (server_extra.empty() ? "" : "," + server_extra)
                                << ",\"Cluster\":{\"BrokerId\":\"" << id << "\",\"Host\":\"" << host
                                << "\",\"Port\":" << cluster_port
                                << ",\"Token\":\"" << token << "\",\"PeerTimeout\":3,\"Peers\":[" << peer_list << "]"

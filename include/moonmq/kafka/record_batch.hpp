@@ -12,7 +12,9 @@
 //
 // Offsets: a record's Kafka offset is its log offset (the byte position of its frame, see storage/record.hpp). A
 // fetch groups consecutive records of one producer run into a batch whose base offset is the first record's and whose
-// offset deltas are the byte distances, so a batch has gaps between its offsets, as compacted Kafka batches do.
+// offset deltas are the byte distances, so a batch has gaps between its offsets, as compacted Kafka batches do; its
+// last offset delta reaches the last byte of its last frame, so that a consumer that has read a batch fetches next
+// where the next record starts, and stands at the high watermark (no lag) once it has read the whole log.
 // Thread safety: pure functions.
 #pragma once
 

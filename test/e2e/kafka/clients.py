@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Real Kafka clients against moonmqd's Kafka listener, for test/e2e/kafka_e2e_test.cpp.
+
+Each subcommand prints what it saw as JSON lines on stdout and exits non-zero when a client reports an error.
+  create BOOTSTRAP TOPIC PARTITIONS            confluent-kafka's AdminClient: CreateTopics (then a second create
+                                               must fail with TOPIC_ALREADY_EXISTS)
+  produce BOOTSTRAP TOPIC COUNT [SECONDS]      an idempotent librdkafka producer (acks=all): COUNT records spread
+                                               over SECONDS, keys "k<i>", one header, CreateTime i; one line per ack
+  consume BOOTSTRAP TOPIC PARTITIONS           librdkafka consumer, assign mode from the beginning, until idle
+  kafka-python BOOTSTRAP TOPIC                 kafka-python: its version probe, a produce and a read back
+"""
+import json
+import sys
+import time
+
+
+def create(bootstrap, topic, partitions):
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({'bootstrap.servers': bootstrap})
+    for attempt in range(2):
+        fs = admin.create_topics([NewTopic(topic, num_partitions=int(partitions), replication_factor=1)])
+        try:
+            fs[topic].result(15)
+            print(json.dumps({'created': topic, 'attempt': attempt}))
+        except Exception as e:  # the second attempt must be refused
+            print(json.dumps({'refused': topic, 'attempt': attempt, 'error': str(e)}))
+            if attempt == 0:
+                return 1
+    return 0
+
+
+def produce(bootstrap, topic, count, seconds='0'):
+    from confluent_kafka import Producer
+    p = Producer({'bootstrap.servers': bootstrap, 'enable.idempotence': True, 'acks': 'all',
+                  'linger.ms': 5, 'message.timeout.ms': 60000})
+    count, seconds = int(count), float(seconds)
+    failed = []
+
+    def done(err, msg):
+        if err:
+            failed.append(str(err))
+            return
+        print(json.dumps({'partition': msg.partition(), 'offset': msg.offset(), 'key': msg.key().decode()}),
+              flush=True)
+
+    start = time.time()
+    for i in range(count):
+        p.produce(topic, key='k%d' % i, value='value-%d' % i, headers=[('h', b'x%d' % i)], timestamp=1000 + i,
+                  partition=i % 3, on_delivery=done)
+        p.poll(0)
+        if seconds:
+            wait = start + seconds * (i + 1) / count - time.time()
+            if wait > 0:
+                time.sleep(wait)
+    left = p.flush(60)
+    if failed or left:
+        print(json.dumps({'failed': failed[:5], 'unflushed': left}), flush=True)
+        return 1
+    return 0
+
+
+def consume(bootstrap, topic, partitions):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'unused', 'enable.auto.commit': False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(int(partitions))])
+    idle_since = time.time()
+    while time.time() - idle_since < 3:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            print(json.dumps({'error': str(m.error())}))
+            return 1
+        idle_since = time.time()
+        print(json.dumps({'partition': m.partition(), 'offset': m.offset(), 'key': m.key().decode(),
+                          'value': m.value().decode(), 'headers': [[k, v.decode()] for k, v in m.headers() or []],
+                          'timestamp': m.timestamp()[1]}))
+    c.close()
+    return 0
+
+
+def kafka_python(bootstrap, topic):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks='all')
+    sent = p.send(topic, key=b'kp', value=b'from kafka-python', headers=[('src', b'kp')], partition=1,
+                  timestamp_ms=4242).get(15)
+    p.close()
+    c = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=3000, auto_offset_reset='earliest')
+    c.assign([TopicPartition(topic, 1)])
+    c.seek(TopicPartition(topic, 1), sent.offset)
+    for m in c:
+        print(json.dumps({'offset': m.offset, 'key': m.key.decode(), 'value': m.value.decode(),
+                          'headers': [[k, v.decode()] for k, v in m.headers], 'timestamp': m.timestamp}))
+        break
+    c.close()
+    return 0
+
+
+if __name__ == '__main__':
+    commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python}
+    sys.exit(commands[sys.argv[1]](*sys.argv[2:]))

@@ -1,0 +1,222 @@
+// The Kafka listener with real clients (librdkafka through confluent-kafka and kcat, kafka-python) against three
+// moonmqd (docs/kafka.md): topics made by CreateTopics, records read back exactly as produced, an idempotent producer
+// that keeps producing while a partition moves, and hostile frames refused without harm.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rapidjson/document.h>
+
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
+#include "support/process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+const std::string clients = std::string(MOONMQ_SOURCE_DIR) + "/test/e2e/kafka/clients.py";
+
+struct kafka_cluster {
+  kafka_cluster() {
+    std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+    for (auto* b : all) b->kafka_port = free_port();
+    for (auto* b : all) b->configure(all);
+    for (auto* b : all) b->start();
+  }
+  std::string bootstrap(const moonmqd_process& b) const { return "127.0.0.1:" + std::to_string(b.kafka_port); }
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+};
+
+std::vector<rapidjson::Document> json_lines(const std::string& out) {
+  std::vector<rapidjson::Document> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    if (!d.HasParseError()) lines.push_back(std::move(d));
+  }
+  return lines;
+}
+
+process_result client(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{"/usr/bin/python3", clients};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv);
+}
+
+/// A raw connection to the Kafka port: sends `bytes`, returns what came back before the broker closed or 2 s passed.
+std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)!::write(fd, bytes.data(), bytes.size());
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return got;
+}
+
+std::string be32(std::uint32_t v) {
+  std::string s(4, '\0');
+  for (int i = 0; i < 4; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * (3 - i))) & 0xff);
+  return s;
+}
+
+/// ApiVersions v0 with correlation id 7: the size, key 18, version 0, correlation 7, client id "t".
+std::string api_versions_request() {
+  std::string body = std::string("\x00\x12\x00\x00", 4) + be32(7) + std::string("\x00\x01t", 3);
+  return be32(static_cast<std::uint32_t>(body.size())) + body;
+}
+
+}  // namespace
+
+TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, values, headers and timestamps",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  auto made = client({"create", c.bootstrap(c.b2), "kt", "3"});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK_THAT(made.out, Catch::Contains("\"created\": \"kt\"") && Catch::Contains("\"refused\": \"kt\""));
+
+  auto produced = client({"produce", c.bootstrap(c.b1), "kt", "300"});
+  INFO(produced.out << produced.err);
+  REQUIRE(produced.exit_code == 0);
+  const auto acks = json_lines(produced.out);
+  REQUIRE(acks.size() == 300);
+
+  auto consumed = client({"consume", c.bootstrap(c.b3), "kt", "3"});
+  INFO(consumed.err);
+  REQUIRE(consumed.exit_code == 0);
+  const auto seen = json_lines(consumed.out);
+  REQUIRE(seen.size() == 300);
+  std::map<std::string, int> times;
+  std::map<int, std::int64_t> last_offset;
+  for (const auto& m : seen) {
+    const std::string key = m["key"].GetString();
+    const int i = std::stoi(key.substr(1));
+    ++times[key];
+    CHECK(m["partition"].GetInt() == i % 3);
+    CHECK(std::string(m["value"].GetString()) == "value-" + std::to_string(i));
+    CHECK(m["timestamp"].GetInt64() == 1000 + i);
+    REQUIRE(m["headers"].Size() == 1);
+    CHECK(std::string(m["headers"][0][1].GetString()) == "x" + std::to_string(i));
+    // Offsets increase within a partition.
+    const int p = m["partition"].GetInt();
+    if (last_offset.count(p)) CHECK(m["offset"].GetInt64() > last_offset[p]);
+    last_offset[p] = m["offset"].GetInt64();
+  }
+  CHECK(times.size() == 300);
+  // The first record of each acknowledged batch is where the producer was told it went.
+  std::set<std::pair<int, std::int64_t>> at;
+  for (const auto& m : seen) at.insert({m["partition"].GetInt(), m["offset"].GetInt64()});
+  CHECK(at.count({acks[0]["partition"].GetInt(), acks[0]["offset"].GetInt64()}) == 1);
+
+  // kcat reads the same records; kafka-python's version probe, produce and read back work too.
+  auto kcat = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kt", "-p", "0", "-o", "beginning", "-e",
+                           "-f", "%k=%s;%h\n"});
+  CHECK(kcat.exit_code == 0);
+  CHECK_THAT(kcat.out, Catch::Contains("k0=value-0;h=x0") && Catch::Contains("k297=value-297;h=x297"));
+  auto kp = client({"kafka-python", c.bootstrap(c.b1), "kt"});
+  INFO(kp.out << kp.err);
+  REQUIRE(kp.exit_code == 0);
+  CHECK_THAT(kp.out, Catch::Contains("\"value\": \"from kafka-python\"") && Catch::Contains("\"timestamp\": 4242") &&
+                         Catch::Contains("[\"src\", \"kp\"]"));
+}
+
+TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions move, and loses or repeats nothing",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "km", "3"}).exit_code == 0);
+  process_result produced;
+  std::thread producer([&] { produced = client({"produce", c.bootstrap(c.b1), "km", "3000", "12"}); });
+  // Every partition moves once, to the next broker, while the producer runs.
+  std::map<std::string, std::string> next{{"b1", "b2"}, {"b2", "b3"}, {"b3", "b1"}};
+  std::vector<moonmqd_process*> all{&c.b1, &c.b2, &c.b3};
+  for (int p = 0; p < 3; ++p) {
+    std::string owner;
+    for (auto* b : all) {
+      auto r = b->api().Get(("/v1/topics/km/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+      if (r && r->status == 200) owner = b->id;
+    }
+    REQUIRE(!owner.empty());
+    auto r = c.b1.api().Post("/v1/reassignments",
+                             "{\"topic\":\"km\",\"partition\":" + std::to_string(p) + ",\"dest\":\"" + next[owner] + "\"}",
+                             "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status / 100 == 2);
+    const bool moved = eventually(
+        [&] {
+          for (auto* b : all)
+            if (b->id == next[owner]) {
+              auto got = b->api().Get(("/v1/topics/km/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+              return got && got->status == 200;
+            }
+          return false;
+        },
+        std::chrono::seconds(30));
+    REQUIRE(moved);
+  }
+  producer.join();
+  INFO(produced.out.substr(produced.out.size() > 2000 ? produced.out.size() - 2000 : 0) << produced.err);
+  REQUIRE(produced.exit_code == 0);
+  REQUIRE(json_lines(produced.out).size() == 3000);
+
+  auto consumed = client({"consume", c.bootstrap(c.b2), "km", "3"});
+  REQUIRE(consumed.exit_code == 0);
+  std::map<std::string, int> times;
+  std::map<int, int> last_index;
+  for (const auto& m : json_lines(consumed.out)) {
+    const std::string key = m["key"].GetString();
+    const int i = std::stoi(key.substr(1));
+    ++times[key];
+    const int p = m["partition"].GetInt();
+    if (last_index.count(p)) CHECK(i > last_index[p]);  // in order within a partition
+    last_index[p] = i;
+  }
+  CHECK(times.size() == 3000);
+  for (const auto& [key, n] : times)
+    if (n != 1) FAIL(key << " read " << n << " times");
+}
+
+TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e2e][kafka]") {
+  kafka_cluster c;
+  const std::uint16_t port = c.b1.kafka_port;
+  // A size beyond the limit before authentication (64 KiB): closed before anything is allocated.
+  CHECK(raw_exchange(port, be32(200u << 20)).empty());
+  // An API this broker does not answer (key 999), and a version out of range (Metadata v99): closed.
+  CHECK(raw_exchange(port, be32(10) + std::string("\x03\xe7\x00\x00", 4) + be32(1) + std::string("\x00\x00", 2)).empty());
+  CHECK(raw_exchange(port, be32(10) + std::string("\x00\x03\x00\x63", 4) + be32(1) + std::string("\x00\x00", 2)).empty());
+  // A truncated request (a header cut short): closed.
+  CHECK(raw_exchange(port, be32(3) + std::string("\x00\x12\x00", 3)).empty());
+  // ApiVersions v99 gets the v0 answer with UNSUPPORTED_VERSION (35), KIP-511.
+  std::string body = std::string("\x00\x12\x00\x63", 4) + be32(9) + std::string("\x00\x00", 2);
+  auto answer = raw_exchange(port, be32(static_cast<std::uint32_t>(body.size())) + body);
+  REQUIRE(answer.size() > 10);
+  CHECK(answer.substr(4, 4) == be32(9));
+  CHECK(answer.substr(8, 2) == std::string("\x00\x23", 2));
+  // The broker still answers.
+  auto ok = raw_exchange(port, api_versions_request());
+  REQUIRE(ok.size() > 10);
+  CHECK(ok.substr(8, 2) == std::string("\x00\x00", 2));
+}

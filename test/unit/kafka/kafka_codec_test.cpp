@@ -1,0 +1,134 @@
+// The Kafka codec: primitives, record batches as produced and as fetched, and the refusals a produce can meet.
+#include <catch2/catch.hpp>
+
+#include <variant>
+
+#include "moonmq/kafka/codec.hpp"
+#include "moonmq/kafka/messages.hpp"
+#include "moonmq/kafka/record_batch.hpp"
+
+using namespace moonmq;
+
+namespace {
+
+void put_be32(std::string& s, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) s[at + static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * (3 - i))) & 0xff);
+}
+
+/// One record encoded as a fetch encodes the log's frames, then as a produce sends it: the last offset delta is the
+/// record count less one (a fetch's reaches the frame's last byte), CRC recomputed.
+std::string batch_of(std::vector<storage::record> records) {
+  std::string frames;
+  for (const auto& r : records) storage::encode_frame(r, frames);
+  auto views = storage::decode_frames(frames, 0);
+  std::string out;
+  kafka::encode_batches(views, out);
+  REQUIRE(records.size() == 1);
+  CHECK(kafka::reader(out.substr(23, 4)).i32() == static_cast<std::int32_t>(views[0].frame_size - 1));
+  put_be32(out, 23, 0);
+  put_be32(out, 17, crc32c(out.data() + 21, out.size() - 21));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("kafka codec: varints, strings and arrays round-trip, and a length past the input fails the reader",
+          "[kafka]") {
+  kafka::writer w;
+  w.varlong(-1);
+  w.varlong(300);
+  w.uvarint(1u << 28);
+  w.string("abc", false);
+  w.string("de", true);
+  w.nullable_string(std::nullopt, false);
+  w.array_count(2, false);
+  kafka::reader r(w.bytes());
+  CHECK(r.varlong() == -1);
+  CHECK(r.varlong() == 300);
+  CHECK(r.uvarint() == 1u << 28);
+  CHECK(r.string_or_empty(false) == "abc");
+  CHECK(r.string_or_empty(true) == "de");
+  CHECK(!r.string(false, true).has_value());
+  CHECK(r.ok());
+  // Two elements of at least 4 bytes each cannot fit in what is left (nothing): refused before any allocation.
+  CHECK(r.array_count(false, 4) == 0);
+  CHECK(!r.ok());
+
+  kafka::reader huge(std::string("\x7f\xff\xff\xff", 4));
+  CHECK(!huge.bytes(false).has_value());
+  CHECK(!huge.ok());
+  kafka::reader null_not_allowed(std::string("\xff\xff", 2));
+  null_not_allowed.string(false, false);
+  CHECK(!null_not_allowed.ok());
+}
+
+TEST_CASE("kafka record batch: what a fetch encodes, a produce decodes, with key, value, headers and timestamp",
+          "[kafka]") {
+  storage::record rec;
+  rec.key = "k";
+  rec.value = "v";
+  rec.timestamp_ms = 1234;
+  rec.headers = std::string("\x02\x02h\x02x", 5);  // one header: h = x
+  auto decoded = kafka::decode_produced_batch(batch_of({rec}));
+  REQUIRE(std::holds_alternative<kafka::produced_batch>(decoded));
+  const auto& b = std::get<kafka::produced_batch>(decoded);
+  REQUIRE(b.records.size() == 1);
+  CHECK(b.records[0].key == std::optional<std::string>("k"));
+  CHECK(b.records[0].value == "v");
+  CHECK(b.records[0].timestamp_ms == 1234);
+  CHECK(b.records[0].headers == rec.headers);
+  CHECK(!b.producer.has_value());
+
+  storage::record tombstone;
+  tombstone.attributes = storage::attr_null_value;
+  auto null_value = kafka::decode_produced_batch(batch_of({tombstone}));
+  REQUIRE(std::holds_alternative<kafka::produced_batch>(null_value));
+  CHECK(std::get<kafka::produced_batch>(null_value).records[0].attributes & storage::attr_null_value);
+  CHECK(!std::get<kafka::produced_batch>(null_value).records[0].key.has_value());
+}
+
+TEST_CASE("kafka record batch: a bad CRC, a control batch, a wrong count and a second batch are refused", "[kafka]") {
+  storage::record rec;
+  rec.value = "payload";
+  const std::string good = batch_of({rec});
+  auto fault = [](const std::string& bytes) {
+    auto d = kafka::decode_produced_batch(bytes);
+    return std::holds_alternative<kafka::batch_refusal>(d) ? std::get<kafka::batch_refusal>(d).fault
+                                                           : static_cast<kafka::batch_fault>(-1);
+  };
+  std::string flipped = good;
+  flipped.back() ^= 1;
+  CHECK(fault(flipped) == kafka::batch_fault::corrupt);
+
+  // The attributes (offset 21) with the control bit, CRC recomputed: a client may not write markers.
+  std::string control = good;
+  control[22] = static_cast<char>(control[22] | kafka::batch_control);
+  put_be32(control, 17, crc32c(control.data() + 21, control.size() - 21));
+  CHECK(fault(control) == kafka::batch_fault::invalid);
+
+  CHECK(fault(good + good) == kafka::batch_fault::corrupt);
+  CHECK(fault(good.substr(0, 30)) == kafka::batch_fault::corrupt);
+
+  std::string old_format = good;
+  old_format[16] = 1;
+  CHECK(fault(old_format) == kafka::batch_fault::unsupported_magic);
+}
+
+TEST_CASE("kafka framing: an ApiVersions of an unknown version is read far enough to answer it", "[kafka]") {
+  const std::string request("\x00\x12\x00\x63\x00\x00\x00\x09", 8);
+  kafka::reader r(request);
+  kafka::request_header h;
+  REQUIRE(kafka::decode_header(r, h));
+  CHECK(h.api_key == 18);
+  CHECK(h.api_version == 99);
+  CHECK(h.correlation_id == 9);
+  kafka::writer w;
+  kafka::start_response(w, h);
+  kafka::encode(w, 0, kafka::api_versions_response{kafka::error_code::unsupported_version});
+  kafka::finish_response(w);
+  kafka::reader answer(w.bytes());
+  CHECK(answer.i32() == static_cast<std::int32_t>(w.size() - 4));
+  CHECK(answer.i32() == 9);
+  CHECK(answer.i16() == kafka::error_code::unsupported_version);
+  CHECK(answer.array_count(false, 6) == static_cast<std::int32_t>(kafka::supported_versions().size()));
+}
