@@ -1,5 +1,7 @@
 #include "kafka_api.hpp"
 
+#include <openssl/rand.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -72,6 +74,13 @@ struct kafka_api::impl {
   std::map<std::string, std::int32_t> node_of;  ///< broker id -> Kafka node id
   std::map<std::int32_t, std::pair<std::string, std::int32_t>> address_of;  ///< node id -> advertised address
   bool tokens = false;
+  /// SCRAM-SHA-256: each token's credential, derived once from its Token under a salt drawn per Name.
+  struct scram_user {
+    std::vector<kafka::scram::credential> credentials;
+    std::vector<role> roles;  ///< of each credential
+  };
+  std::map<std::string, scram_user> scram_users;
+  std::string scram_secret;  ///< drawn at start: an unknown user's stable, unmatchable credential
 
   explicit impl(kafka_api_parts parts) : p(std::move(parts)) {
     // Node ids: each broker's place in the sorted list of the cluster's broker ids, from 1, so that every broker of
@@ -86,6 +95,22 @@ struct kafka_api::impl {
       for (const auto& peer : p.cfg->cluster->peers)
         if (peer.kafka_port) address_of[node_of[peer.id]] = {peer.kafka_host, peer.kafka_port};
     tokens = p.cfg->auth && !p.cfg->auth->tokens.empty();
+    if (tokens) {
+      scram_secret = random_bytes(32);
+      for (const auto& t : p.cfg->auth->tokens) {
+        auto& user = scram_users[t.name];
+        const std::string salt = user.credentials.empty() ? random_bytes(16) : user.credentials.front().salt;
+        user.credentials.push_back(kafka::scram::derive(t.token, salt));
+        user.roles.push_back(t.role == "admin" ? role::admin : role::client);
+      }
+    }
+  }
+
+  static std::string random_bytes(std::size_t n) {
+    std::string out(n, '\0');
+    if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1)
+      throw std::runtime_error("the system's random source failed");
+    return out;
   }
 
   std::int32_t node(const std::string& broker) const {
@@ -113,6 +138,43 @@ struct kafka_api::impl {
       if (constant_time_equal(t.token, password) && t.name == user && !granted)
         granted = t.role == "admin" ? role::admin : role::client;
     return granted;
+  }
+
+  struct sasl_step {
+    bool ok = false;     ///< false: authentication failed (answered, then the connection is closed)
+    std::string answer;  ///< the server's next SASL message (empty for PLAIN)
+  };
+
+  /// One client SASL message under the mechanism the handshake chose: PLAIN in one step, SCRAM-SHA-256 in two
+  /// (client-first → server-first, client-final → server-final). `s.authenticated` is set when it succeeds.
+  sasl_step authenticate(session& s, std::string_view message) const {
+    using mech = session::mechanism;
+    if (s.chosen == mech::plain) {
+      auto granted = plain(message);
+      if (!granted) return {};
+      s.authenticated = true;
+      s.granted = granted;
+      return {true, {}};
+    }
+    if (s.chosen != mech::scram_sha_256) return {};
+    if (!s.scram) {
+      s.scram.emplace();
+      auto user = s.scram->first(message);
+      if (!user) return {};
+      auto known = scram_users.find(*user);
+      // An unknown user is challenged like a known one, and fails at the proof.
+      std::vector<kafka::scram::credential> candidates =
+          known != scram_users.end() ? known->second.credentials
+                                     : std::vector{kafka::scram::unknown_user(*user, scram_secret)};
+      return {true, s.scram->challenge(std::move(candidates), kafka::scram::base64(random_bytes(18)))};
+    }
+    auto final_message = s.scram->finish(message);
+    auto known = scram_users.find(s.scram->user());
+    if (!final_message || known == scram_users.end()) return {};
+    s.authenticated = true;
+    s.granted = known->second.roles[s.scram->matched()];
+    s.scram.reset();
+    return {true, std::move(*final_message)};
   }
 
   // ---- Metadata ----
@@ -480,13 +542,15 @@ kafka_api::session kafka_api::open_session() const {
 kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool final_attempt) {
   auto& m = *m_;
   if (s.raw_sasl) {
-    // After SaslHandshake v0 the client sends its PLAIN message bare; success is an empty bare answer.
-    s.raw_sasl = false;
-    auto granted = m.plain(bytes);
-    if (!granted) return {std::nullopt, true};
-    s.authenticated = true;
-    s.granted = granted;
-    return {std::string(4, '\0')};
+    // After SaslHandshake v0 the client sends its SASL messages bare, and each answer goes back bare: an empty frame
+    // for PLAIN's success, SCRAM's server-first and server-final. A failure closes the connection.
+    auto step = m.authenticate(s, bytes);
+    if (!step.ok) return {std::nullopt, true};
+    s.raw_sasl = !s.authenticated;
+    kafka::writer w;
+    w.i32(static_cast<std::int32_t>(step.answer.size()));
+    w.raw(step.answer);
+    return {w.take()};
   }
   kafka::reader r(bytes);
   kafka::request_header h;
@@ -512,14 +576,21 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
       kafka::sasl_handshake_request req;
       if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
       kafka::sasl_handshake_response out;
-      out.mechanisms = {"PLAIN"};
-      if (req.mechanism != "PLAIN" || !m.tokens) {
+      out.mechanisms = {"PLAIN", std::string(kafka::scram::mechanism)};
+      const auto chosen = req.mechanism == "PLAIN"                   ? session::mechanism::plain
+                          : req.mechanism == kafka::scram::mechanism ? session::mechanism::scram_sha_256
+                                                                     : session::mechanism::none;
+      if (chosen == session::mechanism::none || !m.tokens || s.handshake_done) {
         out.error = ec::unsupported_sasl_mechanism;
         if (!m.tokens) out.mechanisms.clear();
-      } else {
-        s.handshake_done = true;
-        s.raw_sasl = h.api_version == 0;
+        if (s.handshake_done) out.error = ec::illegal_sasl_state;
+        auto refused = impl::frame(h, out);
+        refused.close = true;
+        return refused;
       }
+      s.chosen = chosen;
+      s.handshake_done = true;
+      s.raw_sasl = h.api_version == 0;
       return impl::frame(h, out);
     }
     case api::sasl_authenticate: {
@@ -533,16 +604,15 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
         refused.close = true;
         return refused;
       }
-      auto granted = m.plain(req.auth_bytes);
-      if (!granted) {
+      auto step = m.authenticate(s, req.auth_bytes);
+      if (!step.ok) {
         out.error = ec::sasl_authentication_failed;
-        out.message = "authentication failed: unknown user or wrong password";
+        out.message = "authentication failed: unknown user, wrong password or a malformed SASL message";
         auto refused = impl::frame(h, out);
         refused.close = true;
         return refused;
       }
-      s.authenticated = true;
-      s.granted = granted;
+      out.auth_bytes = std::move(step.answer);
       return impl::frame(h, out);
     }
     case api::metadata: {

@@ -4,8 +4,8 @@
 // elsewhere is NOT_LEADER_OR_FOLLOWER, and the client follows Metadata), offsets = log offsets.
 //
 // Authentication is per connection (a `session`): with client tokens configured, only ApiVersions and the SASL
-// requests are answered until SASL PLAIN succeeds (user = a token's Name, password = its Token); the token's role then
-// decides what the connection may do (client: produce, fetch, offsets, metadata, producer ids; admin: also topics).
+// requests are answered until SASL PLAIN or SCRAM-SHA-256 succeeds (user = a token's Name, password = its Token); the
+// token's role then decides what the connection may do (client: produce, fetch, offsets, metadata, producer ids; admin: also topics).
 // Thread safety: handle() may be called concurrently for different sessions; one session's calls are serialized by
 // its connection.
 #pragma once
@@ -23,6 +23,7 @@
 #include "moonmq/frontend/produce.hpp"
 #include "moonmq/frontend/topic_admin.hpp"
 #include "moonmq/frontend/transactions.hpp"
+#include "moonmq/kafka/scram.hpp"
 #include "moonmq/storage/partition_store.hpp"
 
 namespace moonmq::daemon {
@@ -48,8 +49,11 @@ class kafka_api {
   struct session {
     bool authenticated = false;
     std::optional<role> granted;  ///< the role of the token it authenticated with (none: every role, no tokens)
-    bool handshake_done = false;  ///< SaslHandshake chose PLAIN: the next request authenticates
-    bool raw_sasl = false;        ///< SaslHandshake v0: the next frame is a bare SASL token, answered bare
+    enum class mechanism { none, plain, scram_sha_256 };
+    mechanism chosen = mechanism::none;  ///< what SaslHandshake chose: the next requests authenticate
+    bool handshake_done = false;
+    bool raw_sasl = false;  ///< SaslHandshake v0: the next frames are bare SASL tokens, answered bare
+    std::optional<kafka::scram::server_exchange> scram;  ///< a SCRAM exchange under way
   };
   session open_session() const;
 

@@ -6,6 +6,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/thread_pool.hpp>
 #include <asio/use_awaitable.hpp>
@@ -15,7 +16,10 @@
 #include <mutex>
 #include <thread>
 
+#include <openssl/ssl.h>
+
 #include "moonmq/core/offload.hpp"
+#include "transport/tls_context.hpp"
 
 namespace moonmq::daemon {
 
@@ -30,14 +34,18 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
   struct connection {
     explicit connection(asio::io_context& io) : socket(io), deadline(io) {}
     tcp::socket socket;
+    /// Under Server.Kafka.Tls: every byte goes through it (it reads and writes `socket`).
+    std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
     asio::steady_timer deadline;
-    bool authenticated = false;
+    /// The TLS handshake (when there is one) is done and the client authenticated: the deadline no longer applies.
+    bool admitted = false;
   };
 
   impl(const cluster::server_config& c, kafka_api& a) : cfg(c), api(a), acceptor(io) {}
 
   const cluster::server_config& cfg;
   kafka_api& api;
+  std::shared_ptr<transport::tls_context> tls;  ///< none: plain TCP
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
   asio::thread_pool handlers{4};
@@ -66,12 +74,17 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
     }
   }
 
+  /// Counts the connection, and until it is admitted (handshake done, client authenticated) holds it to the
+  /// unauthenticated cap and the authentication deadline; a TLS handshake is under both, with or without tokens.
   void admit(const std::shared_ptr<connection>& c) {
     open.push_back(c);
-    const auto session = api.open_session();
-    c->authenticated = session.authenticated;
-    if (c->authenticated) return;
-    std::erase_if(waiting, [](const auto& w) { return w.expired(); });
+    c->admitted = api.open_session().authenticated && !tls;
+    if (c->admitted) return;
+    // Only connections still waiting count (and may be evicted); an admitted one is never closed for a newcomer.
+    std::erase_if(waiting, [](const auto& w) {
+      const auto conn = w.lock();
+      return !conn || conn->admitted;
+    });
     while (waiting.size() >= cfg.limits.max_unauthenticated_connections) {
       if (auto oldest = waiting.front().lock()) close(*oldest);
       waiting.pop_front();
@@ -81,8 +94,22 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
     std::weak_ptr<connection> weak = c;
     c->deadline.async_wait([weak](const asio::error_code& ec) {
       if (ec) return;
-      if (auto conn = weak.lock(); conn && !conn->authenticated) close(*conn);
+      if (auto conn = weak.lock(); conn && !conn->admitted) close(*conn);
     });
+  }
+
+  static asio::awaitable<void> read_exact(connection& c, asio::mutable_buffer into, asio::error_code& ec) {
+    if (c.tls)
+      co_await asio::async_read(*c.tls, into, asio::redirect_error(asio::use_awaitable, ec));
+    else
+      co_await asio::async_read(c.socket, into, asio::redirect_error(asio::use_awaitable, ec));
+  }
+
+  static asio::awaitable<void> write_all(connection& c, asio::const_buffer from, asio::error_code& ec) {
+    if (c.tls)
+      co_await asio::async_write(*c.tls, from, asio::redirect_error(asio::use_awaitable, ec));
+    else
+      co_await asio::async_write(c.socket, from, asio::redirect_error(asio::use_awaitable, ec));
   }
 
   static void close(connection& c) {
@@ -101,9 +128,21 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
     kafka_api::session session = self->api.open_session();
     std::string frame;
     asio::error_code ec;
+    if (self->tls) {
+      c->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c->socket, SSL_new(self->tls->native()));
+      co_await c->tls->async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        self->forget(c);
+        co_return;
+      }
+    }
     for (;;) {
+      if (session.authenticated && !c->admitted) {
+        c->admitted = true;
+        c->deadline.cancel();
+      }
       char prefix[4];
-      co_await asio::async_read(c->socket, asio::buffer(prefix, 4), asio::redirect_error(asio::use_awaitable, ec));
+      co_await read_exact(*c, asio::buffer(prefix, 4), ec);
       if (ec) break;
       const std::uint32_t size = (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[0])) << 24) |
                                  (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[1])) << 16) |
@@ -113,7 +152,7 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       const std::size_t limit = session.authenticated ? self->cfg.kafka->max_request_bytes : unauthenticated_request_limit;
       if (size == 0 || size > limit) break;
       frame.assign(size, '\0');
-      co_await asio::async_read(c->socket, asio::buffer(frame), asio::redirect_error(asio::use_awaitable, ec));
+      co_await read_exact(*c, asio::buffer(frame), ec);
       if (ec) break;
       auto handle = [&self, &session, &frame](bool final_attempt) {
         return self->api.handle(session, frame, final_attempt);
@@ -132,12 +171,8 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
         } while (reply.wait_ms > 0);
         if (reply.wait_ms > 0) break;
       }
-      if (session.authenticated && !c->authenticated) {
-        c->authenticated = true;
-        c->deadline.cancel();
-      }
       if (reply.bytes) {
-        co_await asio::async_write(c->socket, asio::buffer(*reply.bytes), asio::redirect_error(asio::use_awaitable, ec));
+        co_await write_all(*c, asio::buffer(*reply.bytes), ec);
         if (ec) break;
       }
       if (reply.close) break;
@@ -152,6 +187,12 @@ result<std::unique_ptr<kafka_listener>> kafka_listener::start(const cluster::ser
   std::unique_ptr<kafka_listener> l(new kafka_listener());
   l->m_ = std::make_shared<impl>(cfg, api);
   auto& m = *l->m_;
+  if (const auto& t = cfg.kafka->tls) {
+    auto context = transport::tls_context::create(
+        transport::tls_options{t->cert_file, t->key_file, t->ca_file, t->verify_peer}, transport::tls_context::side::server);
+    if (!context) return error{context.code(), "Server.Kafka.Tls: " + context.message()};
+    m.tls = std::move(*context);
+  }
   asio::error_code ec;
   const auto address = asio::ip::make_address(cfg.kafka->host, ec);
   const std::string where = "Server.Kafka: " + cfg.kafka->host + ":" + std::to_string(cfg.kafka->port);

@@ -119,6 +119,24 @@ bool read_port(json::object_reader& r, std::string_view key, std::uint16_t& out)
   return true;
 }
 
+/// A `Tls` section (the cluster's and the Kafka listener's share the shape).
+result<tls_config> read_tls(const rapidjson::Value& v, const std::string& path) {
+  json::object_reader tr(v, path);
+  tls_config t;
+  std::string verify = "required";  // mutual TLS unless "none" is asked for explicitly
+  tr.get("CertFile", t.cert_file, true);
+  tr.get("KeyFile", t.key_file, true);
+  tr.get("CaFile", t.ca_file);
+  tr.get("Verify", verify);
+  if (tr.ok() && verify != "none" && verify != "required")
+    tr.fail("Verify", "expected \"none\" or \"required\", got \"" + verify + "\"");
+  t.verify_peer = verify == "required";
+  if (tr.ok() && t.verify_peer && t.ca_file.empty())
+    tr.fail("CaFile", "is required when Verify is \"required\" (the default; \"none\" only encrypts)");
+  if (auto s = tr.finish(); !s) return s.err();
+  return t;
+}
+
 status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_config& c) {
   json::object_reader r(v, path);
   r.get("BrokerId", c.broker_id, true);
@@ -169,20 +187,8 @@ status read_cluster(const rapidjson::Value& v, const std::string& path, cluster_
     }
   }
   if (const auto* tls = r.member("Tls"); tls && r.ok()) {
-    json::object_reader tr(*tls, r.child_path("Tls"));
-    tls_config t;
-    std::string verify = "required";  // mutual TLS unless "none" is asked for explicitly
-    tr.get("CertFile", t.cert_file, true);
-    tr.get("KeyFile", t.key_file, true);
-    tr.get("CaFile", t.ca_file);
-    tr.get("Verify", verify);
-    if (tr.ok() && verify != "none" && verify != "required")
-      tr.fail("Verify", "expected \"none\" or \"required\", got \"" + verify + "\"");
-    t.verify_peer = verify == "required";
-    if (tr.ok() && t.verify_peer && t.ca_file.empty())
-      tr.fail("CaFile", "is required when Verify is \"required\" (the default; \"none\" only encrypts)");
-    if (auto s = tr.finish(); !s) return s;
-    c.tls = t;
+    if (auto t = read_tls(*tls, r.child_path("Tls")); t) c.tls = *t;
+    else return t.to_status();
   }
   if (const auto* raft = r.member("Raft"); raft && r.ok()) {
     json::object_reader rr(*raft, r.child_path("Raft"));
@@ -326,6 +332,10 @@ result<server_config> parse_settings(std::string_view text, const environment& e
     k.get("AdvertisedHost", kc.advertised_host);
     k.get("AdvertisedPort", advertised_port);
     k.get("MaxRequestBytes", kc.max_request_bytes);
+    if (const auto* tls = k.member("Tls"); tls && k.ok()) {
+      if (auto t = read_tls(*tls, k.child_path("Tls")); t) kc.tls = *t;
+      else return fail(t.to_status());
+    }
     if (k.ok() && (port < 1 || port > 65535)) k.fail("Port", "must be from 1 to 65535");
     if (k.ok() && advertised_port > 65535) k.fail("AdvertisedPort", "must be from 1 to 65535");
     if (k.ok() && (kc.max_request_bytes < 1024 || kc.max_request_bytes > (1u << 30)))

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/certificates.hpp"
 #include "support/daemon_process.hpp"
 #include "support/eventually.hpp"
 #include "support/process.hpp"
@@ -219,4 +220,99 @@ TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e
   auto ok = raw_exchange(port, api_versions_request());
   REQUIRE(ok.size() > 10);
   CHECK(ok.substr(8, 2) == std::string("\x00\x00", 2));
+}
+
+TEST_CASE("e2e kafka: SASL PLAIN and SCRAM-SHA-256 over TLS, with the token's role, from librdkafka, kcat and kafka-python",
+          "[e2e][kafka][security]") {
+  temp_dir dir;
+  const auto certs = make_certificates(dir.path());
+  moonmqd_process b("b1", dir.path());
+  b.kafka_port = free_port();
+  b.kafka_extra = "\"Tls\": {\"CertFile\": \"" + certs.node_cert() + "\", \"KeyFile\": \"" + certs.node_key() +
+                  "\", \"Verify\": \"none\"}";
+  const std::string client_token = "client-token-0123456789", admin_token = "admin-token-0123456789ab";
+  b.configure({&b}, "",
+              R"("Auth": {"Tokens": [{"Name": "app", "Token": ")" + client_token +
+                  R"(", "Role": "client"}, {"Name": "ops", "Token": ")" + admin_token + R"(", "Role": "admin"}]})");
+  b.start();
+  auto settings = [&](const std::string& mechanism, const std::string& user, const std::string& password) {
+    return R"({"bootstrap.servers": "127.0.0.1:)" + std::to_string(b.kafka_port) +
+           R"(", "security.protocol": "SASL_SSL", "ssl.ca.location": ")" + certs.ca() + R"(", "sasl.mechanism": ")" +
+           mechanism + R"(", "sasl.username": ")" + user + R"(", "sasl.password": ")" + password + "\"}";
+  };
+
+  // A client token may not create topics; an admin token may, with either mechanism.
+  auto refused = client({"create", settings("SCRAM-SHA-256", "app", client_token), "st", "3"});
+  INFO(refused.out << refused.err);
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.out, Catch::Contains("AUTHORIZATION"));
+  auto made = client({"create", settings("SCRAM-SHA-256", "ops", admin_token), "st", "3"});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+
+  // A client token produces with SCRAM and reads back with PLAIN.
+  auto produced = client({"produce", settings("SCRAM-SHA-256", "app", client_token), "st", "60"});
+  INFO(produced.out << produced.err);
+  REQUIRE(produced.exit_code == 0);
+  CHECK(json_lines(produced.out).size() == 60);
+  auto consumed = client({"consume", settings("PLAIN", "app", client_token), "st", "3"});
+  INFO(consumed.err);
+  REQUIRE(consumed.exit_code == 0);
+  CHECK(json_lines(consumed.out).size() == 60);
+
+  // kafka-python: SaslHandshake v0 and bare SCRAM messages, over TLS.
+  auto kp = client({"kafka-python", settings("SCRAM-SHA-256", "app", client_token), "st"});
+  INFO(kp.out << kp.err);
+  CHECK(kp.exit_code == 0);
+  CHECK_THAT(kp.out, Catch::Contains("\"value\": \"from kafka-python\""));
+
+  // A wrong password, an unknown user, and a token's password under another user's name are refused by both
+  // mechanisms.
+  for (const auto& mechanism : {std::string("SCRAM-SHA-256"), std::string("PLAIN")})
+    for (const auto& [user, password] : std::vector<std::pair<std::string, std::string>>{
+             {"app", "wrong-password-0123456"}, {"nobody", client_token}, {"ops", client_token}}) {
+      auto kcat = run_process({"/usr/bin/kcat", "-L", "-m", "2", "-b", "127.0.0.1:" + std::to_string(b.kafka_port), "-X",
+                               "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + certs.ca(), "-X",
+                               "sasl.mechanisms=" + mechanism, "-X", "sasl.username=" + user, "-X",
+                               "sasl.password=" + password});
+      INFO(mechanism << " " << user << ": " << kcat.out << kcat.err);
+      CHECK(kcat.exit_code != 0);
+      CHECK_THAT(kcat.err, Catch::Contains("uthentication failed"));
+    }
+  auto listed = run_process({"/usr/bin/kcat", "-L", "-m", "5", "-b", "127.0.0.1:" + std::to_string(b.kafka_port), "-X",
+                             "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + certs.ca(), "-X",
+                             "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=app", "-X",
+                             "sasl.password=" + client_token});
+  INFO(listed.err);
+  CHECK(listed.exit_code == 0);
+  CHECK_THAT(listed.out, Catch::Contains("topic \"st\" with 3 partitions"));
+
+  // Plain Kafka bytes on the TLS port get no Kafka answer.
+  CHECK(raw_exchange(b.kafka_port, api_versions_request()).find(be32(7)) == std::string::npos);
+
+  // Verify "required": a client must present a certificate the CA signed, and still authenticates with SASL.
+  b.kill9();
+  b.kafka_extra = "\"Tls\": {\"CertFile\": \"" + certs.node_cert() + "\", \"KeyFile\": \"" + certs.node_key() +
+                  "\", \"CaFile\": \"" + certs.ca() + "\", \"Verify\": \"required\"}";
+  b.configure({&b}, "",
+              R"("Auth": {"Tokens": [{"Name": "app", "Token": ")" + client_token +
+                  R"(", "Role": "client"}, {"Name": "ops", "Token": ")" + admin_token + R"(", "Role": "admin"}]})");
+  b.start();
+  std::vector<std::string> list{"/usr/bin/kcat", "-L", "-m", "3", "-b", "127.0.0.1:" + std::to_string(b.kafka_port),
+                                "-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + certs.ca(), "-X",
+                                "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=app", "-X",
+                                "sasl.password=" + client_token};
+  auto without_certificate = run_process(list);
+  CHECK(without_certificate.exit_code != 0);
+  auto rogue = list;
+  rogue.insert(rogue.end(), {"-X", "ssl.certificate.location=" + certs.rogue_cert(), "-X",
+                             "ssl.key.location=" + certs.rogue_key()});
+  CHECK(run_process(rogue).exit_code != 0);
+  auto with_certificate = list;
+  with_certificate.insert(with_certificate.end(), {"-X", "ssl.certificate.location=" + certs.node_cert(), "-X",
+                                                   "ssl.key.location=" + certs.node_key()});
+  auto admitted = run_process(with_certificate);
+  INFO(admitted.err);
+  CHECK(admitted.exit_code == 0);
+  CHECK_THAT(admitted.out, Catch::Contains("topic \"st\" with 3 partitions"));
 }

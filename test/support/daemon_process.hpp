@@ -68,6 +68,8 @@ class moonmqd_process {
   std::string netns;
   /// With a port: configure() gives this broker a Kafka listener there, and names every peer's (Server.Kafka).
   std::uint16_t kafka_port = 0;
+  /// Spliced into Server.Kafka (e.g. "\"Tls\": {...}").
+  std::string kafka_extra;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -90,7 +92,9 @@ class moonmqd_process {
       peer_list += "}";
     }
     const std::string kafka =
-        kafka_port ? ",\"Kafka\":{\"Host\":\"" + host + "\",\"Port\":" + std::to_string(kafka_port) + "}" : "";
+        kafka_port ? ",\"Kafka\":{\"Host\":\"" + host + "\",\"Port\":" + std::to_string(kafka_port) +
+                         (kafka_extra.empty() ? "" : "," + kafka_extra) + "}"
+                   : "";
     std::ofstream(config_path) << "{\"Server\":{\"Host\":\"" << host << "\",\"Port\":" << api_port << ",\"DataDir\":\""
                                << data_dir << "\"" << kafka << (server_extra.empty() ? "" : "," + server_extra)
                                << ",\"Cluster\":{\"BrokerId\":\"" << id << "\",\"Host\":\"" << host

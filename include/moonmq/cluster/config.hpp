@@ -113,6 +113,9 @@ struct kafka_config {
   std::string advertised_host;  ///< what Metadata names ("" = Host)
   std::uint16_t advertised_port = 0;  ///< 0 = Port
   std::uint32_t max_request_bytes = 100u << 20;
+  /// `Tls`: the cluster's shape. Verify "required" asks every client for a certificate the CaFile signed; a
+  /// certificate grants no role (SASL still does, when Server.Auth has tokens).
+  std::optional<tls_config> tls;
 };
 
 struct server_config {

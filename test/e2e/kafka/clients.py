@@ -2,6 +2,8 @@
 """Real Kafka clients against moonmqd's Kafka listener, for test/e2e/kafka_e2e_test.cpp.
 
 Each subcommand prints what it saw as JSON lines on stdout and exits non-zero when a client reports an error.
+BOOTSTRAP is host:port, or a JSON object of librdkafka settings that holds bootstrap.servers (security.protocol,
+sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets the same, translated).
   create BOOTSTRAP TOPIC PARTITIONS            confluent-kafka's AdminClient: CreateTopics (then a second create
                                                must fail with TOPIC_ALREADY_EXISTS)
   produce BOOTSTRAP TOPIC COUNT [SECONDS]      an idempotent librdkafka producer (acks=all): COUNT records spread
@@ -14,9 +16,27 @@ import sys
 import time
 
 
+def settings(bootstrap):
+    """librdkafka settings from BOOTSTRAP."""
+    if bootstrap.startswith('{'):
+        return json.loads(bootstrap)
+    return {'bootstrap.servers': bootstrap}
+
+
+def kafka_python_settings(bootstrap):
+    """The same settings as kafka-python's keyword arguments."""
+    names = {'bootstrap.servers': 'bootstrap_servers', 'security.protocol': 'security_protocol',
+             'sasl.mechanism': 'sasl_mechanism', 'sasl.username': 'sasl_plain_username',
+             'sasl.password': 'sasl_plain_password', 'ssl.ca.location': 'ssl_cafile'}
+    out = {names[k]: v for k, v in settings(bootstrap).items()}
+    if 'ssl_cafile' in out:
+        out['ssl_check_hostname'] = False
+    return out
+
+
 def create(bootstrap, topic, partitions):
     from confluent_kafka.admin import AdminClient, NewTopic
-    admin = AdminClient({'bootstrap.servers': bootstrap})
+    admin = AdminClient(settings(bootstrap))
     for attempt in range(2):
         fs = admin.create_topics([NewTopic(topic, num_partitions=int(partitions), replication_factor=1)])
         try:
@@ -31,8 +51,8 @@ def create(bootstrap, topic, partitions):
 
 def produce(bootstrap, topic, count, seconds='0'):
     from confluent_kafka import Producer
-    p = Producer({'bootstrap.servers': bootstrap, 'enable.idempotence': True, 'acks': 'all',
-                  'linger.ms': 5, 'message.timeout.ms': 60000})
+    p = Producer(dict(settings(bootstrap), **{'enable.idempotence': True, 'acks': 'all', 'linger.ms': 5,
+                                               'message.timeout.ms': 60000}))
     count, seconds = int(count), float(seconds)
     failed = []
 
@@ -61,7 +81,7 @@ def produce(bootstrap, topic, count, seconds='0'):
 
 def consume(bootstrap, topic, partitions):
     from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({'bootstrap.servers': bootstrap, 'group.id': 'unused', 'enable.auto.commit': False})
+    c = Consumer(dict(settings(bootstrap), **{'group.id': 'unused', 'enable.auto.commit': False}))
     c.assign([TopicPartition(topic, p, 0) for p in range(int(partitions))])
     idle_since = time.time()
     while time.time() - idle_since < 3:
@@ -81,11 +101,11 @@ def consume(bootstrap, topic, partitions):
 
 def kafka_python(bootstrap, topic):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-    p = KafkaProducer(bootstrap_servers=bootstrap, acks='all')
+    p = KafkaProducer(acks='all', **kafka_python_settings(bootstrap))
     sent = p.send(topic, key=b'kp', value=b'from kafka-python', headers=[('src', b'kp')], partition=1,
                   timestamp_ms=4242).get(15)
     p.close()
-    c = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=3000, auto_offset_reset='earliest')
+    c = KafkaConsumer(consumer_timeout_ms=3000, auto_offset_reset='earliest', **kafka_python_settings(bootstrap))
     c.assign([TopicPartition(topic, 1)])
     c.seek(TopicPartition(topic, 1), sent.offset)
     for m in c:

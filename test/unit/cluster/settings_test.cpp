@@ -72,6 +72,27 @@ TEST_CASE("settings: TLS between brokers is mutual unless Verify is \"none\"", "
   CHECK_FALSE(plain->cluster->tls->verify_peer);
 }
 
+TEST_CASE("settings: the Kafka listener's section, its TLS in the cluster's shape, and its errors", "[settings]") {
+  auto k = parse(R"({"Server": {"Kafka": {"Port": 9093, "MaxRequestBytes": 2048,
+                     "Tls": {"CertFile": "c", "KeyFile": "k", "CaFile": "a"}}}})");
+  REQUIRE(k);
+  CHECK(k->kafka->port == 9093);
+  CHECK(k->kafka->advertised_host == "127.0.0.1");
+  CHECK(k->kafka->advertised_port == 9093);
+  CHECK(k->kafka->max_request_bytes == 2048);
+  CHECK(k->kafka->tls->verify_peer);
+  CHECK(k->kafka->tls->ca_file == "a");
+  auto no_ca = parse(R"({"Server": {"Kafka": {"Port": 9093, "Tls": {"CertFile": "c", "KeyFile": "k"}}}})");
+  REQUIRE_FALSE(no_ca);
+  CHECK_THAT(no_ca.message(), Catch::Contains("Server.Kafka.Tls.CaFile: is required"));
+  auto typo = parse(R"({"Server": {"Kafka": {"Port": 9093, "Tls": {"CertFile": "c", "KeyFile": "k", "CaFile": "a", "Verfy": "none"}}}})");
+  REQUIRE_FALSE(typo);
+  CHECK_THAT(typo.message(), Catch::Contains("Server.Kafka.Tls.Verfy"));
+  auto no_port = parse(R"({"Server": {"Kafka": {"Host": "127.0.0.1"}}})");
+  REQUIRE_FALSE(no_port);
+  CHECK_THAT(no_port.message(), Catch::Contains("Server.Kafka.Port"));
+}
+
 TEST_CASE("settings: environment variables override keys", "[settings]") {
   auto c = parse(full, {{"MOONMQ_Server__Cluster__BrokerId", "b7"},
                         {"MOONMQ_Server__Port", "9300"},
