@@ -22,15 +22,28 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+# Node.js and npm run kafkajs in the e2e tests. A machine may have them from elsewhere than Debian's packages;
+# whichever `node` and `npm` it has will do.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  sudo="sudo"
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# kafkajs, at the version test/e2e/kafka/package.json names, into that folder (no lock file: it has no dependencies).
+clients="$(cd "$(dirname "$0")/../test/e2e/kafka" && pwd)"
+want=$(node -p "require('$clients/package.json').dependencies.kafkajs")
+have=$(node -p "try { require('$clients/node_modules/kafkajs/package.json').version } catch (e) { '' }")
+if [ "$want" != "$have" ]; then
+  echo "install-deps: installing kafkajs $want into test/e2e/kafka"
+  (cd "$clients" && npm install --no-package-lock --no-audit --no-fund --loglevel=error)
+fi

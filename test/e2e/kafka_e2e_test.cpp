@@ -1,4 +1,4 @@
-// The Kafka listener with real clients (librdkafka through confluent-kafka and kcat, kafka-python) against three
+// The Kafka listener with real clients (librdkafka through confluent-kafka and kcat, kafka-python, kafkajs) against three
 // moonmqd (docs/kafka.md): topics made by CreateTopics, records read back exactly as produced, an idempotent producer
 // that keeps producing while a partition moves, and hostile frames refused without harm.
 #include <catch2/catch.hpp>
@@ -49,6 +49,8 @@ std::vector<rapidjson::Document> json_lines(const std::string& out) {
   }
   return lines;
 }
+
+const std::string kafkajs = std::string(MOONMQ_SOURCE_DIR) + "/test/e2e/kafka/kafkajs_client.js";
 
 process_result client(const std::vector<std::string>& args) {
   std::vector<std::string> argv{"/usr/bin/python3", clients};
@@ -142,6 +144,41 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
   REQUIRE(kp.exit_code == 0);
   CHECK_THAT(kp.out, Catch::Contains("\"value\": \"from kafka-python\"") && Catch::Contains("\"timestamp\": 4242") &&
                          Catch::Contains("[\"src\", \"kp\"]"));
+
+  // kafkajs creates a topic, produces with an idempotent producer, reads metadata and offsets; librdkafka reads its
+  // records back. (A kafkajs consumer needs consumer groups: issue 31.)
+  auto js = run_process({"/usr/bin/node", kafkajs, c.bootstrap(c.b3), "js", "3", "60"});
+  INFO(js.out << js.err);
+  REQUIRE(js.exit_code == 0);
+  const auto js_lines = json_lines(js.out);
+  int batches = 0, partitions_listed = 0;
+  for (const auto& l : js_lines) {
+    if (l.HasMember("baseOffset")) {
+      ++batches;
+      CHECK(l["error"].GetInt() == 0);
+    }
+    if (l.HasMember("offsets")) {
+      ++partitions_listed;
+      CHECK(std::stoll(l["high"].GetString()) > 0);
+    }
+  }
+  CHECK(batches == 18);  // six sends of ten records, each over three partitions
+  CHECK(partitions_listed == 3);
+  auto js_read = client({"consume", c.bootstrap(c.b1), "js", "3"});
+  INFO(js_read.err);
+  REQUIRE(js_read.exit_code == 0);
+  const auto js_seen = json_lines(js_read.out);
+  REQUIRE(js_seen.size() == 60);
+  std::set<std::string> js_values;
+  for (const auto& m : js_seen) {
+    js_values.insert(m["value"].GetString());
+    CHECK(m["partition"].GetInt() == std::stoi(std::string(m["key"].GetString()).substr(1)) % 3);
+    REQUIRE(m["headers"].Size() == 1);
+    CHECK(std::string(m["headers"][0][0].GetString()) == "via");
+    CHECK(std::string(m["headers"][0][1].GetString()) == "kafkajs");
+  }
+  CHECK(js_values.size() == 60);
+  CHECK(js_values.count("kafkajs-59") == 1);
 }
 
 TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions move, and loses or repeats nothing",
@@ -265,6 +302,12 @@ TEST_CASE("e2e kafka: SASL PLAIN and SCRAM-SHA-256 over TLS, with the token's ro
   INFO(kp.out << kp.err);
   CHECK(kp.exit_code == 0);
   CHECK_THAT(kp.out, Catch::Contains("\"value\": \"from kafka-python\""));
+
+  // kafkajs: SaslHandshake v1 and SaslAuthenticate with SCRAM-SHA-256, over TLS, with the admin token.
+  auto js = run_process({"/usr/bin/node", kafkajs, settings("SCRAM-SHA-256", "ops", admin_token), "js", "2", "20"});
+  INFO(js.out << js.err);
+  CHECK(js.exit_code == 0);
+  CHECK_THAT(js.out, Catch::Contains("{\"created\":true}") && Catch::Contains("{\"offsets\":1,"));
 
   // A wrong password, an unknown user, and a token's password under another user's name are refused by both
   // mechanisms.

@@ -1,0 +1,65 @@
+#!/usr/bin/node
+// kafkajs (2.2.4, installed here by scripts/install-deps.sh) against moonmqd's Kafka listener, for
+// test/e2e/kafka_e2e_test.cpp. Prints what it saw as JSON lines on stdout; exits 1 when the client reports an error.
+//
+//   node kafkajs_client.js BOOTSTRAP TOPIC PARTITIONS COUNT
+//
+// BOOTSTRAP is host:port, or the JSON object of librdkafka settings clients.py takes (bootstrap.servers,
+// security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location), translated to kafkajs's.
+// It creates TOPIC (admin), sends COUNT records with an idempotent producer (acks -1; keys "k<i>", a header, partition
+// i % PARTITIONS) in batches of ten, one line per acknowledged batch, then lists the topic's metadata and offsets.
+'use strict';
+const fs = require('fs');
+const { Kafka, logLevel } = require('./node_modules/kafkajs');
+
+function config(bootstrap) {
+  const s = bootstrap.startsWith('{') ? JSON.parse(bootstrap) : { 'bootstrap.servers': bootstrap };
+  const out = { clientId: 'moonmq-e2e', brokers: s['bootstrap.servers'].split(','), connectionTimeout: 5000,
+                retry: { retries: 8 },
+                logLevel: logLevel.ERROR,
+                logCreator: () => ({ level, log }) => process.stderr.write(JSON.stringify(log) + '\n') };
+  const protocol = (s['security.protocol'] || 'PLAINTEXT').toUpperCase();
+  if (protocol.endsWith('SSL')) {
+    out.ssl = { rejectUnauthorized: true, checkServerIdentity: () => undefined };
+    if (s['ssl.ca.location']) out.ssl.ca = [fs.readFileSync(s['ssl.ca.location'], 'utf8')];
+  }
+  if (protocol.startsWith('SASL')) {
+    out.sasl = { mechanism: s['sasl.mechanism'].toLowerCase(), username: s['sasl.username'],
+                 password: s['sasl.password'] };
+  }
+  return out;
+}
+
+async function main([bootstrap, topic, partitions, count]) {
+  const kafka = new Kafka(config(bootstrap));
+  const admin = kafka.admin();
+  await admin.connect();
+  const created = await admin.createTopics({ topics: [{ topic, numPartitions: Number(partitions) }],
+                                             waitForLeaders: true });
+  console.log(JSON.stringify({ created }));
+
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let i = 0; i < Number(count); i += 10) {
+    const messages = [];
+    for (let j = i; j < Math.min(i + 10, Number(count)); ++j)
+      messages.push({ key: `k${j}`, value: `kafkajs-${j}`, headers: { via: 'kafkajs' },
+                      partition: j % Number(partitions), timestamp: String(5000 + j) });
+    const acks = await producer.send({ topic, acks: -1, messages });
+    for (const a of acks)
+      console.log(JSON.stringify({ partition: a.partition, baseOffset: a.baseOffset, error: a.errorCode }));
+  }
+  await producer.disconnect();
+
+  const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+  for (const p of metadata.topics[0].partitions)
+    console.log(JSON.stringify({ metadata: p.partitionId, leader: p.leader }));
+  for (const o of await admin.fetchTopicOffsets(topic))
+    console.log(JSON.stringify({ offsets: o.partition, low: o.low, high: o.high }));
+  await admin.disconnect();
+}
+
+main(process.argv.slice(2)).then(() => process.exit(0), (e) => {
+  console.log(JSON.stringify({ error: String(e), type: e.type || null }));
+  process.exit(1);
+});
