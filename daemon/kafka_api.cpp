@@ -7,6 +7,7 @@
 #include <set>
 #include <variant>
 
+#include "kafka_admin.hpp"
 #include "moonmq/core/token.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/kafka/messages.hpp"
@@ -81,6 +82,7 @@ struct kafka_api::impl {
   };
   std::map<std::string, scram_user> scram_users;
   std::string scram_secret;  ///< drawn at start: an unknown user's stable, unmatchable credential
+  kafka_admin admin{kafka_admin_parts{}};
 
   explicit impl(kafka_api_parts parts) : p(std::move(parts)) {
     // Node ids: each broker's place in the sorted list of the cluster's broker ids, from 1, so that every broker of
@@ -95,6 +97,7 @@ struct kafka_api::impl {
       for (const auto& peer : p.cfg->cluster->peers)
         if (peer.kafka_port) address_of[node_of[peer.id]] = {peer.kafka_host, peer.kafka_port};
     tokens = p.cfg->auth && !p.cfg->auth->tokens.empty();
+    admin = kafka_admin(kafka_admin_parts{p.cfg, p.topics, node_of.size(), node_of[p.self.value()], tokens});
     if (tokens) {
       scram_secret = random_bytes(32);
       for (const auto& t : p.cfg->auth->tokens) {
@@ -468,58 +471,70 @@ struct kafka_api::impl {
     return frame(h, out);
   }
 
-  // ---- CreateTopics ----
+  // ---- OffsetForLeaderEpoch ----
 
-  kafka::create_topics_response::topic create_one(const kafka::create_topics_request::topic& t, bool validate_only,
-                                                  const session& s) {
-    kafka::create_topics_response::topic out;
-    out.name = t.name;
-    auto refuse = [&](std::int16_t code, std::string message) {
-      out.error = code;
-      out.message = std::move(message);
+  /// Where epoch `asked` of `tp` ends. A move copies the log whole and a partition has one replica, so no epoch's
+  /// records are ever cut off: every epoch up to the current one ends at the log's end. A newer epoch than this
+  /// broker knows is -1/-1 (UNDEFINED), as Kafka answers it.
+  kafka::offset_for_leader_epoch_response::partition epoch_end(const topic_partition& tp, std::int32_t current_asked,
+                                                              std::int32_t asked) const {
+    kafka::offset_for_leader_epoch_response::partition out;
+    out.index = tp.partition;
+    std::optional<cluster::topic_record> record;
+    for (const auto& t : p.topics->list())
+      if (t.record.name == tp.topic && !t.record.deleted) record = t.record;
+    if (!record || tp.partition < 0 || tp.partition >= record->partitions()) {
+      out.error = ec::unknown_topic_or_partition;
       return out;
-    };
-    if (!may(s, role::admin)) return refuse(ec::topic_authorization_failed, "creating a topic needs the admin role");
-    if (auto v = validate_topic_name(t.name); !v) return refuse(ec::invalid_topic, v.message());
-    if (!t.configs.empty())
-      return refuse(ec::invalid_config, "topic configs are not supported (" + t.configs.front().first + ")");
-    if (!t.assignments.empty())
-      return refuse(ec::invalid_replica_assignment, "explicit replica assignments are not supported; partitions are "
-                                                    "spread over the brokers");
-    const std::int32_t partitions = t.partitions < 0 ? 1 : t.partitions;
-    if (partitions == 0) return refuse(ec::invalid_partitions, "a topic has at least one partition");
-    if (t.replication_factor == 0 || t.replication_factor > static_cast<std::int16_t>(node_of.size()))
-      return refuse(ec::invalid_replication_factor,
-                    "replication factor " + std::to_string(t.replication_factor) + " is larger than the " +
-                        std::to_string(node_of.size()) + " brokers");
-    for (const auto& existing : p.topics->list())
-      if (existing.record.name == t.name && !existing.record.deleted)
-        return refuse(ec::topic_already_exists, "topic '" + t.name + "' already exists");
-    if (validate_only) return out;
-    frontend::topic_admin_request req;
-    req.op = frontend::topic_admin_op::create;
-    req.name = t.name;
-    req.partitions = static_cast<std::uint32_t>(partitions);
-    auto done = p.topics->submit(std::move(req));
-    if (!done) {
-      const auto code = done.code() == errc::already_exists ? ec::topic_already_exists
-                        : done.code() == errc::resource_exhausted ? ec::policy_violation
-                        : done.code() == errc::invalid_argument   ? ec::invalid_request
-                                                                  : ec::request_timed_out;
-      return refuse(code, done.message());
     }
+    if (!cluster::serves(*p.ownership, tp, p.self) || !p.store->partition_count(tp.topic)) {
+      out.error = ec::not_leader_or_follower;
+      return out;
+    }
+    const std::int32_t current = place(tp, *record).epoch;
+    if (current_asked >= 0 && current >= 0 && current_asked != current) {
+      out.error = current_asked < current ? ec::fenced_leader_epoch : ec::unknown_leader_epoch;
+      return out;
+    }
+    auto end = p.store->end_offset(tp);
+    if (!end) {
+      out.error = partition_code(end.code());
+      return out;
+    }
+    if (current >= 0 && asked > current) return out;
+    out.leader_epoch = asked;
+    out.end_offset = static_cast<std::int64_t>(*end);
     return out;
   }
 
-  reply create_topics(const kafka::request_header& h, kafka::reader& r, const session& s) {
-    kafka::create_topics_request req;
+  reply offset_for_leader_epoch(const kafka::request_header& h, kafka::reader& r, const session& s) const {
+    kafka::offset_for_leader_epoch_request req;
     if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
-    kafka::create_topics_response out;
-    for (const auto& t : req.topics) out.topics.push_back(create_one(t, req.validate_only, s));
+    kafka::offset_for_leader_epoch_response out;
+    for (const auto& t : req.topics) {
+      auto& rt = out.topics.emplace_back();
+      rt.name = t.name;
+      for (const auto& part : t.partitions) {
+        if (!may(s, role::client)) {
+          auto& denied = rt.partitions.emplace_back();
+          denied.index = part.index;
+          denied.error = ec::topic_authorization_failed;
+          continue;
+        }
+        rt.partitions.push_back(epoch_end({t.name, part.index}, part.current_leader_epoch, part.leader_epoch));
+      }
+    }
     return frame(h, out);
   }
 
   // ---- framing ----
+
+  template <typename Request, typename Handle>
+  reply admin_request(const kafka::request_header& h, kafka::reader& r, Handle handle) {
+    Request req;
+    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    return frame(h, handle(req));
+  }
 
   template <typename Response>
   static reply frame(const kafka::request_header& h, const Response& body) {
@@ -632,8 +647,21 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
       return m.list_offsets(h, r, s);
     case api::init_producer_id:
       return m.init_producer_id(h, r, s);
+    case api::offset_for_leader_epoch:
+      return m.offset_for_leader_epoch(h, r, s);
     case api::create_topics:
-      return m.create_topics(h, r, s);
+      return m.admin_request<kafka::create_topics_request>(
+          h, r, [&](const auto& req) { return m.admin.create_topics(req, m.may(s, role::admin)); });
+    case api::create_partitions:
+      return m.admin_request<kafka::create_partitions_request>(
+          h, r, [&](const auto& req) { return m.admin.create_partitions(req, m.may(s, role::admin)); });
+    case api::delete_topics:
+      return m.admin_request<kafka::delete_topics_request>(
+          h, r, [&](const auto& req) { return m.admin.delete_topics(req, m.may(s, role::admin)); });
+    case api::describe_configs:
+      // Any authenticated role may read configuration (it holds no secret).
+      return m.admin_request<kafka::describe_configs_request>(
+          h, r, [&](const auto& req) { return m.admin.describe_configs(req); });
   }
   return {std::nullopt, true};
 }

@@ -12,6 +12,7 @@
 #include "moonmq/core/utf8.hpp"
 #include "moonmq/kafka/messages.hpp"
 #include "moonmq/kafka/record_batch.hpp"
+#include "moonmq/kafka/scram.hpp"
 #include "moonmq/storage/record.hpp"
 #include "raft/message_json.hpp"
 #include "transport/http1.hpp"
@@ -246,7 +247,35 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
     }
     case kafka::api::sasl_authenticate: {
       kafka::sasl_authenticate_request s;
-      (void)kafka::decode(r, h.api_version, s);
+      if (!kafka::decode(r, h.api_version, s)) return 0;
+      // The SCRAM exchange reads the client's messages: its first and final steps on the same bytes.
+      kafka::scram::server_exchange x;
+      if (x.first(s.auth_bytes)) {
+        must(!x.user().empty());
+        const auto challenge = x.challenge({kafka::scram::unknown_user(x.user(), "fuzz")}, "servernonce");
+        must(challenge.starts_with("r="));
+        must(!x.finish(s.auth_bytes));  // no proof matches an unknown user's credential
+      }
+      return 0;
+    }
+    case kafka::api::create_partitions: {
+      kafka::create_partitions_request c;
+      (void)kafka::decode(r, h.api_version, c);
+      return 0;
+    }
+    case kafka::api::delete_topics: {
+      kafka::delete_topics_request d;
+      (void)kafka::decode(r, h.api_version, d);
+      return 0;
+    }
+    case kafka::api::describe_configs: {
+      kafka::describe_configs_request d;
+      (void)kafka::decode(r, h.api_version, d);
+      return 0;
+    }
+    case kafka::api::offset_for_leader_epoch: {
+      kafka::offset_for_leader_epoch_request o;
+      (void)kafka::decode(r, h.api_version, o);
       return 0;
     }
     case kafka::api::api_versions:

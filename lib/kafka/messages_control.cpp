@@ -1,4 +1,4 @@
-// The control-plane messages: framing, ApiVersions, Metadata, InitProducerId, the SASL pair, CreateTopics.
+// The control-plane messages: framing, ApiVersions, Metadata, InitProducerId, the SASL pair.
 #include "moonmq/kafka/messages.hpp"
 
 namespace moonmq::kafka {
@@ -25,6 +25,14 @@ std::int16_t first_flexible(api key) {
       return 2;
     case api::sasl_authenticate:
       return 2;
+    case api::delete_topics:
+      return 4;
+    case api::offset_for_leader_epoch:
+      return 4;
+    case api::describe_configs:
+      return 4;
+    case api::create_partitions:
+      return 2;
   }
   return 100;
 }
@@ -35,6 +43,8 @@ const std::vector<version_range>& supported_versions() {
       {api::produce, 3, 7},         {api::fetch, 4, 11},         {api::list_offsets, 0, 3},
       {api::metadata, 0, 8},        {api::sasl_handshake, 0, 1}, {api::api_versions, 0, 3},
       {api::create_topics, 0, 4},   {api::init_producer_id, 0, 4}, {api::sasl_authenticate, 0, 2},
+      {api::delete_topics, 0, 4},   {api::describe_configs, 0, 2}, {api::create_partitions, 0, 1},
+      {api::offset_for_leader_epoch, 0, 3},
   };
   return all;
 }
@@ -185,45 +195,6 @@ void encode(writer& w, std::int16_t version, const sasl_authenticate_response& s
   w.bytes(s.auth_bytes, c);
   if (version >= 1) w.i64(0);
   if (c) w.tagged_fields();
-}
-
-// CreateTopics request: topics [name partitions replication [partition [broker]] [config value]], timeout,
-// validate_only (v1+).
-bool decode(reader& r, std::int16_t version, create_topics_request& c) {
-  const std::int32_t n = r.array_count(false, 12);
-  for (std::int32_t i = 0; i < n && r.ok(); ++i) {
-    create_topics_request::topic t;
-    t.name = r.string_or_empty(false);
-    t.partitions = r.i32();
-    t.replication_factor = r.i16();
-    const std::int32_t a = r.array_count(false, 8);
-    for (std::int32_t k = 0; k < a && r.ok(); ++k) {
-      const std::int32_t partition = r.i32();
-      std::vector<std::int32_t> brokers(static_cast<std::size_t>(std::max(r.array_count(false, 4), 0)));
-      for (auto& b : brokers) b = r.i32();
-      t.assignments.emplace_back(partition, std::move(brokers));
-    }
-    const std::int32_t cfg = r.array_count(false, 4);
-    for (std::int32_t k = 0; k < cfg && r.ok(); ++k) {
-      auto name = r.string_or_empty(false);
-      t.configs.emplace_back(std::move(name), r.string(false, true));
-    }
-    c.topics.push_back(std::move(t));
-  }
-  c.timeout_ms = r.i32();
-  if (version >= 1) c.validate_only = r.boolean();
-  return r.ok();
-}
-
-// CreateTopics response: throttle (v2+), topics [name error message(v1+)].
-void encode(writer& w, std::int16_t version, const create_topics_response& c) {
-  if (version >= 2) w.i32(0);
-  w.array_count(c.topics.size(), false);
-  for (const auto& t : c.topics) {
-    w.string(t.name, false);
-    w.i16(t.error);
-    if (version >= 1) w.nullable_string(t.message, false);
-  }
 }
 
 }  // namespace moonmq::kafka

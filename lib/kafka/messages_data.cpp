@@ -1,4 +1,5 @@
-// The data-plane messages: Produce, Fetch, ListOffsets (none of them flexible in the advertised ranges).
+// The data-plane messages: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch (none of them flexible in the advertised
+// ranges).
 #include "moonmq/kafka/messages.hpp"
 
 namespace moonmq::kafka {
@@ -145,6 +146,42 @@ void encode(writer& w, std::int16_t version, const list_offsets_response& l) {
         w.i64(p.timestamp);
         w.i64(p.offset);
       }
+    }
+  }
+}
+
+// OffsetForLeaderEpoch request: replica (v3+), topics [name [partition current_epoch (v2+) epoch]].
+bool decode(reader& r, std::int16_t version, offset_for_leader_epoch_request& o) {
+  if (version >= 3) o.replica_id = r.i32();
+  const std::int32_t n = r.array_count(false, 6);
+  for (std::int32_t i = 0; i < n && r.ok(); ++i) {
+    offset_for_leader_epoch_request::topic t;
+    t.name = r.string_or_empty(false);
+    const std::int32_t k = r.array_count(false, 8);
+    for (std::int32_t j = 0; j < k && r.ok(); ++j) {
+      offset_for_leader_epoch_request::partition p;
+      p.index = r.i32();
+      if (version >= 2) p.current_leader_epoch = r.i32();
+      p.leader_epoch = r.i32();
+      t.partitions.push_back(p);
+    }
+    o.topics.push_back(std::move(t));
+  }
+  return r.ok();
+}
+
+// OffsetForLeaderEpoch response: throttle (v2+), topics [name [error partition epoch (v1+) end_offset]].
+void encode(writer& w, std::int16_t version, const offset_for_leader_epoch_response& o) {
+  if (version >= 2) w.i32(0);
+  w.array_count(o.topics.size(), false);
+  for (const auto& t : o.topics) {
+    w.string(t.name, false);
+    w.array_count(t.partitions.size(), false);
+    for (const auto& p : t.partitions) {
+      w.i16(p.error);
+      w.i32(p.index);
+      if (version >= 1) w.i32(p.leader_epoch);
+      w.i64(p.end_offset);
     }
   }
 }

@@ -147,7 +147,7 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
 
   // kafkajs creates a topic, produces with an idempotent producer, reads metadata and offsets; librdkafka reads its
   // records back. (A kafkajs consumer needs consumer groups: issue 31.)
-  auto js = run_process({"/usr/bin/node", kafkajs, c.bootstrap(c.b3), "js", "3", "60"});
+  auto js = run_process({"/usr/bin/node", kafkajs, "produce", c.bootstrap(c.b3), "js", "3", "60"});
   INFO(js.out << js.err);
   REQUIRE(js.exit_code == 0);
   const auto js_lines = json_lines(js.out);
@@ -237,6 +237,39 @@ TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions mo
     if (n != 1) FAIL(key << " read " << n << " times");
 }
 
+TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs: grow, describe configs, delete",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "ka", "3"}).exit_code == 0);
+  auto a = client({"admin", c.bootstrap(c.b2), "ka"});
+  INFO(a.out << a.err);
+  REQUIRE(a.exit_code == 0);
+  const auto lines = json_lines(a.out);
+  REQUIRE(lines.size() == 10);
+  CHECK_THAT(std::string(lines[0]["create_with_config"].GetString()), Catch::Contains("INVALID_CONFIG"));
+  CHECK(std::string(lines[1]["grow"].GetString()) == "ok");
+  CHECK_THAT(std::string(lines[2]["shrink"].GetString()), Catch::Contains("INVALID_PARTITIONS"));
+  CHECK(lines[3]["partitions"].GetInt() == 5);
+  CHECK(std::string(lines[4]["topic_configs"]["retention.ms"].GetString()) == "-1");
+  CHECK(std::string(lines[4]["topic_configs"]["cleanup.policy"].GetString()) == "delete");
+  CHECK(lines[4]["read_only"].GetBool());
+  CHECK(std::string(lines[5]["broker_configs"]["advertised.listeners"].GetString()).starts_with("PLAINTEXT://127.0.0.1:"));
+  CHECK_THAT(std::string(lines[6]["describe_missing"].GetString()), Catch::Contains("UNKNOWN_TOPIC"));
+  CHECK(std::string(lines[7]["delete"].GetString()) == "ok");
+  CHECK_THAT(std::string(lines[8]["delete_again"].GetString()), Catch::Contains("UNKNOWN_TOPIC"));
+  CHECK_FALSE(lines[9]["listed_after_delete"].GetBool());
+  // Every broker sees the topic's five partitions gone; the name can be made again.
+  REQUIRE(client({"create", c.bootstrap(c.b3), "ka", "2"}).exit_code == 0);
+
+  // kafkajs: CreatePartitions, DescribeConfigs, DeleteTopics.
+  REQUIRE(client({"create", c.bootstrap(c.b1), "kj", "2"}).exit_code == 0);
+  auto js = run_process({"/usr/bin/node", kafkajs, "admin", c.bootstrap(c.b3), "kj"});
+  INFO(js.out << js.err);
+  REQUIRE(js.exit_code == 0);
+  CHECK_THAT(js.out, Catch::Contains("{\"before\":2,\"after\":3}") && Catch::Contains("\"retention.ms\":\"-1\"") &&
+                         Catch::Contains("{\"listed\":false}"));
+}
+
 TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e2e][kafka]") {
   kafka_cluster c;
   const std::uint16_t port = c.b1.kafka_port;
@@ -253,6 +286,35 @@ TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e
   REQUIRE(answer.size() > 10);
   CHECK(answer.substr(4, 4) == be32(9));
   CHECK(answer.substr(8, 2) == std::string("\x00\x23", 2));
+  // OffsetForLeaderEpoch v3 for partition 0 of a new topic, on every broker: the owner answers with the log's end
+  // (0), the others NOT_LEADER_OR_FOLLOWER; a current epoch newer than the owner's is UNKNOWN_LEADER_EPOCH there.
+  REQUIRE(client({"create", "127.0.0.1:" + std::to_string(port), "ke", "1"}).exit_code == 0);
+  auto epoch_end = [](std::uint16_t to, std::int32_t current) {
+    std::string req = std::string("\x00\x17\x00\x03", 4) + be32(5) + std::string("\x00\x01t", 3) + be32(0xffffffff) +
+                      be32(1) + std::string("\x00\x02ke", 4) + be32(1) + be32(0) + be32(static_cast<std::uint32_t>(current)) +
+                      be32(0);
+    const auto got = raw_exchange(to, be32(static_cast<std::uint32_t>(req.size())) + req);
+    // size, correlation, throttle, [topic "ke" [error partition epoch end_offset]]
+    if (got.size() != 4 + 4 + 4 + 4 + 4 + 4 + 2 + 4 + 4 + 8) return std::pair<int, std::string>{-1, got};
+    const int error = (static_cast<unsigned char>(got[24]) << 8) | static_cast<unsigned char>(got[25]);
+    return std::pair<int, std::string>{error, got.substr(34, 8)};
+  };
+  std::map<int, int> answers;
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    const auto [error, end] = epoch_end(b->kafka_port, -1);
+    ++answers[error];
+    if (error == 0) {
+      CHECK(end == std::string(8, '\0'));
+      CHECK(epoch_end(b->kafka_port, 1 << 30).first == 75);
+    }
+  }
+  INFO("answers: " << [&] {
+    std::string all;
+    for (const auto& [error, n] : answers) all += std::to_string(error) + "x" + std::to_string(n) + " ";
+    return all;
+  }());
+  CHECK(answers == std::map<int, int>{{0, 1}, {6, 2}});
+
   // The broker still answers.
   auto ok = raw_exchange(port, api_versions_request());
   REQUIRE(ok.size() > 10);
@@ -304,7 +366,7 @@ TEST_CASE("e2e kafka: SASL PLAIN and SCRAM-SHA-256 over TLS, with the token's ro
   CHECK_THAT(kp.out, Catch::Contains("\"value\": \"from kafka-python\""));
 
   // kafkajs: SaslHandshake v1 and SaslAuthenticate with SCRAM-SHA-256, over TLS, with the admin token.
-  auto js = run_process({"/usr/bin/node", kafkajs, settings("SCRAM-SHA-256", "ops", admin_token), "js", "2", "20"});
+  auto js = run_process({"/usr/bin/node", kafkajs, "produce", settings("SCRAM-SHA-256", "ops", admin_token), "js", "2", "20"});
   INFO(js.out << js.err);
   CHECK(js.exit_code == 0);
   CHECK_THAT(js.out, Catch::Contains("{\"created\":true}") && Catch::Contains("{\"offsets\":1,"));

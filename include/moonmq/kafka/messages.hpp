@@ -23,8 +23,12 @@ enum class api : std::int16_t {
   sasl_handshake = 17,
   api_versions = 18,
   create_topics = 19,
+  delete_topics = 20,
   init_producer_id = 22,
+  offset_for_leader_epoch = 23,
+  describe_configs = 32,
   sasl_authenticate = 36,
+  create_partitions = 37,
 };
 
 /// Kafka's error codes this broker answers with.
@@ -61,6 +65,8 @@ inline constexpr std::int16_t invalid_txn_state = 48;
 inline constexpr std::int16_t sasl_authentication_failed = 58;
 inline constexpr std::int16_t unknown_producer_id = 59;
 inline constexpr std::int16_t kafka_storage_error = 56;
+inline constexpr std::int16_t fenced_leader_epoch = 74;
+inline constexpr std::int16_t unknown_leader_epoch = 75;
 inline constexpr std::int16_t unsupported_compression_type = 76;
 inline constexpr std::int16_t invalid_record = 87;
 }  // namespace error_code
@@ -305,5 +311,113 @@ struct create_topics_response {
   std::vector<topic> topics;
 };
 void encode(writer& w, std::int16_t version, const create_topics_response& c);
+
+// ---- CreatePartitions (37) ------------------------------------------------------------------------------------
+
+struct create_partitions_request {
+  struct topic {
+    std::string name;
+    std::int32_t count = 0;  ///< the new total
+    std::optional<std::vector<std::vector<std::int32_t>>> assignments;  ///< per new partition, its brokers
+  };
+  std::vector<topic> topics;
+  std::int32_t timeout_ms = 0;
+  bool validate_only = false;
+};
+bool decode(reader& r, std::int16_t version, create_partitions_request& c);
+
+struct create_partitions_response {
+  struct result {
+    std::string name;
+    std::int16_t error = error_code::none;
+    std::optional<std::string> message;
+  };
+  std::vector<result> results;
+};
+void encode(writer& w, std::int16_t version, const create_partitions_response& c);
+
+// ---- DeleteTopics (20) ----------------------------------------------------------------------------------------
+
+struct delete_topics_request {
+  std::vector<std::string> names;
+  std::int32_t timeout_ms = 0;
+};
+bool decode(reader& r, std::int16_t version, delete_topics_request& d);
+
+struct delete_topics_response {
+  struct topic {
+    std::string name;
+    std::int16_t error = error_code::none;
+  };
+  std::vector<topic> responses;
+};
+void encode(writer& w, std::int16_t version, const delete_topics_response& d);
+
+// ---- DescribeConfigs (32) -------------------------------------------------------------------------------------
+
+struct describe_configs_request {
+  static constexpr std::int8_t topic_resource = 2;
+  static constexpr std::int8_t broker_resource = 4;
+  struct resource {
+    std::int8_t type = 0;
+    std::string name;
+    std::optional<std::vector<std::string>> keys;  ///< none: every config
+  };
+  std::vector<resource> resources;
+  bool include_synonyms = false;
+};
+bool decode(reader& r, std::int16_t version, describe_configs_request& d);
+
+struct describe_configs_response {
+  static constexpr std::int8_t static_broker_config = 4;
+  static constexpr std::int8_t default_config = 5;
+  struct config {
+    std::string name;
+    std::optional<std::string> value;
+    bool read_only = true;
+    std::int8_t source = default_config;
+  };
+  struct result {
+    std::int16_t error = error_code::none;
+    std::optional<std::string> message;
+    std::int8_t type = 0;
+    std::string name;
+    std::vector<config> configs;
+  };
+  std::vector<result> results;
+};
+void encode(writer& w, std::int16_t version, const describe_configs_response& d);
+
+// ---- OffsetForLeaderEpoch (23) --------------------------------------------------------------------------------
+
+struct offset_for_leader_epoch_request {
+  struct partition {
+    std::int32_t index = 0;
+    std::int32_t current_leader_epoch = -1;  ///< v2+; -1: not checked
+    std::int32_t leader_epoch = -1;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::int32_t replica_id = -1;  ///< v3+
+  std::vector<topic> topics;
+};
+bool decode(reader& r, std::int16_t version, offset_for_leader_epoch_request& o);
+
+struct offset_for_leader_epoch_response {
+  struct partition {
+    std::int16_t error = error_code::none;
+    std::int32_t index = 0;
+    std::int32_t leader_epoch = -1;  ///< v1+
+    std::int64_t end_offset = -1;
+  };
+  struct topic {
+    std::string name;
+    std::vector<partition> partitions;
+  };
+  std::vector<topic> topics;
+};
+void encode(writer& w, std::int16_t version, const offset_for_leader_epoch_response& o);
 
 }  // namespace moonmq::kafka

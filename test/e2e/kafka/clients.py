@@ -10,6 +10,9 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
                                                over SECONDS, keys "k<i>", one header, CreateTime i; one line per ack
   consume BOOTSTRAP TOPIC PARTITIONS           librdkafka consumer, assign mode from the beginning, until idle
   kafka-python BOOTSTRAP TOPIC                 kafka-python: its version probe, a produce and a read back
+  admin BOOTSTRAP TOPIC                        confluent-kafka's AdminClient on an existing TOPIC: topic configs
+                                               refused at create, CreatePartitions (grow, then a shrink refused),
+                                               DescribeConfigs of the topic and of a broker, DeleteTopics
 """
 import json
 import sys
@@ -116,6 +119,38 @@ def kafka_python(bootstrap, topic):
     return 0
 
 
+def admin(bootstrap, topic):
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+    a = AdminClient(settings(bootstrap))
+
+    def outcome(future):
+        try:
+            future.result(15)
+            return 'ok'
+        except Exception as e:
+            return str(e)
+
+    print(json.dumps({'create_with_config': outcome(
+        a.create_topics([NewTopic(topic + '-cfg', 1, 1, config={'retention.ms': '1000'})])[topic + '-cfg'])}))
+    print(json.dumps({'grow': outcome(a.create_partitions([NewPartitions(topic, 5)])[topic])}))
+    print(json.dumps({'shrink': outcome(a.create_partitions([NewPartitions(topic, 2)])[topic])}))
+    md = a.list_topics(timeout=10)
+    print(json.dumps({'partitions': len(md.topics[topic].partitions)}))
+    resource = ConfigResource('topic', topic)
+    configs = a.describe_configs([resource])[resource].result(15)
+    print(json.dumps({'topic_configs': {k: v.value for k, v in configs.items()},
+                      'read_only': all(v.is_read_only for v in configs.values())}))
+    broker = ConfigResource('broker', str(md.controller_id))
+    configs = a.describe_configs([broker])[broker].result(15)
+    print(json.dumps({'broker_configs': {k: v.value for k, v in configs.items()}}))
+    missing = ConfigResource('topic', topic + '-missing')
+    print(json.dumps({'describe_missing': outcome(a.describe_configs([missing])[missing])}))
+    print(json.dumps({'delete': outcome(a.delete_topics([topic])[topic])}))
+    print(json.dumps({'delete_again': outcome(a.delete_topics([topic])[topic])}))
+    print(json.dumps({'listed_after_delete': topic in a.list_topics(timeout=10).topics}))
+    return 0
+
+
 if __name__ == '__main__':
-    commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python}
+    commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))

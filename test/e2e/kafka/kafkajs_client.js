@@ -2,12 +2,14 @@
 // kafkajs (2.2.4, installed here by scripts/install-deps.sh) against moonmqd's Kafka listener, for
 // test/e2e/kafka_e2e_test.cpp. Prints what it saw as JSON lines on stdout; exits 1 when the client reports an error.
 //
-//   node kafkajs_client.js BOOTSTRAP TOPIC PARTITIONS COUNT
+//   node kafkajs_client.js produce BOOTSTRAP TOPIC PARTITIONS COUNT
+//   node kafkajs_client.js admin BOOTSTRAP TOPIC
 //
 // BOOTSTRAP is host:port, or the JSON object of librdkafka settings clients.py takes (bootstrap.servers,
 // security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location), translated to kafkajs's.
 // It creates TOPIC (admin), sends COUNT records with an idempotent producer (acks -1; keys "k<i>", a header, partition
 // i % PARTITIONS) in batches of ten, one line per acknowledged batch, then lists the topic's metadata and offsets.
+// `admin` grows an existing TOPIC by one partition, describes its configs and deletes it.
 'use strict';
 const fs = require('fs');
 const { Kafka, logLevel } = require('./node_modules/kafkajs');
@@ -30,7 +32,24 @@ function config(bootstrap) {
   return out;
 }
 
-async function main([bootstrap, topic, partitions, count]) {
+async function admin([bootstrap, topic]) {
+  const kafka = new Kafka(config(bootstrap));
+  const a = kafka.admin();
+  await a.connect();
+  const before = (await a.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length;
+  await a.createPartitions({ topicPartitions: [{ topic, count: before + 1 }] });
+  const after = (await a.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length;
+  console.log(JSON.stringify({ before, after }));
+  const described = await a.describeConfigs({ resources: [{ type: 2, name: topic }], includeSynonyms: false });
+  const configs = {};
+  for (const c of described.resources[0].configEntries) configs[c.configName] = c.configValue;
+  console.log(JSON.stringify({ configs }));
+  await a.deleteTopics({ topics: [topic] });
+  console.log(JSON.stringify({ listed: (await a.listTopics()).includes(topic) }));
+  await a.disconnect();
+}
+
+async function produce([bootstrap, topic, partitions, count]) {
   const kafka = new Kafka(config(bootstrap));
   const admin = kafka.admin();
   await admin.connect();
@@ -59,7 +78,8 @@ async function main([bootstrap, topic, partitions, count]) {
   await admin.disconnect();
 }
 
-main(process.argv.slice(2)).then(() => process.exit(0), (e) => {
+const commands = { produce, admin };
+commands[process.argv[2]](process.argv.slice(3)).then(() => process.exit(0), (e) => {
   console.log(JSON.stringify({ error: String(e), type: e.type || null }));
   process.exit(1);
 });

@@ -132,3 +132,111 @@ TEST_CASE("kafka framing: an ApiVersions of an unknown version is read far enoug
   CHECK(answer.i16() == kafka::error_code::unsupported_version);
   CHECK(answer.array_count(false, 6) == static_cast<std::int32_t>(kafka::supported_versions().size()));
 }
+
+TEST_CASE("kafka admin messages: CreatePartitions, DeleteTopics v4, DescribeConfigs and OffsetForLeaderEpoch",
+          "[kafka]") {
+  auto body = [](auto fill) {
+    kafka::writer w;
+    fill(w);
+    return w.take();
+  };
+  SECTION("CreatePartitions v1 with and without assignments") {
+    const auto bytes = body([](kafka::writer& w) {
+      w.array_count(2, false);
+      w.string("a", false);
+      w.i32(5);
+      w.i32(-1);  // no assignments
+      w.string("b", false);
+      w.i32(3);
+      w.array_count(1, false);
+      w.array_count(2, false);
+      w.i32(1);
+      w.i32(2);
+      w.i32(1500);
+      w.boolean(true);
+    });
+    kafka::reader r(bytes);
+    kafka::create_partitions_request c;
+    REQUIRE(kafka::decode(r, 1, c));
+    REQUIRE(c.topics.size() == 2);
+    CHECK(c.topics[0].count == 5);
+    CHECK_FALSE(c.topics[0].assignments);
+    REQUIRE(c.topics[1].assignments);
+    CHECK((*c.topics[1].assignments)[0] == std::vector<std::int32_t>{1, 2});
+    CHECK(c.timeout_ms == 1500);
+    CHECK(c.validate_only);
+    kafka::reader cut(std::string_view(bytes).substr(0, bytes.size() - 3));
+    kafka::create_partitions_request partial;
+    CHECK_FALSE(kafka::decode(cut, 1, partial));
+  }
+  SECTION("DeleteTopics v4 is flexible, v1 is not") {
+    const auto flexible = body([](kafka::writer& w) {
+      w.array_count(1, true);
+      w.string("gone", true);
+      w.i32(100);
+      w.tagged_fields();
+    });
+    kafka::reader r(flexible);
+    kafka::delete_topics_request d;
+    REQUIRE(kafka::decode(r, 4, d));
+    CHECK(d.names == std::vector<std::string>{"gone"});
+    kafka::writer w4, w1;
+    kafka::delete_topics_response out{{{"gone", kafka::error_code::unknown_topic_or_partition}}};
+    kafka::encode(w4, 4, out);
+    kafka::encode(w1, 1, out);
+    // v4: throttle, compact count 2, compact "gone", error, element tags, trailing tags.
+    CHECK(w4.bytes() == std::string("\0\0\0\0\x02\x05gone\x00\x03\x00\x00", 14));
+    CHECK(w1.bytes() == std::string("\0\0\0\0\0\0\0\x01\0\x04gone\x00\x03", 16));
+  }
+  SECTION("DescribeConfigs: all keys (null) or some; v0 says is_default where v1 says the source") {
+    const auto bytes = body([](kafka::writer& w) {
+      w.array_count(2, false);
+      w.i8(2);
+      w.string("t", false);
+      w.i32(-1);
+      w.i8(4);
+      w.string("1", false);
+      w.array_count(1, false);
+      w.string("broker.id", false);
+      w.boolean(false);
+    });
+    kafka::reader r(bytes);
+    kafka::describe_configs_request d;
+    REQUIRE(kafka::decode(r, 1, d));
+    REQUIRE(d.resources.size() == 2);
+    CHECK_FALSE(d.resources[0].keys);
+    CHECK(d.resources[1].keys == std::optional<std::vector<std::string>>({"broker.id"}));
+    kafka::describe_configs_response out;
+    out.results.push_back({0, std::nullopt, 2, "t", {{"retention.ms", "-1", true, 5}}});
+    kafka::writer v0, v1;
+    kafka::encode(v0, 0, out);
+    kafka::encode(v1, 1, out);
+    // v1 adds an empty synonyms array (4 bytes); is_default (1 byte) and the source (1 byte) take the same place.
+    CHECK(v1.size() == v0.size() + 4);
+    CHECK(v0.bytes()[v0.size() - 3] == 1);  // read_only, then is_default = true, then sensitive = false
+    CHECK(v0.bytes()[v0.size() - 2] == 1);
+    CHECK(v1.bytes()[v1.size() - 6] == 5);  // the source: DEFAULT_CONFIG
+  }
+  SECTION("OffsetForLeaderEpoch v3 reads the replica id and current epochs; the answer puts the error first") {
+    const auto bytes = body([](kafka::writer& w) {
+      w.i32(-1);
+      w.array_count(1, false);
+      w.string("t", false);
+      w.array_count(1, false);
+      w.i32(2);
+      w.i32(7);
+      w.i32(6);
+    });
+    kafka::reader r(bytes);
+    kafka::offset_for_leader_epoch_request o;
+    REQUIRE(kafka::decode(r, 3, o));
+    CHECK(o.topics[0].partitions[0].index == 2);
+    CHECK(o.topics[0].partitions[0].current_leader_epoch == 7);
+    CHECK(o.topics[0].partitions[0].leader_epoch == 6);
+    kafka::offset_for_leader_epoch_response out;
+    out.topics.push_back({"t", {{kafka::error_code::fenced_leader_epoch, 2, 6, 100}}});
+    kafka::writer w;
+    kafka::encode(w, 3, out);
+    CHECK(w.bytes() == std::string("\0\0\0\0\0\0\0\x01\0\x01t\0\0\0\x01\0\x4a\0\0\0\x02\0\0\0\x06\0\0\0\0\0\0\0\x64", 33));
+  }
+}

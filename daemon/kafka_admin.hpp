@@ -1,0 +1,43 @@
+// The Kafka listener's topic admin: CreateTopics, CreatePartitions, DeleteTopics and DescribeConfigs. Each request is
+// checked as a Kafka broker checks it (a name twice in one request, a count that does not grow, what this cluster does
+// not do: topic configs, explicit replica assignments), then handed to the topic admin front end the HTTP API calls,
+// and its refusals are turned into Kafka's error codes. What DescribeConfigs reports, and why, is in docs/kafka.md.
+// Thread safety: every method may be called concurrently (the front end serializes decisions).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "moonmq/cluster/config.hpp"
+#include "moonmq/frontend/topic_admin.hpp"
+#include "moonmq/kafka/messages.hpp"
+
+namespace moonmq::daemon {
+
+struct kafka_admin_parts {
+  const cluster::server_config* cfg = nullptr;
+  frontend::topic_admin* topics = nullptr;
+  std::size_t brokers = 1;     ///< how many brokers the cluster has (the largest replication factor accepted)
+  std::int32_t self_node = 0;  ///< this broker's Kafka node id
+  bool sasl = false;           ///< client tokens: SASL is required
+};
+
+class kafka_admin {
+ public:
+  explicit kafka_admin(kafka_admin_parts parts) : p_(std::move(parts)) {}
+
+  /// `admin`: the connection's role may change topics; without it each topic is TOPIC_AUTHORIZATION_FAILED.
+  kafka::create_topics_response create_topics(const kafka::create_topics_request& req, bool admin);
+  kafka::create_partitions_response create_partitions(const kafka::create_partitions_request& req, bool admin);
+  kafka::delete_topics_response delete_topics(const kafka::delete_topics_request& req, bool admin);
+  /// Topics this cluster lists, and this broker (by its node id; another broker answers for itself).
+  kafka::describe_configs_response describe_configs(const kafka::describe_configs_request& req) const;
+
+ private:
+  /// The live topic of that name, if the catalog (or this broker's store) has one.
+  std::optional<cluster::topic_record> find(const std::string& name) const;
+
+  kafka_admin_parts p_;
+};
+
+}  // namespace moonmq::daemon
