@@ -5,12 +5,13 @@ All partitions and all traffic start on b1. Producers and consumers keep running
 every 2 s, not a dry run) moves partitions to b2 and b3. Each pass prints every broker's load as the model sees it,
 the plan, and the moves in progress. Once the cluster is in band with nothing moving (within DEADLINE_SECONDS, or the
 demo fails), the demo stops the traffic, pauses the balancer, waits for running moves to end, checks that every
-acknowledged record is on its partition's owner (following a partition that moved) and prints the web console's
+acknowledged record is on its partition's owner (following a partition that moved), has kcat (an unmodified Kafka
+client) produce through one broker's Kafka listener and read back through another's, and prints the web console's
 address. With KEEP=1 in the environment (`make demo KEEP=1`)
 the brokers keep running until Ctrl-C, so that a person can look at the console and try moonmqctl; otherwise they
 are stopped with SIGTERM and their data removed. With CAPACITY=1 (`make demo CAPACITY=1`) b3 is stated to carry twice
 what b1 and b2 can (Server.Autobalance.Capacity): the goals then balance utilisation, and b3 ends with about half the
-traffic. Standard library only.
+traffic. Standard library only (and kcat).
 """
 import json
 import os
@@ -61,6 +62,24 @@ def call(port, method, path, body=None, timeout=10):
         return e.code, json.loads(e.read() or b"null")
 
 
+def kafka_round_trip(c):
+    """kcat, an unmodified Kafka client, produces to and reads back from the cluster's Kafka listeners."""
+    code, _ = call(c.api["b1"], "POST", "/v1/topics", {"name": "kafka-demo", "partitions": 3})
+    if code not in (200, 201):
+        print(f"kafka: creating topic kafka-demo answered {code}")
+        return False
+    sent = [f"k{i}:hello from kcat {i}" for i in range(9)]
+    produce = subprocess.run(["kcat", "-b", f"127.0.0.1:{c.kafka['b2']}", "-P", "-t", "kafka-demo", "-K:"],
+                             input="\n".join(sent) + "\n", capture_output=True, text=True, timeout=60)
+    read = subprocess.run(["kcat", "-b", f"127.0.0.1:{c.kafka['b3']}", "-C", "-t", "kafka-demo", "-o", "beginning",
+                           "-e", "-q", "-f", "%k:%s\\n"], capture_output=True, text=True, timeout=60)
+    got = sorted(line for line in read.stdout.splitlines() if line)
+    ok = produce.returncode == 0 and read.returncode == 0 and got == sorted(sent)
+    print(f"\nkafka: kcat produced {len(sent)} records through b2's Kafka listener and read "
+          f"{len(got)} back through b3's: {'the same records' if ok else 'NOT the same: ' + produce.stderr + read.stderr}")
+    return ok
+
+
 class Cluster:
     def __init__(self, daemon):
         self.daemon = daemon
@@ -69,11 +88,14 @@ class Cluster:
         self.ids = ["b1", "b2", "b3"]
         self.api = {b: free_port(taken) for b in self.ids}
         self.cluster = {b: free_port(taken) for b in self.ids}
+        self.kafka = {b: free_port(taken) for b in self.ids}
         self.procs = {}
 
     def config(self, broker):
-        peers = [{"Id": p, "Address": f"127.0.0.1:{self.cluster[p]}"} for p in self.ids if p != broker]
+        peers = [{"Id": p, "Address": f"127.0.0.1:{self.cluster[p]}", "Kafka": f"127.0.0.1:{self.kafka[p]}"}
+                 for p in self.ids if p != broker]
         server = {"Host": "127.0.0.1", "Port": self.api[broker], "DataDir": os.path.join(self.dir, broker),
+                  "Kafka": {"Host": "127.0.0.1", "Port": self.kafka[broker]},
                   "Cluster": {"BrokerId": broker, "Port": self.cluster[broker], "Token": "demo-secret",
                               "Peers": peers}}
         if broker == "b1":
@@ -325,10 +347,13 @@ def main():
               f"{total} records acknowledged, {lost} lost, {traffic.errors} produce errors, "
               f"{traffic.consumed} consumed")
         ok = ok and lost == 0
+        ok = kafka_round_trip(c) and ok
         print(f"\nweb console: http://127.0.0.1:{c.api['b1']}/ui  (every broker serves one: "
               f"http://127.0.0.1:{c.api['b2']}/ui, http://127.0.0.1:{c.api['b3']}/ui)")
         ctl = os.path.join(os.path.dirname(os.path.abspath(daemon)), "moonmqctl")
         print(f"moonmqctl:   {ctl} --broker 127.0.0.1:{c.api['b1']} status")
+        print(f"kafka:       kcat -b 127.0.0.1:{c.kafka['b1']} -L  (every broker has a Kafka listener: "
+              f"{c.kafka['b1']}, {c.kafka['b2']}, {c.kafka['b3']})")
         if os.environ.get("KEEP") == "1":
             call(c.api["b1"], "POST", "/v1/autobalancer/resume")
             print("KEEP=1: the brokers keep running, the balancer resumed; Ctrl-C stops them")
