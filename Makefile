@@ -48,6 +48,7 @@ bench: build
 	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/transactions
 	$(BUILD)/benchmarks/raft
+	$(BUILD)/benchmarks/kafka_clients
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
 # end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs

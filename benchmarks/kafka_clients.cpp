@@ -1,0 +1,323 @@
+// kafka_clients: an unmodified Kafka client (librdkafka) producing to and consuming from three moonmqd over their
+// Kafka listeners, side by side in one run with the same client against librdkafka's own in-memory mock cluster
+// (rd_kafka_mock_cluster_new, three brokers: the client's ceiling on this machine) and with the same bytes through
+// moonmqd's HTTP API.
+//
+// Each way: RECORDS records of 1 KiB over three partitions (one per broker).
+// - produce: a librdkafka producer with acks=all, idempotence and linger.ms=5, as fast as it takes them; records/s
+//   from the first send to the last delivery report;
+// - consume: a librdkafka consumer in assign mode reads them all back (the mock keeps only a partition's last few MiB:
+//   what it kept); records/s from the first record to the last;
+// - latency: the producer again at half the peak rate it reached, for a third as many records; p50 and p99 from
+//   send to delivery report.
+// The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
+// them back with GET, 1 MiB per request.
+//
+//   kafka_clients [RECORDS]      (default 60000)
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/daemon_process.hpp"
+
+using namespace moonmq::test;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int partitions = 3;
+constexpr std::size_t record_bytes = 1024;
+
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct figures {
+  double produce_per_s = 0;
+  double consume_per_s = 0;
+  double p50_ms = 0, p99_ms = 0;
+  double latency_rate = 0;  ///< records/s the latency run was paced at
+  long failed = 0;
+};
+
+void must(rd_kafka_conf_res_t r, const char* what, const char* error) {
+  if (r != RD_KAFKA_CONF_OK) {
+    std::fprintf(stderr, "kafka_clients: %s: %s\n", what, error);
+    std::exit(1);
+  }
+}
+
+rd_kafka_conf_t* settings(const std::string& bootstrap, const std::map<std::string, std::string>& extra) {
+  char error[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  must(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), error, sizeof error), "bootstrap", error);
+  for (const auto& [k, v] : extra) must(rd_kafka_conf_set(conf, k.c_str(), v.c_str(), error, sizeof error), k.c_str(), error);
+  return conf;
+}
+
+/// What the delivery callback sees: the send time of each record (its opaque is its index).
+struct delivery_state {
+  std::vector<clock_type::time_point> sent;
+  std::vector<double> latency_ms;
+  std::atomic<long> delivered{0}, failed{0};
+};
+
+void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* state = static_cast<delivery_state*>(opaque);
+  if (m->err) {
+    if (state->failed++ < 3) std::fprintf(stderr, "kafka_clients: delivery failed: %s\n", rd_kafka_err2str(m->err));
+    return;
+  }
+  const auto i = reinterpret_cast<std::uintptr_t>(m->_private);
+  if (!state->latency_ms.empty())
+    state->latency_ms[i] = std::chrono::duration<double, std::milli>(clock_type::now() - state->sent[i]).count();
+  ++state->delivered;
+}
+
+/// Sends `count` records (paced to `rate` records/s when not 0); returns the records/s it reached.
+double produce(const std::string& bootstrap, const std::string& topic, long count, double rate, delivery_state& state) {
+  char error[512];
+  rd_kafka_conf_t* conf = settings(bootstrap, {{"acks", "all"},
+                                               {"enable.idempotence", "true"},
+                                               {"linger.ms", "5"},
+                                               {"message.timeout.ms", "120000"},
+                                               {"queue.buffering.max.kbytes", "262144"}});
+  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rd_kafka_conf_set_opaque(conf, &state);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
+  if (!rk) {
+    std::fprintf(stderr, "kafka_clients: producer: %s\n", error);
+    std::exit(1);
+  }
+  state.sent.assign(static_cast<std::size_t>(count), {});
+  if (rate > 0) state.latency_ms.assign(static_cast<std::size_t>(count), -1);
+  const std::string value(record_bytes, 'v');
+  const auto start = clock_type::now();
+  for (long i = 0; i < count; ++i) {
+    if (rate > 0) {
+      const auto due = start + std::chrono::duration_cast<clock_type::duration>(
+                                   std::chrono::duration<double>(static_cast<double>(i) / rate));
+      while (clock_type::now() < due) rd_kafka_poll(rk, 0);
+    }
+    const std::string key = "k" + std::to_string(i);
+    state.sent[static_cast<std::size_t>(i)] = clock_type::now();
+    for (;;) {
+      const rd_kafka_resp_err_t err = rd_kafka_producev(
+          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(static_cast<std::int32_t>(i % partitions)),
+          RD_KAFKA_V_KEY(key.data(), key.size()), RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(i)), RD_KAFKA_V_END);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        std::fprintf(stderr, "kafka_clients: produce: %s\n", rd_kafka_err2str(err));
+        std::exit(1);
+      }
+      rd_kafka_poll(rk, 10);
+    }
+    rd_kafka_poll(rk, 0);
+  }
+  rd_kafka_flush(rk, 120'000);
+  const double elapsed = seconds_since(start);
+  rd_kafka_destroy(rk);
+  return static_cast<double>(state.delivered.load()) / elapsed;
+}
+
+/// Reads every partition from the beginning until `count` records came (`count` < 0: as many as the watermarks say,
+/// for the mock cluster, whose offsets count records and which keeps only the last few MiB of a partition); records/s
+/// from the first record to the last (a consumer's first fetch waits for its offset query, as long on both).
+double consume(const std::string& bootstrap, const std::string& topic, long count) {
+  char error[512];
+  std::map<std::string, std::string> extra{
+      {"group.id", "kafka-clients-bench"}, {"enable.auto.commit", "false"}, {"fetch.max.bytes", "52428800"}};
+  if (const char* debug = std::getenv("KAFKA_CLIENTS_DEBUG")) extra["debug"] = debug;
+  rd_kafka_conf_t* conf = settings(bootstrap, extra);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error);
+  if (!rk) {
+    std::fprintf(stderr, "kafka_clients: consumer: %s\n", error);
+    std::exit(1);
+  }
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p)
+    rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, parts);
+  rd_kafka_topic_partition_list_destroy(parts);
+  if (count < 0) {
+    count = 0;
+    for (int p = 0; p < partitions; ++p) {
+      std::int64_t low = 0, high = 0;
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, 10'000);
+      count += static_cast<long>(high - low);
+    }
+  }
+  long seen = 0, errors = 0;
+  auto start = clock_type::now();
+  auto last_progress = start;
+  while (seen < count && seconds_since(last_progress) < 30) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) continue;
+    if (!m->err) {
+      if (seen++ == 0) start = clock_type::now();
+      last_progress = clock_type::now();
+    } else if (errors++ < 3) {
+      std::fprintf(stderr, "kafka_clients: consume: %s\n", rd_kafka_message_errstr(m));
+    }
+    rd_kafka_message_destroy(m);
+  }
+  const double elapsed = seconds_since(start);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  if (seen < count) std::fprintf(stderr, "kafka_clients: read %ld of %ld records back\n", seen, count);
+  return static_cast<double>(seen) / elapsed;
+}
+
+/// The three measurements against one bootstrap (`topic`, new, with three partitions, must exist). `mock`: the
+/// consumer reads what the mock cluster kept.
+figures measure_kafka(const std::string& bootstrap, const std::string& topic, long records, bool mock) {
+  figures f;
+  delivery_state peak;
+  f.produce_per_s = produce(bootstrap, topic, records, 0, peak);
+  f.failed = peak.failed;
+  f.consume_per_s = consume(bootstrap, topic, mock ? -1 : records);
+  delivery_state paced;
+  f.latency_rate = f.produce_per_s / 2;
+  produce(bootstrap, topic, records / 3, f.latency_rate, paced);
+  f.failed += paced.failed;
+  std::vector<double> ms;
+  for (double v : paced.latency_ms)
+    if (v >= 0) ms.push_back(v);
+  f.p50_ms = percentile(ms, 0.50);
+  f.p99_ms = percentile(ms, 0.99);
+  return f;
+}
+
+/// The same records through the HTTP API: 64 per request, one connection per partition to its owner.
+figures measure_http(const std::vector<moonmqd_process*>& brokers, const std::string& topic,
+                     const std::vector<std::string>& owners, long records) {
+  figures f;
+  std::map<std::string, moonmqd_process*> by_id;
+  for (auto* b : brokers) by_id[b->id] = b;
+  const std::string value(record_bytes, 'v');
+  std::atomic<long> failed{0};
+  const auto start = clock_type::now();
+  std::vector<std::thread> writers;
+  for (int p = 0; p < partitions; ++p)
+    writers.emplace_back([&, p] {
+      auto c = by_id.at(owners[static_cast<std::size_t>(p)])->api();
+      c.set_keep_alive(true);
+      std::string body;
+      for (long i = p; i < records;) {
+        body = "{\"partition\":" + std::to_string(p) + ",\"records\":[";
+        for (int n = 0; n < 64 && i < records; ++n, i += partitions)
+          body += (n ? ",{\"key\":\"k" : "{\"key\":\"k") + std::to_string(i) + "\",\"value\":\"" + value + "\"}";
+        body += "]}";
+        auto r = c.Post("/v1/topics/" + topic + "/records", body, "application/json");
+        if (!r || r->status != 200) ++failed;
+      }
+    });
+  for (auto& t : writers) t.join();
+  f.produce_per_s = static_cast<double>(records) / seconds_since(start);
+  f.failed = failed;
+  std::atomic<long> seen{0};
+  const auto read_start = clock_type::now();
+  std::vector<std::thread> readers;
+  for (int p = 0; p < partitions; ++p)
+    readers.emplace_back([&, p] {
+      auto c = by_id.at(owners[static_cast<std::size_t>(p)])->api();
+      c.set_keep_alive(true);
+      std::uint64_t offset = 0;
+      for (;;) {
+        auto r = c.Get("/v1/topics/" + topic + "/partitions/" + std::to_string(p) +
+                       "/records?max_bytes=1048576&offset=" + std::to_string(offset));
+        if (!r || r->status != 200) break;
+        rapidjson::Document d;
+        d.Parse(r->body.c_str());
+        if (d.HasParseError() || !d.HasMember("records") || d["records"].Empty()) break;
+        seen += static_cast<long>(d["records"].Size());
+        offset = d["next_offset"].GetUint64();
+      }
+    });
+  for (auto& t : readers) t.join();
+  f.consume_per_s = static_cast<double>(seen) / seconds_since(read_start);
+  if (seen != records) std::fprintf(stderr, "kafka_clients: HTTP read %ld of %ld records back\n", seen.load(), records);
+  return f;
+}
+
+void print_row(const char* way, const figures& f) {
+  std::printf("%-28s %12.0f %12.0f %14.0f %9.2f %9.2f %7ld\n", way, f.produce_per_s, f.consume_per_s, f.latency_rate,
+              f.p50_ms, f.p99_ms, f.failed);
+}
+
+/// A topic with a partition on each broker, made through b1's HTTP API; its owners by partition (empty: failed).
+std::vector<std::string> make_topic(moonmqd_process& b1, const std::string& name) {
+  auto made = b1.api().Post("/v1/topics", "{\"name\":\"" + name + "\",\"partitions\":3}", "application/json");
+  rapidjson::Document d;
+  if (made) d.Parse(made->body.c_str());
+  std::vector<std::string> owners;
+  if (!made || made->status >= 300 || d.HasParseError() || !d.HasMember("owners") || !d["owners"].IsArray()) {
+    std::fprintf(stderr, "kafka_clients: creating %s failed: %s\n", name.c_str(), made ? made->body.c_str() : "no answer");
+    return owners;
+  }
+  for (const auto& o : d["owners"].GetArray()) owners.emplace_back(o.GetString());
+  return owners;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const long records = argc > 1 ? std::atol(argv[1]) : 60000;
+
+  // librdkafka's mock cluster: three brokers in this process.
+  char error[512];
+  rd_kafka_conf_t* quiet = rd_kafka_conf_new();
+  rd_kafka_conf_set(quiet, "log_level", "3", error, sizeof error);  // no warning that it has no bootstrap servers
+  rd_kafka_t* host = rd_kafka_new(RD_KAFKA_PRODUCER, quiet, error, sizeof error);
+  rd_kafka_mock_cluster_t* mock = rd_kafka_mock_cluster_new(host, 3);
+  rd_kafka_mock_topic_create(mock, "bench", partitions, 1);
+  const figures mocked = measure_kafka(rd_kafka_mock_cluster_bootstraps(mock), "bench", records, true);
+  rd_kafka_mock_cluster_destroy(mock);
+  rd_kafka_destroy(host);
+
+  // Three moonmqd, a partition on each; the Kafka listener, then the HTTP API on a topic of its own.
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->kafka_port = free_port();
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  if (make_topic(b1, "bench").size() != partitions) return 1;
+  const figures moon = measure_kafka("127.0.0.1:" + std::to_string(b1.kafka_port), "bench", records, false);
+  const auto http_owners = make_topic(b1, "bench-http");
+  if (http_owners.size() != partitions) return 1;
+  const figures http = measure_http(all, "bench-http", http_owners, records);
+
+  std::printf("kafka_clients: %ld records of %zu B over %d partitions on 3 brokers; librdkafka %s\n", records,
+              record_bytes, partitions, rd_kafka_version_str());
+  std::printf("%-28s %12s %12s %14s %9s %9s %7s\n", "way", "produce/s", "consume/s", "latency at/s", "p50 ms",
+              "p99 ms", "failed");
+  print_row("librdkafka -> mock cluster", mocked);
+  print_row("librdkafka -> moonmqd", moon);
+  print_row("HTTP API -> moonmqd", http);
+  std::printf("{\"bench\":\"kafka_clients\",\"records\":%ld,\"produce_ratio\":%.2f,\"consume_ratio\":%.2f,"
+              "\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f}\n",
+              records, moon.produce_per_s / mocked.produce_per_s, moon.consume_per_s / mocked.consume_per_s,
+              moon.p99_ms, mocked.p99_ms, http.produce_per_s / moon.produce_per_s);
+  return moon.failed || mocked.failed || http.failed ? 1 : 0;
+}
