@@ -179,6 +179,23 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
   }
   CHECK(js_values.size() == 60);
   CHECK(js_values.count("kafkajs-59") == 1);
+
+  // acks=0 (no answer) and acks=1 through kcat: the records are there all the same.
+  for (const std::string acks : {"0", "1"}) {
+    auto sent = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b1), "-P", "-t", "kt", "-p", "0", "-K:", "-X",
+                             "acks=" + acks},
+                            "acks" + acks + "-a:x\nacks" + acks + "-b:y\n");
+    INFO(sent.err);
+    CHECK(sent.exit_code == 0);
+  }
+  CHECK(eventually(
+      [&] {
+        auto read = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b3), "-C", "-t", "kt", "-p", "0", "-o", "beginning",
+                                 "-e", "-q", "-f", "%k=%s\n"});
+        return read.out.find("acks0-a=x\nacks0-b=y\n") != std::string::npos &&
+               read.out.find("acks1-a=x\nacks1-b=y\n") != std::string::npos;
+      },
+      std::chrono::seconds(10)));
 }
 
 TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions move, and loses or repeats nothing",
@@ -314,6 +331,54 @@ TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e
     return all;
   }());
   CHECK(answers == std::map<int, int>{{0, 1}, {6, 2}});
+
+  // Batches a client wrote by hand: a bad CRC is CORRUPT_MESSAGE (2), the control bit INVALID_RECORD (87), a good one
+  // is appended. A batch is checked before its partition's owner is, so the brokers that do not own it refuse the
+  // two bad batches alike and answer the good one NOT_LEADER_OR_FOLLOWER (6). Only the good record is in the log.
+  std::multiset<int> owner_codes, other_codes;
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    auto raw = client({"raw-batches", "127.0.0.1:" + std::to_string(b->kafka_port), "ke", "0"});
+    INFO(raw.out << raw.err);
+    REQUIRE(raw.exit_code == 0);
+    const auto lines = json_lines(raw.out);
+    REQUIRE(lines.size() == 3);
+    for (int i = 0; i < 3; ++i) CHECK(lines[static_cast<std::size_t>(i)]["correlation"].GetInt() == i);
+    if (lines[2]["error"].GetInt() == 0) {
+      CHECK(lines[0]["error"].GetInt() == 2);
+      CHECK(lines[1]["error"].GetInt() == 87);
+      owner_codes.insert(0);
+    } else {
+      for (const auto& l : lines) other_codes.insert(l["error"].GetInt());
+    }
+  }
+  CHECK(owner_codes.size() == 1);
+  CHECK(other_codes == std::multiset<int>{2, 2, 87, 87, 6, 6});
+  auto log = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b1), "-C", "-t", "ke", "-p", "0", "-o", "beginning", "-e",
+                          "-q", "-f", "%k=%s\n"});
+  CHECK(log.out == "raw=good raw batch\n");
+
+  // Pipelined requests (ApiVersions, Metadata v1, ApiVersions in one write) are answered in their order.
+  auto request = [](std::int16_t key, std::int16_t version, std::int32_t correlation, const std::string& body) {
+    std::string r;
+    r += static_cast<char>(key >> 8);
+    r += static_cast<char>(key & 0xff);
+    r += static_cast<char>(version >> 8);
+    r += static_cast<char>(version & 0xff);
+    r += be32(static_cast<std::uint32_t>(correlation)) + std::string("\x00\x01t", 3) + body;
+    return be32(static_cast<std::uint32_t>(r.size())) + r;
+  };
+  const auto three = raw_exchange(port, request(18, 0, 11, "") + request(3, 1, 12, be32(0xffffffff)) +
+                                            request(18, 0, 13, ""));
+  std::vector<std::uint32_t> order;
+  for (std::size_t at = 0; at + 8 <= three.size();) {
+    const auto size = (static_cast<std::uint32_t>(static_cast<unsigned char>(three[at])) << 24) |
+                      (static_cast<std::uint32_t>(static_cast<unsigned char>(three[at + 1])) << 16) |
+                      (static_cast<std::uint32_t>(static_cast<unsigned char>(three[at + 2])) << 8) |
+                      static_cast<unsigned char>(three[at + 3]);
+    order.push_back(static_cast<unsigned char>(three[at + 7]));
+    at += 4 + size;
+  }
+  CHECK(order == std::vector<std::uint32_t>{11, 12, 13});
 
   // The broker still answers.
   auto ok = raw_exchange(port, api_versions_request());

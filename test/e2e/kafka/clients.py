@@ -6,10 +6,16 @@ BOOTSTRAP is host:port, or a JSON object of librdkafka settings that holds boots
 sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets the same, translated).
   create BOOTSTRAP TOPIC PARTITIONS            confluent-kafka's AdminClient: CreateTopics (then a second create
                                                must fail with TOPIC_ALREADY_EXISTS)
-  produce BOOTSTRAP TOPIC COUNT [SECONDS]      an idempotent librdkafka producer (acks=all): COUNT records spread
-                                               over SECONDS, keys "k<i>", one header, CreateTime i; one line per ack
-  consume BOOTSTRAP TOPIC PARTITIONS           librdkafka consumer, assign mode from the beginning, until idle
+  produce BOOTSTRAP TOPIC COUNT [SECONDS] [PARTITIONS]
+                                               an idempotent librdkafka producer (acks=all): COUNT records spread
+                                               over SECONDS, keys "k<i>", one header, CreateTime i, partition
+                                               i % PARTITIONS (default 3); one line per ack
+  consume BOOTSTRAP TOPIC PARTITIONS [IDLE]    librdkafka consumer, assign mode from the beginning, until idle for
+                                               IDLE seconds (default 3)
   kafka-python BOOTSTRAP TOPIC                 kafka-python: its version probe, a produce and a read back
+  raw-batches HOST:PORT TOPIC PARTITION        Produce v3 requests written by hand (kafka-python's batch builder):
+                                               a batch with a bad CRC, one with the control bit, then a good one;
+                                               prints each answer's error code
   admin BOOTSTRAP TOPIC                        confluent-kafka's AdminClient on an existing TOPIC: topic configs
                                                refused at create, CreatePartitions (grow, then a shrink refused),
                                                DescribeConfigs of the topic and of a broker, DeleteTopics
@@ -52,7 +58,7 @@ def create(bootstrap, topic, partitions):
     return 0
 
 
-def produce(bootstrap, topic, count, seconds='0'):
+def produce(bootstrap, topic, count, seconds='0', partitions='3'):
     from confluent_kafka import Producer
     p = Producer(dict(settings(bootstrap), **{'enable.idempotence': True, 'acks': 'all', 'linger.ms': 5,
                                                'message.timeout.ms': 60000}))
@@ -69,7 +75,7 @@ def produce(bootstrap, topic, count, seconds='0'):
     start = time.time()
     for i in range(count):
         p.produce(topic, key='k%d' % i, value='value-%d' % i, headers=[('h', b'x%d' % i)], timestamp=1000 + i,
-                  partition=i % 3, on_delivery=done)
+                  partition=i % int(partitions), on_delivery=done)
         p.poll(0)
         if seconds:
             wait = start + seconds * (i + 1) / count - time.time()
@@ -82,12 +88,12 @@ def produce(bootstrap, topic, count, seconds='0'):
     return 0
 
 
-def consume(bootstrap, topic, partitions):
+def consume(bootstrap, topic, partitions, idle='3'):
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer(dict(settings(bootstrap), **{'group.id': 'unused', 'enable.auto.commit': False}))
     c.assign([TopicPartition(topic, p, 0) for p in range(int(partitions))])
     idle_since = time.time()
-    while time.time() - idle_since < 3:
+    while time.time() - idle_since < float(idle):
         m = c.poll(0.5)
         if m is None:
             continue
@@ -116,6 +122,50 @@ def kafka_python(bootstrap, topic):
                           'headers': [[k, v.decode()] for k, v in m.headers], 'timestamp': m.timestamp}))
         break
     c.close()
+    return 0
+
+
+def raw_batches(address, topic, partition):
+    import socket
+    import struct
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.util import calc_crc32c
+
+    def batch(value):
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        b.append(0, timestamp=7000, key=b'raw', value=value, headers=[])
+        return bytearray(b.build())
+
+    def recrc(b):
+        b[17:21] = struct.pack('>I', calc_crc32c(bytes(b[21:])))
+        return b
+
+    bad_crc = batch(b'bad crc')
+    bad_crc[-1] ^= 0xff  # the record's last byte changed, the CRC left as it was
+    control = batch(b'control')
+    control[22] |= 0x20
+    control = recrc(control)
+    good = batch(b'good raw batch')
+
+    def string(s):
+        s = s.encode()
+        return struct.pack('>h', len(s)) + s
+
+    host, port = address.split(':')
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    for correlation, records in enumerate([bad_crc, control, good]):
+        body = (struct.pack('>hhi', 0, 3, correlation) + string('raw') + struct.pack('>hhi', -1, -1, 10000) +
+                struct.pack('>i', 1) + string(topic) + struct.pack('>ii', 1, int(partition)) +
+                struct.pack('>i', len(records)) + bytes(records))
+        sock.sendall(struct.pack('>i', len(body)) + body)
+        size = struct.unpack('>i', sock.recv(4, socket.MSG_WAITALL))[0]
+        answer = sock.recv(size, socket.MSG_WAITALL)
+        got_correlation, = struct.unpack('>i', answer[:4])
+        name_size, = struct.unpack('>h', answer[8:10])
+        at = 10 + name_size + 4  # past the topic's name and the partition count
+        index, error, offset = struct.unpack('>ihq', answer[at:at + 14])
+        print(json.dumps({'correlation': got_correlation, 'partition': index, 'error': error, 'offset': offset}))
     return 0
 
 
@@ -152,5 +202,6 @@ def admin(bootstrap, topic):
 
 
 if __name__ == '__main__':
-    commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin}
+    commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin,
+                'raw-batches': raw_batches}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))
