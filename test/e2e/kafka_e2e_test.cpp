@@ -254,6 +254,70 @@ TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions mo
     if (n != 1) FAIL(key << " read " << n << " times");
 }
 
+TEST_CASE("e2e kafka: the balance loop moves partitions and a broker is killed -9 under an idempotent producer, while "
+          "an assign-mode consumer follows; nothing is lost, repeated or reordered",
+          "[e2e][kafka]") {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) b->kafka_port = free_port();
+  b1.configure(all, "",
+               "\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":1,\"DryRun\":false,"
+               "\"Goals\":[{\"Name\":\"PARTITION_COUNT\"}]}");
+  b2.configure(all);
+  b3.configure(all);
+  for (auto* b : all) b->start();
+  auto made = b1.api().Post("/v1/topics", R"({"name":"kl","partitions":6,"placement":"local"})", "application/json");
+  REQUIRE(made);
+  REQUIRE(made->status / 100 == 2);
+  auto bootstrap = [](const moonmqd_process& b) { return "127.0.0.1:" + std::to_string(b.kafka_port); };
+  auto serves = [](moonmqd_process& b, int p) {
+    auto r = b.api().Get(("/v1/topics/kl/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+    return r && r->status == 200;
+  };
+
+  process_result produced, consumed;
+  std::thread consumer([&] { consumed = client({"consume", bootstrap(b2), "kl", "6", "15"}); });
+  std::thread producer([&] { produced = client({"produce", bootstrap(b1), "kl", "3000", "20", "6"}); });
+  // The loop spreads the six partitions from b1; once b3 serves one, b3 is killed -9 and started again.
+  const bool b3_took_one = eventually(
+      [&] {
+        for (int p = 0; p < 6; ++p)
+          if (serves(b3, p)) return true;
+        return false;
+      },
+      std::chrono::seconds(30));
+  CHECK(b3_took_one);
+  b3.kill9();
+  b3.start();
+  producer.join();
+  consumer.join();
+
+  INFO(produced.out.substr(produced.out.size() > 2000 ? produced.out.size() - 2000 : 0) << produced.err);
+  REQUIRE(produced.exit_code == 0);
+  REQUIRE(json_lines(produced.out).size() == 3000);
+  int moved_off_b1 = 0;
+  for (int p = 0; p < 6; ++p) moved_off_b1 += serves(b1, p) ? 0 : 1;
+  CHECK(moved_off_b1 >= 2);
+
+  INFO(consumed.err.substr(consumed.err.size() > 2000 ? consumed.err.size() - 2000 : 0));
+  REQUIRE(consumed.exit_code == 0);
+  std::map<std::string, int> times;
+  std::map<int, int> last_index;
+  for (const auto& m : json_lines(consumed.out)) {
+    const std::string key = m["key"].GetString();
+    const int i = std::stoi(key.substr(1));
+    ++times[key];
+    const int p = m["partition"].GetInt();
+    CHECK(p == i % 6);
+    if (last_index.count(p)) CHECK(i > last_index[p]);  // in order, nothing read twice within a partition
+    last_index[p] = i;
+  }
+  CHECK(times.size() == 3000);
+  for (const auto& [key, n] : times)
+    if (n != 1) FAIL(key << " read " << n << " times");
+}
+
 TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs: grow, describe configs, delete",
           "[e2e][kafka]") {
   kafka_cluster c;
