@@ -285,6 +285,7 @@ struct kafka_api::impl {
     req.records = std::move(batch.records);
     req.producer = batch.producer;
     req.forward = false;
+    req.one_batch = true;
     auto done = p.produce->produce(std::move(req));
     if (!done) {
       out.error = partition_code(done.code());
@@ -352,8 +353,18 @@ struct kafka_api::impl {
           rt.partitions.push_back(std::move(rp));
           continue;
         }
-        auto got = p.fetch->fetch({{t.name, part.index}, static_cast<std::uint64_t>(part.offset), limit,
-                                   req.read_committed});
+        const topic_partition tp{t.name, part.index};
+        const auto wanted = static_cast<std::uint64_t>(part.offset);
+        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed});
+        // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
+        // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
+        // dropped, and when nothing is left the read goes on from where it stopped.
+        for (std::uint64_t from = wanted; got;) {
+          std::erase_if(got->records, [&](const auto& v) { return storage::kafka_offset(v) < wanted; });
+          if (!got->records.empty() || got->next_offset <= from || got->next_offset >= got->end_offset) break;
+          from = got->next_offset;
+          got = p.fetch->fetch({tp, from, limit, req.read_committed});
+        }
         if (!got) {
           rp.error = partition_code(got.code());
           if (got.code() == errc::offset_out_of_range)
@@ -420,7 +431,7 @@ struct kafka_api::impl {
       if (read->bytes.size() == 0) break;
       for (const auto& v : storage::decode_frames(read->bytes.view(), at))
         if (!(v.attributes & storage::attr_control) && v.timestamp_ms >= timestamp) {
-          out.offset = static_cast<std::int64_t>(v.offset);
+          out.offset = static_cast<std::int64_t>(storage::kafka_offset(v));
           out.timestamp = v.timestamp_ms;
           return out;
         }

@@ -28,6 +28,10 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
     }
     if (transactional) rec.attributes |= storage::attr_transactional;
   }
+  if (req.one_batch) {
+    if (req.forward) return error{errc::invalid_argument, "a Kafka batch is appended where it arrives, never forwarded"};
+    storage::number_batch(req.records);
+  }
   const std::string& topic = req.topic;
   auto count = p_.store->partition_count(topic);
   std::map<std::int32_t, broker_id> owners;  // of a topic this broker does not have, as the brokers say

@@ -117,6 +117,10 @@ namespace {
 /// Whether `next` may share a batch with `first`: one producer's (or none's) records, alike in transaction and
 /// control, close enough for an offset delta.
 bool same_run(const storage::record_view& first, const storage::record_view& next) {
+  // The records of one stored Kafka batch go together, and only with each other.
+  if (first.batch || next.batch)
+    return first.batch && next.batch && storage::kafka_offset(first) - first.batch->index ==
+                                            storage::kafka_offset(next) - next.batch->index;
   constexpr std::uint8_t kind = storage::attr_transactional | storage::attr_control;
   if ((first.attributes & kind) != (next.attributes & kind)) return false;
   if (first.producer.has_value() != next.producer.has_value()) return false;
@@ -163,8 +167,11 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     const auto& first = records[i];
     std::int64_t max_timestamp = first.timestamp_ms;
     for (std::size_t k = i; k < end; ++k) max_timestamp = std::max(max_timestamp, records[k].timestamp_ms);
+    const auto& last = records[end - 1];
+    // A stored Kafka batch keeps its numbering (base + index); other records are numbered by their frames.
+    const std::uint64_t base = first.batch ? storage::kafka_offset(first) - first.batch->index : first.offset;
     writer w;
-    w.i64(static_cast<std::int64_t>(first.offset));
+    w.i64(static_cast<std::int64_t>(base));
     const std::size_t length_at = w.size();
     w.i32(0);   // batchLength, below
     w.i32(-1);  // partitionLeaderEpoch
@@ -177,15 +184,18 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     w.i16(attributes);
     // The last offset delta reaches the last byte of the last record's frame, so that a client's next fetch offset
     // (base + lastOffsetDelta + 1) is where the next record starts, and the log's end once it has read everything.
-    w.i32(static_cast<std::int32_t>(records[end - 1].offset + records[end - 1].frame_size - 1 - first.offset));
+    // A stored batch cut short by the read ends at its last record here: the next fetch asks for the one after it.
+    const bool cut = last.batch && last.batch->index + 1 < last.batch->count;
+    w.i32(static_cast<std::int32_t>(cut ? last.batch->index : last.offset + last.frame_size - 1 - base));
     w.i64(first.timestamp_ms);
     w.i64(max_timestamp);
     w.i64(first.producer ? static_cast<std::int64_t>(first.producer->id) : -1);
     w.i16(first.producer ? static_cast<std::int16_t>(first.producer->epoch) : -1);
-    w.i32(first.producer ? static_cast<std::int32_t>(first.producer->sequence) : -1);
+    w.i32(first.producer ? static_cast<std::int32_t>(first.producer->sequence - (first.batch ? first.batch->index : 0))
+                         : -1);
     w.i32(static_cast<std::int32_t>(end - i));
     for (std::size_t k = i; k < end; ++k)
-      encode_record(records[k], static_cast<std::int64_t>(records[k].offset - first.offset),
+      encode_record(records[k], static_cast<std::int64_t>(storage::kafka_offset(records[k]) - base),
                     records[k].timestamp_ms - first.timestamp_ms, scratch, w);
     w.patch_i32(length_at, static_cast<std::int32_t>(w.size() - length_at - 4));
     const std::string& b = w.bytes();

@@ -43,6 +43,9 @@ struct produce_request {
   /// false: a partition another broker serves is refused (errc::not_owner naming it) instead of forwarded there
   /// (the Kafka listener: its clients follow the owner through Metadata).
   bool forward = true;
+  /// The records are one Kafka batch: numbered in it (storage::number_batch) once stamped, so that a Kafka client
+  /// knows them as base, base+1, … (only where they are appended here: never with `forward`).
+  bool one_batch = false;
 };
 
 struct produced {

@@ -10,11 +10,13 @@
 // all set or all -1, no compression this build cannot read) and its records become log records that keep the key,
 // the value (null as attr_null_value), the headers (as encoded) and the CreateTime timestamp.
 //
-// Offsets: a record's Kafka offset is its log offset (the byte position of its frame, see storage/record.hpp). A
-// fetch groups consecutive records of one producer run into a batch whose base offset is the first record's and whose
-// offset deltas are the byte distances, so a batch has gaps between its offsets, as compacted Kafka batches do; its
-// last offset delta reaches the last byte of its last frame, so that a consumer that has read a batch fetches next
-// where the next record starts, and stands at the high watermark (no lag) once it has read the whole log.
+// Offsets (docs/kafka.md, "Records and offsets"): a record that arrived in a Kafka batch is numbered base + index,
+// the base being its batch's first frame's byte position in the log (storage::kafka_offset); any other record is
+// numbered by its frame's position. A fetch returns a stored batch as that batch; other records go one batch per
+// producer run, with the byte distances as offset deltas (gaps, as in compacted Kafka batches). A batch's last offset
+// delta reaches the last byte of its last frame, so that a consumer that has read it fetches next where the next
+// record starts, and stands at the high watermark (no lag) once it has read the whole log; a stored batch that the
+// read cut short ends at its last record returned.
 // Thread safety: pure functions.
 #pragma once
 
@@ -62,8 +64,9 @@ struct batch_refusal {
 /// Decodes the records field of one partition of a produce request: exactly one batch.
 std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes);
 
-/// Appends `records` (in log order) to `out` as record batches: one per run of records with the same producer stamp
-/// run (consecutive sequences), transactional flag and control flag.
+/// Appends `records` (in log order) to `out` as record batches: the records of one stored Kafka batch as that batch
+/// (base + index, storage::kafka_offset), and other records one batch per run with the same producer stamp,
+/// transactional flag and control flag, numbered by their frames.
 void encode_batches(std::span<const storage::record_view> records, std::string& out);
 
 }  // namespace moonmq::kafka

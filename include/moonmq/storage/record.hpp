@@ -1,8 +1,9 @@
 // The record frame: how one record is laid out in a partition log and on the wire between brokers.
 //
 //   frame   = length:u32le  crc:u32le  payload          (length = payload bytes, crc = CRC-32C of payload)
-//   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  [producer]  key  value
+//   payload = attributes:u8  timestamp_ms:i64le  key_length:i32le (-1 = no key)  [producer] [batch] [headers] key value
 //   producer = producer_id:u64le  producer_epoch:u32le  sequence:u32le      (present when attributes has 0x02)
+//   batch    = index:u32le  count:u32le  distance:u32le                     (present when attributes has 0x20)
 //   headers  = length:u32le  bytes                                           (present when attributes has 0x08)
 //
 // A record's offset is the byte position of its frame in the log, so a partition copied byte for byte from zero keeps
@@ -12,7 +13,10 @@
 // as before it existed, so every older log reads unchanged. `attr_headers` marks a record that carries headers (kept
 // as the Kafka client encoded them: a varint count, then each key and value; the log does not look inside), and
 // `attr_null_value` a record whose value is null (a Kafka tombstone) rather than empty; both are written only by the
-// Kafka listener, so logs without them read unchanged.
+// Kafka listener, so logs without them read unchanged. `attr_batch` marks a record that arrived in a Kafka batch of
+// `count` records as number `index`, its frame `distance` bytes after the batch's first frame: a Kafka client numbers
+// the records of a batch base, base+1, … (docs/kafka.md, "Records and offsets"), and kafka_offset() gives that number
+// back from the frame alone.
 // `scan_frames()` is the one validator: log recovery, reads and migration batches all use it.
 // Thread safety: pure functions.
 #pragma once
@@ -34,7 +38,9 @@ inline constexpr std::uint8_t attr_producer = 0x02;
 inline constexpr std::uint8_t attr_transactional = 0x04;
 inline constexpr std::uint8_t attr_headers = 0x08;
 inline constexpr std::uint8_t attr_null_value = 0x10;
+inline constexpr std::uint8_t attr_batch = 0x20;
 inline constexpr std::size_t producer_fields_size = 8 + 4 + 4;
+inline constexpr std::size_t batch_fields_size = 4 + 4 + 4;
 inline constexpr std::size_t frame_header_size = 8;
 inline constexpr std::size_t payload_fixed_size = 1 + 8 + 4;
 /// The largest payload a frame may carry; a length beyond it is corruption, not a record.
@@ -49,13 +55,22 @@ struct producer_stamp {
   bool operator==(const producer_stamp&) const = default;
 };
 
+/// Where a record sits in the Kafka batch it arrived in.
+struct batch_position {
+  std::uint32_t index = 0;     ///< from 0
+  std::uint32_t count = 1;     ///< records in the batch
+  std::uint32_t distance = 0;  ///< bytes from the batch's first frame to this record's
+  bool operator==(const batch_position&) const = default;
+};
+
 struct record {
   std::optional<std::string> key;
   std::string value;
   std::int64_t timestamp_ms = 0;
-  std::uint8_t attributes = 0;  ///< attr_producer and attr_headers are set by encode_frame from the fields below
+  std::uint8_t attributes = 0;  ///< attr_producer, attr_batch and attr_headers are set by encode_frame from the fields
   std::optional<producer_stamp> producer;
   std::string headers;  ///< encoded headers (see above); empty: none
+  std::optional<batch_position> batch;
 };
 
 /// A decoded record that points into the bytes it was decoded from.
@@ -67,8 +82,15 @@ struct record_view {
   std::uint8_t attributes = 0;
   std::optional<producer_stamp> producer;
   std::string_view headers;  ///< encoded headers; empty: none
+  std::optional<batch_position> batch;
   std::size_t frame_size = 0;
 };
+
+/// The offset a Kafka client knows the record by: its frame's offset, or for a record of a Kafka batch, the batch's
+/// first offset plus its index (within the batch's bytes, since every frame is larger than one byte).
+inline std::uint64_t kafka_offset(const record_view& v) {
+  return v.batch ? v.offset - v.batch->distance + v.batch->index : v.offset;
+}
 
 namespace detail {
 inline void put_u32(std::string& out, std::uint32_t v) {
@@ -93,16 +115,35 @@ inline std::uint64_t get_u64(const char* p) {
 }
 }  // namespace detail
 
-/// An owning copy of a decoded record.
+/// An owning copy of a decoded record, to be appended on its own: without its Kafka batch position, which holds only
+/// where its batch's frames lie together (a copy appended elsewhere is numbered by its own frame).
 inline record to_record(const record_view& v) {
-  return record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt, std::string(v.value),
-                v.timestamp_ms, v.attributes, v.producer, std::string(v.headers)};
+  return record{v.key ? std::optional<std::string>(std::string(*v.key)) : std::nullopt,
+                std::string(v.value),
+                v.timestamp_ms,
+                v.attributes,
+                v.producer,
+                std::string(v.headers),
+                std::nullopt};
 }
 
 /// The frame size of a record, without encoding it.
 inline std::size_t frame_size(const record& r) {
   return frame_header_size + payload_fixed_size + (r.producer ? producer_fields_size : 0) +
-         (r.headers.empty() ? 0 : 4 + r.headers.size()) + (r.key ? r.key->size() : 0) + r.value.size();
+         (r.batch ? batch_fields_size : 0) + (r.headers.empty() ? 0 : 4 + r.headers.size()) +
+         (r.key ? r.key->size() : 0) + r.value.size();
+}
+
+/// Numbers `records` as one Kafka batch, in order: each one's index, the count, and its distance from the first
+/// frame. Call it once their frames are final (producer fields stamped), right before they are appended together.
+inline void number_batch(std::vector<record>& records) {
+  const auto count = static_cast<std::uint32_t>(records.size());
+  for (std::uint32_t i = 0; i < count; ++i) records[i].batch = batch_position{i, count, 0};
+  std::uint32_t distance = 0;
+  for (auto& r : records) {
+    r.batch->distance = distance;
+    distance += static_cast<std::uint32_t>(frame_size(r));
+  }
 }
 
 /// Appends the frame of `r` to `out`.
@@ -113,6 +154,7 @@ inline void encode_frame(const record& r, std::string& out) {
   detail::put_u32(out, 0);  // crc, filled in below
   auto attributes = static_cast<std::uint8_t>(r.producer ? r.attributes | attr_producer : r.attributes & ~attr_producer);
   attributes = static_cast<std::uint8_t>(r.headers.empty() ? attributes & ~attr_headers : attributes | attr_headers);
+  attributes = static_cast<std::uint8_t>(r.batch ? attributes | attr_batch : attributes & ~attr_batch);
   out.push_back(static_cast<char>(attributes));
   detail::put_u64(out, static_cast<std::uint64_t>(r.timestamp_ms));
   detail::put_u32(out, r.key ? static_cast<std::uint32_t>(r.key->size()) : 0xffffffffu);
@@ -120,6 +162,11 @@ inline void encode_frame(const record& r, std::string& out) {
     detail::put_u64(out, r.producer->id);
     detail::put_u32(out, r.producer->epoch);
     detail::put_u32(out, r.producer->sequence);
+  }
+  if (r.batch) {
+    detail::put_u32(out, r.batch->index);
+    detail::put_u32(out, r.batch->count);
+    detail::put_u32(out, r.batch->distance);
   }
   if (!r.headers.empty()) {
     detail::put_u32(out, static_cast<std::uint32_t>(r.headers.size()));
@@ -223,10 +270,11 @@ frame_scan scan_frames(std::string_view bytes, OnFrame&& on_frame) {
       }
       const auto attributes = static_cast<std::uint8_t>(frame[frame_header_size]);
       const bool stamped = attributes & attr_producer;
-      std::size_t fixed = payload_fixed_size + (stamped ? producer_fields_size : 0);
+      std::size_t fixed = payload_fixed_size + (stamped ? producer_fields_size : 0) +
+                          (attributes & attr_batch ? batch_fields_size : 0);
       if (length[i] < fixed) {
         s.end = frame_scan::ending::corrupt;
-        s.what = "producer fields cut short";
+        s.what = "producer or batch fields cut short";
         return s;
       }
       if (attributes & attr_headers) {
@@ -294,6 +342,11 @@ inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint6
       v.producer = producer_stamp{detail::get_u64(rest), detail::get_u32(rest + 8), detail::get_u32(rest + 12)};
       rest += producer_fields_size;
       rest_len -= producer_fields_size;
+    }
+    if (v.attributes & attr_batch) {
+      v.batch = batch_position{detail::get_u32(rest), detail::get_u32(rest + 4), detail::get_u32(rest + 8)};
+      rest += batch_fields_size;
+      rest_len -= batch_fields_size;
     }
     if (v.attributes & attr_headers) {
       const std::uint32_t n = detail::get_u32(rest);

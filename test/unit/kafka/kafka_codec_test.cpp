@@ -240,3 +240,88 @@ TEST_CASE("kafka admin messages: CreatePartitions, DeleteTopics v4, DescribeConf
     CHECK(w.bytes() == std::string("\0\0\0\0\0\0\0\x01\0\x01t\0\0\0\x01\0\x4a\0\0\0\x02\0\0\0\x06\0\0\0\0\0\0\0\x64", 33));
   }
 }
+
+TEST_CASE("kafka offsets: a stored Kafka batch is numbered base + index, fetched whole or cut, next to other records",
+          "[kafka]") {
+  // A single frame before (numbered by its position), then a batch of three, then another single frame.
+  std::vector<storage::record> batch(3);
+  for (int i = 0; i < 3; ++i) {
+    batch[static_cast<std::size_t>(i)].key = "b" + std::to_string(i);
+    batch[static_cast<std::size_t>(i)].value = std::string(40 + 10 * static_cast<std::size_t>(i), 'v');
+    batch[static_cast<std::size_t>(i)].producer = storage::producer_stamp{9, 1, 100 + static_cast<std::uint32_t>(i)};
+  }
+  storage::number_batch(batch);
+  storage::record alone;
+  alone.value = "alone";
+  std::string log;
+  storage::encode_frame(alone, log);
+  const std::uint64_t base = log.size();
+  for (const auto& r : batch) storage::encode_frame(r, log);
+  const std::uint64_t after = log.size();
+  storage::encode_frame(alone, log);
+  REQUIRE(storage::scan_frames(log).end == storage::frame_scan::ending::clean);
+  const auto views = storage::decode_frames(log, 0);
+  REQUIRE(views.size() == 5);
+  CHECK(storage::kafka_offset(views[0]) == 0);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    REQUIRE(views[1 + i].batch);
+    CHECK(views[1 + i].batch->index == i);
+    CHECK(views[1 + i].batch->count == 3);
+    CHECK(storage::kafka_offset(views[1 + i]) == base + i);
+    CHECK(views[1 + i].offset >= base + i);  // within the batch's bytes
+  }
+  CHECK(storage::kafka_offset(views[4]) == after);
+  // A copy appended on its own is numbered by its own frame.
+  CHECK_FALSE(storage::to_record(views[2]).batch);
+
+  auto header = [](const std::string& bytes, std::size_t at) {
+    kafka::reader r(std::string_view(bytes).substr(at, 61));
+    const std::int64_t base_offset = r.i64();
+    r.i32();
+    r.i32();
+    r.i8();
+    r.i32();
+    r.i16();
+    const std::int32_t last_delta = r.i32();
+    r.i64();
+    r.i64();
+    r.i64();
+    r.i16();
+    const std::int32_t base_sequence = r.i32();
+    const std::int32_t count = r.i32();
+    return std::tuple{base_offset, last_delta, base_sequence, count};
+  };
+  auto batch_length = [](const std::string& bytes, std::size_t at) {
+    return static_cast<std::size_t>(kafka::reader(std::string_view(bytes).substr(at + 8, 4)).i32()) + 12;
+  };
+  // Whole: three Kafka batches; the stored one keeps base, its three records, and reaches its last byte.
+  std::string out;
+  kafka::encode_batches(views, out);
+  const std::size_t second = batch_length(out, 0);
+  const auto [b0, d0, s0, n0] = header(out, 0);
+  CHECK(b0 == 0);
+  CHECK(n0 == 1);
+  const auto [b1, d1, s1, n1] = header(out, second);
+  CHECK(b1 == static_cast<std::int64_t>(base));
+  CHECK(d1 == static_cast<std::int32_t>(after - 1 - base));
+  CHECK(s1 == 100);
+  CHECK(n1 == 3);
+  const auto [b2, d2, s2, n2] = header(out, second + batch_length(out, second));
+  CHECK(b2 == static_cast<std::int64_t>(after));
+  CHECK(n2 == 1);
+  // Cut after the batch's second record: it ends at that record, so the next fetch asks for base + 2.
+  std::string cut;
+  kafka::encode_batches(std::span(views).subspan(1, 2), cut);
+  const auto [cb, cd, cs, cn] = header(cut, 0);
+  CHECK(cb == static_cast<std::int64_t>(base));
+  CHECK(cd == 1);
+  CHECK(cn == 2);
+  // Starting inside: base stays, the first record's delta is its index, the base sequence is the batch's.
+  std::string inside;
+  kafka::encode_batches(std::span(views).subspan(2, 2), inside);
+  const auto [ib, id, is, in] = header(inside, 0);
+  CHECK(ib == static_cast<std::int64_t>(base));
+  CHECK(id == static_cast<std::int32_t>(after - 1 - base));
+  CHECK(is == 100);
+  CHECK(in == 2);
+}
