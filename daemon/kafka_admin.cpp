@@ -168,7 +168,8 @@ kafka::describe_configs_response kafka_admin::describe_configs(const kafka::desc
              {"message.timestamp.type", "CreateTime", true, response::default_config},
              {"min.insync.replicas", "1", true, response::default_config},
              {"unclean.leader.election.enable", "false", true, response::default_config},
-             {"max.message.bytes", max_bytes, true, response::static_broker_config}};
+             {"max.message.bytes", max_bytes, true, response::static_broker_config},
+             {"compression.type", "uncompressed", true, response::default_config}};
     } else if (r.type == kafka::describe_configs_request::broker_resource) {
       if (!r.name.empty() && r.name != std::to_string(p_.self_node)) {
         res.error = ec::invalid_request;

@@ -64,6 +64,8 @@ std::int16_t batch_code(kafka::batch_fault f) {
       return ec::unsupported_compression_type;
     case kafka::batch_fault::unsupported_magic:
       return ec::unsupported_for_message_format;
+    case kafka::batch_fault::too_large:
+      return ec::message_too_large;
   }
   return ec::corrupt_message;
 }
@@ -269,7 +271,7 @@ struct kafka_api::impl {
       out.error = ec::corrupt_message;
       return out;
     }
-    auto decoded = kafka::decode_produced_batch(*in.records);
+    auto decoded = kafka::decode_produced_batch(*in.records, p.cfg->kafka->max_request_bytes);
     if (auto* refused = std::get_if<kafka::batch_refusal>(&decoded)) {
       out.error = batch_code(refused->fault);
       return out;

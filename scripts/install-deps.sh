@@ -13,6 +13,7 @@ packages=(
   iproute2 nftables
   clang libclang-rt-14-dev
   kcat python3-confluent-kafka python3-kafka librdkafka-dev
+  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev
 )
 
 missing=()

@@ -199,7 +199,7 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
       for (const auto& t : p.topics)
         for (const auto& part : t.partitions) {
           if (!part.records) continue;
-          auto batch = kafka::decode_produced_batch(*part.records);
+          auto batch = kafka::decode_produced_batch(*part.records, 1u << 20);
           if (auto* b = std::get_if<kafka::produced_batch>(&batch)) {
             must(!b->records.empty());
             std::string frames;

@@ -2,6 +2,7 @@
 
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/kafka/codec.hpp"
+#include "moonmq/kafka/compression.hpp"
 
 namespace moonmq::kafka {
 
@@ -22,7 +23,7 @@ std::optional<std::string_view> var_bytes(reader& r) {
 
 }  // namespace
 
-std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes) {
+std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes, std::size_t max_records_bytes) {
   reader r(bytes);
   r.i64();  // baseOffset: the broker assigns offsets
   const std::int32_t length = r.i32();
@@ -48,9 +49,10 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
   const std::int32_t base_sequence = r.i32();
   const std::int32_t count = r.i32();
   if (!r.ok()) return corrupt("a record batch shorter than its header");
-  if (attributes & batch_compression_mask)
+  const auto codec = static_cast<compression>(attributes & batch_compression_mask);
+  if (codec > compression::zstd)
     return batch_refusal{batch_fault::unsupported_compression,
-                         "compressed record batches are not supported; set compression.type=none"};
+                         "compression codec " + std::to_string(static_cast<int>(codec)) + " is unknown"};
   if (attributes & batch_control) return invalid("clients may not write control batches");
   if (count <= 0 || count != last_offset_delta + 1)
     return invalid("record count " + std::to_string(count) + " does not match lastOffsetDelta " +
@@ -59,7 +61,19 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
   if (stamped != (producer_epoch >= 0) || stamped != (base_sequence >= 0))
     return invalid("producer id, epoch and base sequence are all set or all -1");
   if (!stamped && (attributes & batch_transactional)) return invalid("a transactional batch names its producer");
-  if (static_cast<std::size_t>(count) > r.left() / 7)  // the smallest record is 7 bytes
+  // The records: as sent, or decompressed (bounded: a small batch never becomes a large buffer).
+  std::string inflated;
+  std::string_view records_bytes = bytes.substr(r.position());
+  if (codec != compression::none) {
+    auto d = decompress(codec, records_bytes, max_records_bytes);
+    if (!d)
+      return d.code() == errc::resource_exhausted ? batch_refusal{batch_fault::too_large, d.message()}
+                                                  : corrupt(d.message());
+    inflated = std::move(*d);
+    records_bytes = inflated;
+  }
+  reader rr(records_bytes);
+  if (static_cast<std::size_t>(count) > rr.left() / 7)  // the smallest record is 7 bytes
     return corrupt("record count " + std::to_string(count) + " exceeds what the batch holds");
 
   produced_batch out;
@@ -71,10 +85,10 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
                                            static_cast<std::uint32_t>(base_sequence)};
   out.records.reserve(static_cast<std::size_t>(count));
   for (std::int32_t i = 0; i < count; ++i) {
-    const std::int32_t record_length = r.varint();
-    if (!r.ok() || record_length < 0 || static_cast<std::size_t>(record_length) > r.left())
+    const std::int32_t record_length = rr.varint();
+    if (!rr.ok() || record_length < 0 || static_cast<std::size_t>(record_length) > rr.left())
       return corrupt("record " + std::to_string(i) + " is cut short");
-    const std::string_view record_bytes = r.raw(static_cast<std::size_t>(record_length));
+    const std::string_view record_bytes = rr.raw(static_cast<std::size_t>(record_length));
     reader rec(record_bytes);
     rec.i8();  // attributes: unused
     const std::int64_t timestamp_delta = rec.varlong();
@@ -104,7 +118,7 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
     if (header_count > 0) rec_out.headers = std::string(record_bytes.substr(headers_at));
     out.records.push_back(std::move(rec_out));
   }
-  if (r.left() != 0) return corrupt("bytes after the last record of the batch");
+  if (rr.left() != 0) return corrupt("bytes after the last record of the batch");
   return out;
 }
 

@@ -52,7 +52,8 @@ struct produced_batch {
 enum class batch_fault {
   corrupt,             ///< CORRUPT_MESSAGE: bad CRC, length or record framing
   invalid,             ///< INVALID_RECORD: well framed, but against the rules (control bit, counts, producer fields)
-  unsupported_compression,  ///< UNSUPPORTED_COMPRESSION_TYPE
+  unsupported_compression,  ///< UNSUPPORTED_COMPRESSION_TYPE: a codec number Kafka does not define
+  too_large,           ///< MESSAGE_TOO_LARGE: the records decompress past the limit
   unsupported_magic,   ///< UNSUPPORTED_FOR_MESSAGE_FORMAT: message format v0/v1
 };
 
@@ -61,8 +62,11 @@ struct batch_refusal {
   std::string message;
 };
 
-/// Decodes the records field of one partition of a produce request: exactly one batch.
-std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes);
+/// Decodes the records field of one partition of a produce request: exactly one batch, uncompressed or compressed
+/// (gzip, snappy, lz4, zstd; kafka/compression.hpp), whose records take at most `max_records_bytes` once
+/// decompressed.
+std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes,
+                                                                 std::size_t max_records_bytes = 64u << 20);
 
 /// Appends `records` (in log order) to `out` as record batches: the records of one stored Kafka batch as that batch
 /// (base + index, storage::kafka_offset), and other records one batch per run with the same producer stamp,
