@@ -47,6 +47,23 @@ std::optional<cluster::topic_record> kafka_admin::find(const std::string& name) 
   return std::nullopt;
 }
 
+std::variant<std::vector<std::string>, std::string> kafka_admin::owners_named(
+    const std::vector<std::vector<std::int32_t>>& lists) const {
+  std::vector<std::string> owners;
+  for (const auto& brokers : lists) {
+    if (brokers.empty()) return std::string("a partition's replica list is empty");
+    if (brokers.size() != lists.front().size()) return std::string("every partition names as many replicas");
+    for (std::size_t i = 0; i < brokers.size(); ++i) {
+      if (!p_.broker_of.count(brokers[i])) return "broker " + std::to_string(brokers[i]) + " is not in the cluster";
+      if (std::find(brokers.begin(), brokers.begin() + static_cast<std::ptrdiff_t>(i), brokers[i]) !=
+          brokers.begin() + static_cast<std::ptrdiff_t>(i))
+        return "broker " + std::to_string(brokers[i]) + " is named twice for one partition";
+    }
+    owners.push_back(p_.broker_of.at(brokers.front()));
+  }
+  return owners;
+}
+
 kafka::create_topics_response kafka_admin::create_topics(const kafka::create_topics_request& req, bool admin) {
   kafka::create_topics_response out;
   const auto twice = repeated(req.topics, [](const auto& t) { return t.name; });
@@ -57,7 +74,24 @@ kafka::create_topics_response kafka_admin::create_topics(const kafka::create_top
       res.error = code;
       res.message = std::move(message);
     };
-    const std::int32_t partitions = t.partitions < 0 ? 1 : t.partitions;
+    const bool assigned = !t.assignments.empty();
+    const std::int32_t partitions = assigned ? static_cast<std::int32_t>(t.assignments.size())
+                                    : t.partitions < 0 ? 1
+                                                       : t.partitions;
+    // Explicit assignments: partitions 0..n-1, each once, in any order; each list's first broker owns it.
+    std::vector<std::vector<std::int32_t>> lists(t.assignments.size());
+    std::vector<bool> seen(t.assignments.size(), false);
+    bool indexed = true;
+    for (const auto& [index, brokers] : t.assignments) {
+      const auto at = static_cast<std::size_t>(index);
+      if (index < 0 || at >= lists.size() || seen[at]) {
+        indexed = false;
+      } else {
+        seen[at] = true;
+        lists[at] = brokers;
+      }
+    }
+    const auto named = assigned && indexed ? owners_named(lists) : decltype(owners_named(lists)){std::string()};
     if (twice.count(t.name)) {
       refuse(ec::invalid_request, "topic '" + t.name + "' appears more than once in the request");
     } else if (!admin) {
@@ -67,9 +101,12 @@ kafka::create_topics_response kafka_admin::create_topics(const kafka::create_top
     } else if (!t.configs.empty()) {
       refuse(ec::invalid_config, "topic configs are not supported (" + t.configs.front().first +
                                      "); DescribeConfigs lists what every topic has");
-    } else if (!t.assignments.empty()) {
-      refuse(ec::invalid_replica_assignment,
-             "explicit replica assignments are not supported; partitions are spread over the brokers");
+    } else if (assigned && (t.partitions != -1 || t.replication_factor != -1)) {
+      refuse(ec::invalid_request, "with explicit replica assignments, the partition count and replication factor are -1");
+    } else if (assigned && !indexed) {
+      refuse(ec::invalid_replica_assignment, "assignments name partitions 0 to n-1, each once");
+    } else if (assigned && std::holds_alternative<std::string>(named)) {
+      refuse(ec::invalid_replica_assignment, std::get<std::string>(named));
     } else if (partitions == 0 || partitions > static_cast<std::int32_t>(p_.cfg->limits.max_partitions_per_topic)) {
       refuse(ec::invalid_partitions, "a topic has from 1 to " +
                                          std::to_string(p_.cfg->limits.max_partitions_per_topic) + " partitions");
@@ -83,6 +120,10 @@ kafka::create_topics_response kafka_admin::create_topics(const kafka::create_top
       c.op = frontend::topic_admin_op::create;
       c.name = t.name;
       c.partitions = static_cast<std::uint32_t>(partitions);
+      if (assigned) {
+        c.brokers = std::get<std::vector<std::string>>(named);
+        c.exact = true;
+      }
       if (auto done = p_.topics->submit(std::move(c)); !done) refuse(admin_code(done.code()), done.message());
     }
   }
@@ -101,15 +142,19 @@ kafka::create_partitions_response kafka_admin::create_partitions(const kafka::cr
       res.message = std::move(message);
     };
     const auto record = find(t.name);
+    const auto named = t.assignments ? owners_named(*t.assignments) : decltype(owners_named({})){std::vector<std::string>()};
     if (twice.count(t.name)) {
       refuse(ec::invalid_request, "topic '" + t.name + "' appears more than once in the request");
     } else if (!admin) {
       refuse(ec::topic_authorization_failed, "adding partitions needs the admin role");
     } else if (!record) {
       refuse(ec::unknown_topic_or_partition, "no topic '" + t.name + "'");
-    } else if (t.assignments) {
-      refuse(ec::invalid_replica_assignment,
-             "explicit replica assignments are not supported; new partitions are spread over the brokers");
+    } else if (std::holds_alternative<std::string>(named)) {
+      refuse(ec::invalid_replica_assignment, std::get<std::string>(named));
+    } else if (t.assignments && static_cast<std::int32_t>(t.assignments->size()) != t.count - record->partitions()) {
+      refuse(ec::invalid_replica_assignment, "assignments name " + std::to_string(t.assignments->size()) +
+                                                 " new partitions; the count adds " +
+                                                 std::to_string(std::max(0, t.count - record->partitions())));
     } else if (t.count <= record->partitions()) {
       refuse(ec::invalid_partitions, "topic '" + t.name + "' has " + std::to_string(record->partitions()) +
                                          " partitions; the count can only grow");
@@ -121,6 +166,10 @@ kafka::create_partitions_response kafka_admin::create_partitions(const kafka::cr
       c.op = frontend::topic_admin_op::grow;
       c.name = t.name;
       c.partitions = static_cast<std::uint32_t>(t.count);
+      if (t.assignments) {
+        c.brokers = std::get<std::vector<std::string>>(named);
+        c.exact = true;
+      }
       if (auto done = p_.topics->submit(std::move(c)); !done) refuse(admin_code(done.code()), done.message());
     }
   }

@@ -1,12 +1,16 @@
 // The Kafka listener's topic admin: CreateTopics, CreatePartitions, DeleteTopics and DescribeConfigs. Each request is
-// checked as a Kafka broker checks it (a name twice in one request, a count that does not grow, what this cluster does
-// not do: topic configs, explicit replica assignments), then handed to the topic admin front end the HTTP API calls,
-// and its refusals are turned into Kafka's error codes. What DescribeConfigs reports, and why, is in docs/kafka.md.
+// checked as a Kafka broker checks it (a name twice in one request, a count that does not grow, topic configs, which
+// this cluster does not have), then handed to the topic admin front end the HTTP API calls, and its refusals are
+// turned into Kafka's error codes. Explicit replica assignments name each partition's owner: the first broker of each
+// list (a partition has one replica). What DescribeConfigs reports, and why, is in docs/kafka.md.
 // Thread safety: every method may be called concurrently (the front end serializes decisions).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "moonmq/cluster/config.hpp"
 #include "moonmq/frontend/topic_admin.hpp"
@@ -20,6 +24,7 @@ struct kafka_admin_parts {
   std::size_t brokers = 1;     ///< how many brokers the cluster has (the largest replication factor accepted)
   std::int32_t self_node = 0;  ///< this broker's Kafka node id
   bool sasl = false;           ///< client tokens: SASL is required
+  std::map<std::int32_t, std::string> broker_of;  ///< Kafka node id -> broker id
 };
 
 class kafka_admin {
@@ -36,6 +41,11 @@ class kafka_admin {
  private:
   /// The live topic of that name, if the catalog (or this broker's store) has one.
   std::optional<cluster::topic_record> find(const std::string& name) const;
+  /// The owners explicit replica assignments name (the first broker of each list, in order), or why they are
+  /// refused (INVALID_REPLICA_ASSIGNMENT): an empty list, an unknown node id, a node twice in one list, lists of
+  /// different lengths.
+  std::variant<std::vector<std::string>, std::string> owners_named(
+      const std::vector<std::vector<std::int32_t>>& lists) const;
 
   kafka_admin_parts p_;
 };

@@ -99,7 +99,10 @@ struct kafka_api::impl {
       for (const auto& peer : p.cfg->cluster->peers)
         if (peer.kafka_port) address_of[node_of[peer.id]] = {peer.kafka_host, peer.kafka_port};
     tokens = p.cfg->auth && !p.cfg->auth->tokens.empty();
-    admin = kafka_admin(kafka_admin_parts{p.cfg, p.topics, node_of.size(), node_of[p.self.value()], tokens});
+    std::map<std::int32_t, std::string> broker_of;
+    for (const auto& [id, n] : node_of) broker_of[n] = id;
+    admin = kafka_admin(
+        kafka_admin_parts{p.cfg, p.topics, node_of.size(), node_of[p.self.value()], tokens, std::move(broker_of)});
     if (tokens) {
       scram_secret = random_bytes(32);
       for (const auto& t : p.cfg->auth->tokens) {

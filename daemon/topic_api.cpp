@@ -35,9 +35,11 @@ void topic_api::routes(api_routes& api) {
     r.get("partitions", c.partitions);
     r.get("placement", placement);
     r.get("brokers", c.brokers);
-    if (r.ok() && placement != "spread" && placement != "local") r.fail("placement", "expected spread or local");
+    if (r.ok() && placement != "spread" && placement != "local" && placement != "exact")
+      r.fail("placement", "expected spread, local or exact");
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
     c.local = placement == "local";
+    c.exact = placement == "exact";
     answer(res, admin_.submit(std::move(c)));
   });
   api.Get("/v1/topics", [this](const httplib::Request&, httplib::Response& res) {
@@ -49,7 +51,9 @@ void topic_api::routes(api_routes& api) {
     json::object_reader r(d, "");
     topic_admin_request c{topic_admin_op::grow, req.matches[1], 0, false, {}};
     r.get("count", c.partitions, true);
+    r.get("brokers", c.brokers);
     if (auto s = r.finish(); !s) return reply_error(res, s.err());
+    c.exact = !c.brokers.empty();
     answer(res, admin_.submit(std::move(c)));
   });
   api.Delete(R"(/v1/topics/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {

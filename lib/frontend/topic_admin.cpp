@@ -69,13 +69,20 @@ outcome<topic_decision> topic_admin::submit(topic_admin_request r) {
       if (r.local && !r.brokers.empty())
         return error{errc::invalid_argument,
                      "brokers: a local placement puts every partition on the receiving broker: name no brokers"};
+      if (r.exact && r.brokers.size() != r.partitions)
+        return error{errc::invalid_argument, "brokers: an exact placement names one broker per partition (" +
+                                                 std::to_string(r.partitions) + "), not " +
+                                                 std::to_string(r.brokers.size())};
       for (const auto& b : r.brokers)
         if (!known(b)) return error{errc::invalid_argument, "brokers: unknown broker '" + b + "'"};
       if (r.local) r.brokers = {p_.self.value()};
       break;
     case topic_admin_op::grow:
       if (auto s = check_count("count", r.partitions); !s) return s.err();
+      for (const auto& b : r.brokers)
+        if (!known(b)) return error{errc::invalid_argument, "brokers: unknown broker '" + b + "'"};
       if (!p_.topics->find(r.name) && p_.store->partition_count(r.name)) {
+        if (r.exact) return error{errc::invalid_argument, "a topic outside the catalog grows on this broker alone"};
         auto n = p_.topics->grow_unlisted(r.name, static_cast<std::int32_t>(r.partitions));
         if (!n) return n.err();
         topic_decision d;
@@ -283,9 +290,18 @@ outcome<topic_decision> topic_admin::decide_here(const topic_admin_request& r) {
       return full ? *full : error{errc::unavailable, "no broker can take topic '" + r.name + "'"};
     const std::size_t adding =
         create ? r.partitions : r.partitions - static_cast<std::size_t>(existing->partitions());
-    std::vector<std::string> ids;
-    for (const auto& [b, n] : candidates) ids.push_back(b.value());
-    change.added = cluster::spread_partitions(candidates, adding, autobalancer::relative_capacities(p_.balance, ids));
+    if (r.exact) {
+      // Each new partition on the broker named for it (all of them answered and have room: checked above).
+      if (r.brokers.size() != adding)
+        return error{errc::invalid_argument, "brokers: an exact placement names one broker per new partition (" +
+                                                 std::to_string(adding) + "), not " + std::to_string(r.brokers.size())};
+      for (const auto& b : r.brokers) change.added.emplace_back(b);
+    } else {
+      std::vector<std::string> ids;
+      for (const auto& [b, n] : candidates) ids.push_back(b.value());
+      change.added =
+          cluster::spread_partitions(candidates, adding, autobalancer::relative_capacities(p_.balance, ids));
+    }
   }
 
   auto decided = p_.topics->decide(change);

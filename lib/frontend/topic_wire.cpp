@@ -93,7 +93,7 @@ std::string topic_change_request_body(const topic_admin_request& r) {
     json::put(w, "op", topic_admin_op_name(r.op));
     json::put(w, "name", r.name);
     json::put(w, "partitions", r.partitions);
-    json::put(w, "placement", r.local ? "local" : "spread");
+    json::put(w, "placement", r.exact ? "exact" : r.local ? "local" : "spread");
     json::put(w, "brokers", r.brokers);
   });
 }
@@ -111,10 +111,12 @@ result<topic_admin_request> read_topic_change_request(std::string_view body) {
   r.get("brokers", out.brokers, true);
   auto known = topic_admin_op_of(op);
   if (r.ok() && !known) r.fail("op", "expected create, grow, delete or adopt");
-  if (r.ok() && placement != "local" && placement != "spread") r.fail("placement", "expected spread or local");
+  if (r.ok() && placement != "local" && placement != "spread" && placement != "exact")
+    r.fail("placement", "expected spread, local or exact");
   if (auto s = r.finish(); !s) return s.err();
   out.op = *known;
   out.local = placement == "local";
+  out.exact = placement == "exact";
   return out;
 }
 

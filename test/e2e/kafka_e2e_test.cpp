@@ -59,6 +59,25 @@ process_result client(const std::vector<std::string>& args) {
   return run_process(argv);
 }
 
+/// What clients.py's consumer printed: every key k<i> of `count` read exactly once, on partition i % `partitions`,
+/// in order within its partition.
+void check_read_once_in_order(const std::string& out, int count, int partitions) {
+  std::map<std::string, int> times;
+  std::map<int, int> last_index;
+  for (const auto& m : json_lines(out)) {
+    const std::string key = m["key"].GetString();
+    const int i = std::stoi(key.substr(1));
+    ++times[key];
+    const int p = m["partition"].GetInt();
+    CHECK(p == i % partitions);
+    if (last_index.count(p)) CHECK(i > last_index[p]);  // in order, nothing read twice within a partition
+    last_index[p] = i;
+  }
+  CHECK(times.size() == static_cast<std::size_t>(count));
+  for (const auto& [key, n] : times)
+    if (n != 1) FAIL(key << " read " << n << " times");
+}
+
 /// A raw connection to the Kafka port: sends `bytes`, returns what came back before the broker closed or 2 s passed.
 std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -268,19 +287,7 @@ TEST_CASE("e2e kafka: an idempotent producer keeps producing while partitions mo
 
   auto consumed = client({"consume", c.bootstrap(c.b2), "km", "3"});
   REQUIRE(consumed.exit_code == 0);
-  std::map<std::string, int> times;
-  std::map<int, int> last_index;
-  for (const auto& m : json_lines(consumed.out)) {
-    const std::string key = m["key"].GetString();
-    const int i = std::stoi(key.substr(1));
-    ++times[key];
-    const int p = m["partition"].GetInt();
-    if (last_index.count(p)) CHECK(i > last_index[p]);  // in order within a partition
-    last_index[p] = i;
-  }
-  CHECK(times.size() == 3000);
-  for (const auto& [key, n] : times)
-    if (n != 1) FAIL(key << " read " << n << " times");
+  check_read_once_in_order(consumed.out, 3000, 3);
 }
 
 TEST_CASE("e2e kafka: the balance loop moves partitions and a broker is killed -9 under an idempotent producer, while "
@@ -331,20 +338,7 @@ TEST_CASE("e2e kafka: the balance loop moves partitions and a broker is killed -
 
   INFO(consumed.err.substr(consumed.err.size() > 2000 ? consumed.err.size() - 2000 : 0));
   REQUIRE(consumed.exit_code == 0);
-  std::map<std::string, int> times;
-  std::map<int, int> last_index;
-  for (const auto& m : json_lines(consumed.out)) {
-    const std::string key = m["key"].GetString();
-    const int i = std::stoi(key.substr(1));
-    ++times[key];
-    const int p = m["partition"].GetInt();
-    CHECK(p == i % 6);
-    if (last_index.count(p)) CHECK(i > last_index[p]);  // in order, nothing read twice within a partition
-    last_index[p] = i;
-  }
-  CHECK(times.size() == 3000);
-  for (const auto& [key, n] : times)
-    if (n != 1) FAIL(key << " read " << n << " times");
+  check_read_once_in_order(consumed.out, 3000, 6);
 }
 
 TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs: grow, describe configs, delete",
@@ -355,7 +349,7 @@ TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs
   INFO(a.out << a.err);
   REQUIRE(a.exit_code == 0);
   const auto lines = json_lines(a.out);
-  REQUIRE(lines.size() == 10);
+  REQUIRE(lines.size() == 13);
   CHECK_THAT(std::string(lines[0]["create_with_config"].GetString()), Catch::Contains("INVALID_CONFIG"));
   CHECK(std::string(lines[1]["grow"].GetString()) == "ok");
   CHECK_THAT(std::string(lines[2]["shrink"].GetString()), Catch::Contains("INVALID_PARTITIONS"));
@@ -368,6 +362,14 @@ TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs
   CHECK(std::string(lines[7]["delete"].GetString()) == "ok");
   CHECK_THAT(std::string(lines[8]["delete_again"].GetString()), Catch::Contains("UNKNOWN_TOPIC"));
   CHECK_FALSE(lines[9]["listed_after_delete"].GetBool());
+  // Explicit assignments name the owners (node ids 1..3 are b1..b3): partition 0 on b3, 1 on b1, 2 on b2, and the
+  // partition added by CreatePartitions on b1; a node id the cluster does not have is refused.
+  CHECK(std::string(lines[10]["placed"].GetString()) == "ok");
+  CHECK(std::string(lines[11]["grown"].GetString()) == "ok");
+  std::vector<int> leaders;
+  for (const auto& l : lines[11]["leaders"].GetArray()) leaders.push_back(l.GetInt());
+  CHECK(leaders == std::vector<int>{3, 1, 2, 1});
+  CHECK_THAT(std::string(lines[12]["bad_assignment"].GetString()), Catch::Contains("INVALID_REPLICA_ASSIGNMENT"));
   // Every broker sees the topic's five partitions gone; the name can be made again.
   REQUIRE(client({"create", c.bootstrap(c.b3), "ka", "2"}).exit_code == 0);
 

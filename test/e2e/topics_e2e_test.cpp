@@ -158,6 +158,15 @@ void placement_grow_and_delete(cluster3& c) {
   CHECK_THAT(named.body, Catch::Contains(R"("owners":["b3","b3"])"));
   CHECK(post(c.b1, "/v1/topics", R"({"name":"x","brokers":["b9"]})").status == 400);
   CHECK(post(c.b1, "/v1/topics", R"({"name":"x","placement":"everywhere"})").status == 400);
+  // Exact: partition i on brokers[i] (what a Kafka client's explicit assignments become), also when it grows.
+  auto exact = post(c.b1, "/v1/topics", R"({"name":"exact","partitions":3,"placement":"exact","brokers":["b3","b1","b2"]})");
+  REQUIRE(exact.status == 200);
+  CHECK_THAT(exact.body, Catch::Contains(R"("owners":["b3","b1","b2"])"));
+  CHECK(post(c.b1, "/v1/topics", R"({"name":"x","partitions":2,"placement":"exact","brokers":["b3"]})").status == 400);
+  auto exact_grown = post(c.b2, "/v1/topics/exact/partitions", R"({"count":4,"brokers":["b2"]})");
+  REQUIRE(exact_grown.status == 200);
+  CHECK_THAT(exact_grown.body, Catch::Contains(R"("owners":["b3","b1","b2","b2"])"));
+  CHECK(post(c.b2, "/v1/topics/exact/partitions", R"({"count":6,"brokers":["b2"]})").status == 400);
 
   // Grow through another broker: every broker learns the count, and the new partitions take produces.
   auto grown = post(c.b3, "/v1/topics/spread/partitions", R"({"count":5})");

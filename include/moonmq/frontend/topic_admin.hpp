@@ -10,7 +10,8 @@
 //   not answer (it might), refuses the create. Before a create or a grow, each broker says how many partitions it
 //   serves and whether its limits leave room.
 // - **Placement.** The new partitions go to the brokers that answered (or those named), each to the one serving the
-//   fewest, weighted by the balancer's stated capacities; a local placement puts them all on the receiving broker.
+//   fewest, weighted by the balancer's stated capacities; a local placement puts them all on the receiving broker; an
+//   exact one puts each on the broker named for it, in order (each must answer and have room).
 // - **After the decision** (without Raft), the coordinator tells every broker; the ones that missed it learn it from
 //   catch_up() (moonmqd runs it at start and every 5 s).
 // - **Adoption** of a topic made before topics were cluster metadata: each partition's log is, of the brokers serving
@@ -56,6 +57,8 @@ struct topic_admin_request {
   std::uint32_t partitions = 1;  ///< create: the count; grow: the new count (adopt: found by submit)
   bool local = false;            ///< create: every partition on the receiving broker
   std::vector<std::string> brokers;  ///< where new partitions may go (empty: every broker); adopt: one per partition
+  /// create, grow: `brokers` names each new partition's owner, in order (Kafka's explicit replica assignments)
+  bool exact = false;
 };
 
 struct topic_decision {

@@ -68,9 +68,9 @@ struct record {
   std::string value;
   std::int64_t timestamp_ms = 0;
   std::uint8_t attributes = 0;  ///< attr_producer, attr_batch and attr_headers are set by encode_frame from the fields
-  std::optional<producer_stamp> producer;
-  std::string headers;  ///< encoded headers (see above); empty: none
-  std::optional<batch_position> batch;
+  std::optional<producer_stamp> producer{};
+  std::string headers{};  ///< encoded headers (see above); empty: none
+  std::optional<batch_position> batch{};
 };
 
 /// A decoded record that points into the bytes it was decoded from.

@@ -18,7 +18,8 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
                                                prints each answer's error code
   admin BOOTSTRAP TOPIC                        confluent-kafka's AdminClient on an existing TOPIC: topic configs
                                                refused at create, CreatePartitions (grow, then a shrink refused),
-                                               DescribeConfigs of the topic and of a broker, DeleteTopics
+                                               DescribeConfigs of the topic and of a broker, DeleteTopics, then
+                                               explicit replica assignments (TOPIC-placed)
 """
 import json
 import sys
@@ -198,6 +199,14 @@ def admin(bootstrap, topic):
     print(json.dumps({'delete': outcome(a.delete_topics([topic])[topic])}))
     print(json.dumps({'delete_again': outcome(a.delete_topics([topic])[topic])}))
     print(json.dumps({'listed_after_delete': topic in a.list_topics(timeout=10).topics}))
+    # Explicit replica assignments: each list's first broker owns the partition.
+    placed = topic + '-placed'
+    print(json.dumps({'placed': outcome(a.create_topics([NewTopic(placed, 3, replica_assignment=[[3, 1], [1, 2], [2, 3]])])[placed])}))
+    grown = outcome(a.create_partitions([NewPartitions(placed, 4, replica_assignment=[[1, 3]])])[placed])
+    partitions = a.list_topics(placed, timeout=10).topics[placed].partitions
+    print(json.dumps({'grown': grown, 'leaders': [partitions[p].leader for p in sorted(partitions)]}))
+    bad = topic + '-bad'
+    print(json.dumps({'bad_assignment': outcome(a.create_topics([NewTopic(bad, 1, replica_assignment=[[99]])])[bad])}))
     return 0
 
 
