@@ -129,7 +129,12 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
     std::string frame;
     asio::error_code ec;
     if (self->tls) {
-      c->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c->socket, SSL_new(self->tls->native()));
+      SSL* ssl = SSL_new(self->tls->native());
+      if (!ssl) {
+        self->forget(c);
+        co_return;
+      }
+      c->tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(c->socket, ssl);
       co_await c->tls->async_handshake(asio::ssl::stream_base::server, asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
         self->forget(c);

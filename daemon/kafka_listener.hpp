@@ -3,7 +3,8 @@
 // they came (clients pipeline). Admission as on the client API (docs/security.md): at most MaxClientConnections
 // connections (further ones are closed at once), at most MaxUnauthenticatedConnections of them not yet authenticated
 // (a new one closes the oldest), an authentication deadline of AuthTimeoutMs, and every size prefix checked before a
-// buffer is sized from it: 64 KiB before authentication, MaxRequestBytes after.
+// buffer is sized from it: 64 KiB before authentication, MaxRequestBytes after. Under Server.Kafka.Tls every
+// connection starts with the TLS handshake, inside the authentication deadline.
 // Thread safety: start() and stop() from one thread.
 #pragma once
 
