@@ -14,6 +14,8 @@
 // them back with GET, 1 MiB per request.
 //
 //   kafka_clients [RECORDS]      (default 60000)
+// For looking closer, the consumer takes KAFKA_CLIENTS_DEBUG (librdkafka's debug contexts, e.g. "fetch") and
+// KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) from the environment.
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <rapidjson/document.h>
@@ -147,6 +149,7 @@ double consume(const std::string& bootstrap, const std::string& topic, long coun
   std::map<std::string, std::string> extra{
       {"group.id", "kafka-clients-bench"}, {"enable.auto.commit", "false"}, {"fetch.max.bytes", "52428800"}};
   if (const char* debug = std::getenv("KAFKA_CLIENTS_DEBUG")) extra["debug"] = debug;
+  if (const char* bytes = std::getenv("KAFKA_CLIENTS_PARTITION_FETCH_BYTES")) extra["max.partition.fetch.bytes"] = bytes;
   rd_kafka_conf_t* conf = settings(bootstrap, extra);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error);
   if (!rk) {
