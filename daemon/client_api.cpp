@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <rapidjson/document.h>
+
 #include "api_routes.hpp"
 #include "balancer_api.hpp"
 #include "broker_metrics.hpp"
@@ -12,6 +14,9 @@
 #include "drain_api.hpp"
 #include "group_api.hpp"
 #include "kafka_api.hpp"
+#include "json/object_reader.hpp"
+#include "json/parse.hpp"
+#include "json/writer.hpp"
 #include "kafka_listener.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/stray_reconciler.hpp"
@@ -177,9 +182,9 @@ status client_api::build() {
                                             p.state, *disk.journal, *p.reassigner);
   m.reconcile = std::make_unique<reconcile_api>(*m.strays, *m.view);
   if (p.cfg->kafka)
-    m.kafka = std::make_unique<kafka_api>(kafka_api_parts{p.cfg, p.self, disk.store.get(), disk.ownership.get(),
-                                                          &directory, m.produce.get(), m.fetch.get(),
-                                                          m.topic_admin.get(), m.txns.get(), p.controller_id});
+    m.kafka = std::make_unique<kafka_api>(kafka_api_parts{
+        p.cfg, p.self, disk.store.get(), disk.ownership.get(), &directory, m.produce.get(), m.fetch.get(),
+        m.topic_admin.get(), m.txns.get(), p.controller_id, [this] { return peer_kafka_addresses(); }});
 
   m.groups->routes(m.routes);
   m.transactions->routes(m.routes);
@@ -202,7 +207,34 @@ transport::response client_api::handle_admin(const transport::request& r) {
   if (r.path == "/cluster/admin/drain") return m.drain->handle_cluster(r);
   if (r.path == "/cluster/admin/reclaim") return m.reclaim->handle_cluster(r);
   if (r.path == "/cluster/admin/strays") return m.reconcile->handle_cluster(r);
+  if (r.path == "/cluster/admin/kafka") return kafka_address();
   return m.balancer->handle_cluster(r);
+}
+
+transport::response client_api::kafka_address() const {
+  const auto& k = m_->p.cfg->kafka;
+  if (!k) return transport::error_response(404, "not_found", "this broker has no Kafka listener");
+  return {200, json::object([&](json::writer& w) {
+            json::put(w, "host", k->advertised_host);
+            json::put(w, "port", static_cast<std::uint64_t>(k->advertised_port));
+          }),
+          "application/json"};
+}
+
+std::map<std::string, std::string> client_api::peer_kafka_addresses() const {
+  std::map<std::string, std::string> out;
+  for (const auto& a : m_->view->ask_peers(transport::get_request("/cluster/admin/kafka"))) {
+    if (a.response.status != 200) continue;
+    rapidjson::Document d;
+    if (!json::parse_object(a.response.body, d)) continue;
+    json::object_reader r(d, "");
+    std::string host;
+    std::uint32_t port = 0;
+    r.get("host", host, true);
+    r.get("port", port, true);
+    if (r.finish() && !host.empty() && port >= 1 && port <= 65535) out[a.broker] = host + ":" + std::to_string(port);
+  }
+  return out;
 }
 
 void client_api::catch_up_topics() { m_->topic_admin->catch_up(); }

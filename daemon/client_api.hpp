@@ -54,7 +54,7 @@ class client_api {
   ~client_api();
   static result<std::unique_ptr<client_api>> open(client_api_parts parts);
 
-  /// The /cluster/admin/* routes (topics, drain, reclaim, strays, the balancer).
+  /// The /cluster/admin/* routes (topics, drain, reclaim, strays, the balancer, the Kafka address).
   transport::response handle_admin(const transport::request& r);
   /// Without Raft: the topic records decided while this broker was away, from their coordinators.
   void catch_up_topics();
@@ -73,6 +73,10 @@ class client_api {
   status build();
   /// The partitions this broker serves, with their sizes and rates.
   std::vector<cluster::partition_load> local_loads() const;
+  /// GET /cluster/admin/kafka: this broker's advertised Kafka address, {"host","port"} (404 without a listener).
+  transport::response kafka_address() const;
+  /// Every peer's answer to it: broker id -> "host:port", for the peers that answered.
+  std::map<std::string, std::string> peer_kafka_addresses() const;
 
   struct impl;
   std::unique_ptr<impl> m_;

@@ -3,7 +3,10 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 #include <variant>
 
@@ -75,7 +78,11 @@ std::int16_t batch_code(kafka::batch_fault f) {
 struct kafka_api::impl {
   kafka_api_parts p;
   std::map<std::string, std::int32_t> node_of;  ///< broker id -> Kafka node id
-  std::map<std::int32_t, std::pair<std::string, std::int32_t>> address_of;  ///< node id -> advertised address
+  /// Node id -> advertised address: this broker's, then each peer's own word (asked of it), else its configured one.
+  std::map<std::int32_t, std::pair<std::string, std::int32_t>> address_of;
+  mutable std::mutex addresses_mu;  ///< address_of and asked_at (peers' answers arrive while requests read them)
+  std::chrono::steady_clock::time_point asked_at{};
+  std::set<std::string> answered;  ///< peers whose own address is in address_of
   bool tokens = false;
   /// SCRAM-SHA-256: each token's credential, derived once from its Token under a salt drawn per Name.
   struct scram_user {
@@ -215,8 +222,33 @@ struct kafka_api::impl {
     return out;
   }
 
-  std::string metadata(std::int16_t version, const kafka::metadata_request& req) const {
+  /// Asks the peers that have not told their own address yet (at most every 10 s while some have not; one peer
+  /// timeout at most, all of them at once), and returns every address known now.
+  std::map<std::int32_t, std::pair<std::string, std::int32_t>> addresses() {
+    std::unique_lock lock(addresses_mu);
+    const bool missing = p.peer_kafka_addresses && answered.size() + 1 < node_of.size();
+    const auto now = std::chrono::steady_clock::now();
+    if (missing && now - asked_at >= std::chrono::seconds(10)) {
+      asked_at = now;
+      lock.unlock();
+      const auto told = p.peer_kafka_addresses();
+      lock.lock();
+      for (const auto& [id, address] : told) {
+        const auto colon = address.rfind(':');
+        const auto n = node_of.find(id);
+        if (colon == std::string::npos || n == node_of.end() || id == p.self.value()) continue;
+        const int port = std::atoi(address.c_str() + colon + 1);
+        if (port < 1 || port > 65535) continue;
+        address_of[n->second] = {address.substr(0, colon), port};
+        answered.insert(id);
+      }
+    }
+    return address_of;
+  }
+
+  std::string metadata(std::int16_t version, const kafka::metadata_request& req) {
     kafka::metadata_response m;
+    const auto address_of = addresses();
     for (const auto& [node_id, address] : address_of) m.brokers.push_back({node_id, address.first, address.second});
     m.cluster_id = "moonmq";
     const std::int32_t controller = node(p.controller_id());

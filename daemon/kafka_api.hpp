@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,9 @@ struct kafka_api_parts {
   frontend::topic_admin* topics = nullptr;
   frontend::transactions_frontend* txns = nullptr;
   std::function<std::string()> controller_id;
+  /// The peers' own advertised Kafka addresses (GET /cluster/admin/kafka, every peer at once): broker id ->
+  /// "host:port", for those that answered. Empty: peers are named at their configured addresses only.
+  std::function<std::map<std::string, std::string>()> peer_kafka_addresses;
 };
 
 class kafka_api {

@@ -341,6 +341,32 @@ TEST_CASE("e2e kafka: the balance loop moves partitions and a broker is killed -
   check_read_once_in_order(consumed.out, 3000, 6);
 }
 
+TEST_CASE("e2e kafka: Metadata names every broker at the address it advertises itself, when configuration does not",
+          "[e2e][kafka]") {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  std::vector<moonmqd_process*> all{&b1, &b2, &b3};
+  for (auto* b : all) {
+    b->kafka_port = free_port();
+    b->name_peers_kafka = false;
+  }
+  for (auto* b : all) b->configure(all);
+  for (auto* b : all) b->start();
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(b1.kafka_port);
+  REQUIRE(client({"create", bootstrap, "kn", "3"}).exit_code == 0);
+  auto listed = run_process({"/usr/bin/kcat", "-L", "-m", "10", "-b", bootstrap, "-t", "kn"});
+  INFO(listed.out << listed.err);
+  for (auto* b : all) CHECK_THAT(listed.out, Catch::Contains("127.0.0.1:" + std::to_string(b->kafka_port)));
+  CHECK_THAT(listed.out, !Catch::Contains("Leader not available"));
+  // Every partition, wherever it lives, takes records and gives them back.
+  auto produced = client({"produce", bootstrap, "kn", "30"});
+  INFO(produced.err);
+  REQUIRE(produced.exit_code == 0);
+  auto consumed = client({"consume", bootstrap, "kn", "3"});
+  REQUIRE(consumed.exit_code == 0);
+  check_read_once_in_order(consumed.out, 30, 3);
+}
+
 TEST_CASE("e2e kafka: topic admin from confluent-kafka's AdminClient and kafkajs: grow, describe configs, delete",
           "[e2e][kafka]") {
   kafka_cluster c;

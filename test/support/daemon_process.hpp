@@ -70,6 +70,8 @@ class moonmqd_process {
   std::uint16_t kafka_port = 0;
   /// Spliced into Server.Kafka (e.g. "\"Tls\": {...}").
   std::string kafka_extra;
+  /// false: configure() leaves out the peers' Kafka addresses (Metadata then learns them from the peers).
+  bool name_peers_kafka = true;
 
   moonmqd_process(std::string broker_id, const std::string& base_dir) : id(std::move(broker_id)) {
     data_dir = base_dir + "/" + id;
@@ -88,7 +90,7 @@ class moonmqd_process {
       if (p == this) continue;
       if (!peer_list.empty()) peer_list += ",";
       peer_list += "{\"Id\":\"" + p->id + "\",\"Address\":\"" + p->host + ":" + std::to_string(p->cluster_port) + "\"";
-      if (p->kafka_port) peer_list += ",\"Kafka\":\"" + p->host + ":" + std::to_string(p->kafka_port) + "\"";
+      if (p->kafka_port && name_peers_kafka) peer_list += ",\"Kafka\":\"" + p->host + ":" + std::to_string(p->kafka_port) + "\"";
       peer_list += "}";
     }
     const std::string kafka =
