@@ -75,9 +75,10 @@ kafka::create_topics_response kafka_admin::create_topics(const kafka::create_top
       res.message = std::move(message);
     };
     const bool assigned = !t.assignments.empty();
+    // -1: the broker's default, one partition; any other negative count is refused below.
     const std::int32_t partitions = assigned ? static_cast<std::int32_t>(t.assignments.size())
-                                    : t.partitions < 0 ? 1
-                                                       : t.partitions;
+                                    : t.partitions == -1 ? 1
+                                                         : t.partitions;
     // Explicit assignments: partitions 0..n-1, each once, in any order; each list's first broker owns it.
     std::vector<std::vector<std::int32_t>> lists(t.assignments.size());
     std::vector<bool> seen(t.assignments.size(), false);
@@ -107,12 +108,13 @@ kafka::create_topics_response kafka_admin::create_topics(const kafka::create_top
       refuse(ec::invalid_replica_assignment, "assignments name partitions 0 to n-1, each once");
     } else if (assigned && std::holds_alternative<std::string>(named)) {
       refuse(ec::invalid_replica_assignment, std::get<std::string>(named));
-    } else if (partitions == 0 || partitions > static_cast<std::int32_t>(p_.cfg->limits.max_partitions_per_topic)) {
+    } else if (partitions <= 0 || partitions > static_cast<std::int32_t>(p_.cfg->limits.max_partitions_per_topic)) {
       refuse(ec::invalid_partitions, "a topic has from 1 to " +
                                          std::to_string(p_.cfg->limits.max_partitions_per_topic) + " partitions");
-    } else if (t.replication_factor == 0 || t.replication_factor > static_cast<std::int16_t>(p_.brokers)) {
+    } else if (t.replication_factor == 0 || t.replication_factor < -1 ||
+               t.replication_factor > static_cast<std::int16_t>(p_.brokers)) {
       refuse(ec::invalid_replication_factor, "replication factor " + std::to_string(t.replication_factor) +
-                                                 " is larger than the " + std::to_string(p_.brokers) + " brokers");
+                                                 " is not from 1 to the " + std::to_string(p_.brokers) + " brokers");
     } else if (find(t.name)) {
       refuse(ec::topic_already_exists, "topic '" + t.name + "' already exists");
     } else if (!req.validate_only) {
