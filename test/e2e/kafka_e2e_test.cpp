@@ -10,6 +10,7 @@
 
 #include <rapidjson/document.h>
 
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -103,6 +104,41 @@ std::string be32(std::uint32_t v) {
   std::string s(4, '\0');
   for (int i = 0; i < 4; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * (3 - i))) & 0xff);
   return s;
+}
+
+/// A connection to the Kafka port that sends nothing yet (-1 when it could not connect).
+int silent_connection(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Whether the broker closed `fd` (a read finds the end, without waiting).
+bool closed_by_broker(int fd) {
+  char byte;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/// Reads exactly `n` bytes from `fd` (2 s at most); what came.
+std::string read_exactly(int fd, std::size_t n) {
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[4096];
+  while (got.size() < n) {
+    const ssize_t r = ::read(fd, buf, std::min(sizeof buf, n - got.size()));
+    if (r <= 0) break;
+    got.append(buf, static_cast<std::size_t>(r));
+  }
+  return got;
 }
 
 /// ApiVersions v0 with correlation id 7: the size, key 18, version 0, correlation 7, client id "t".
@@ -606,4 +642,63 @@ TEST_CASE("e2e kafka: SASL PLAIN and SCRAM-SHA-256 over TLS, with the token's ro
   INFO(admitted.err);
   CHECK(admitted.exit_code == 0);
   CHECK_THAT(admitted.out, Catch::Contains("topic \"st\" with 3 partitions"));
+}
+
+TEST_CASE("e2e kafka: connections that do not authenticate are evicted past the cap and closed at the deadline, "
+          "and an authenticated one is neither",
+          "[e2e][kafka][security]") {
+  temp_dir dir;
+  moonmqd_process b("b1", dir.path());
+  b.kafka_port = free_port();
+  const std::string token = "client-token-0123456789";
+  b.configure({&b}, "",
+              R"("Auth": {"Tokens": [{"Name": "app", "Token": ")" + token +
+                  R"(", "Role": "client"}]}, "Limits": {"MaxUnauthenticatedConnections": 4, "AuthTimeoutMs": 1500})");
+  b.start();
+
+  // One connection authenticates first, the way kafka-python does: SaslHandshake v0 for PLAIN, then a bare token.
+  const int authenticated = silent_connection(b.kafka_port);
+  REQUIRE(authenticated >= 0);
+  const std::string handshake = std::string("\x00\x11\x00\x00", 4) + be32(1) + std::string("\x00\x01t\x00\x05PLAIN", 10);
+  const std::string framed = be32(static_cast<std::uint32_t>(handshake.size())) + handshake;
+  REQUIRE(::write(authenticated, framed.data(), framed.size()) == static_cast<ssize_t>(framed.size()));
+  const std::string handshake_answer = read_exactly(authenticated, 4 + 4 + 2 + 4 + 2 + 5 + 2 + 13);
+  REQUIRE(handshake_answer.size() >= 10);
+  CHECK(handshake_answer.substr(8, 2) == std::string("\x00\x00", 2));
+  const std::string plain = std::string("\0app\0", 5) + token;
+  const std::string bare = be32(static_cast<std::uint32_t>(plain.size())) + plain;
+  REQUIRE(::write(authenticated, bare.data(), bare.size()) == static_cast<ssize_t>(bare.size()));
+  CHECK(read_exactly(authenticated, 4) == std::string(4, '\0'));
+
+  // Six that never authenticate, against a cap of four: the two oldest are closed as the newer ones arrive.
+  std::vector<int> silent;
+  for (int i = 0; i < 6; ++i) {
+    silent.push_back(silent_connection(b.kafka_port));
+    REQUIRE(silent.back() >= 0);
+  }
+  CHECK(eventually([&] { return closed_by_broker(silent[0]) && closed_by_broker(silent[1]); }, std::chrono::seconds(5)));
+  for (int i = 2; i < 6; ++i) CHECK_FALSE(closed_by_broker(silent[static_cast<std::size_t>(i)]));
+  CHECK_FALSE(closed_by_broker(authenticated));
+
+  // An authenticated client is served meanwhile; then the deadline closes every silent one, and only those.
+  auto listed = run_process({"/usr/bin/kcat", "-L", "-m", "5", "-b", "127.0.0.1:" + std::to_string(b.kafka_port), "-X",
+                             "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN", "-X",
+                             "sasl.username=app", "-X", "sasl.password=" + token});
+  INFO(listed.err);
+  CHECK(listed.exit_code == 0);
+  CHECK(eventually(
+      [&] {
+        for (int fd : silent)
+          if (!closed_by_broker(fd)) return false;
+        return true;
+      },
+      std::chrono::seconds(10)));
+  CHECK_FALSE(closed_by_broker(authenticated));
+  const std::string probe = api_versions_request();
+  REQUIRE(::write(authenticated, probe.data(), probe.size()) == static_cast<ssize_t>(probe.size()));
+  const std::string answer = read_exactly(authenticated, 10);
+  REQUIRE(answer.size() == 10);
+  CHECK(answer.substr(4, 4) == be32(7));
+  for (int fd : silent) ::close(fd);
+  ::close(authenticated);
 }
