@@ -79,8 +79,8 @@ void check_read_once_in_order(const std::string& out, int count, int partitions)
     if (n != 1) FAIL(key << " read " << n << " times");
 }
 
-/// A raw connection to the Kafka port: sends `bytes`, returns what came back before the broker closed or 2 s passed.
-std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
+/// A connection to the Kafka port that sends nothing yet (-1 when it could not connect).
+int silent_connection(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -88,8 +88,15 @@ std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    return "connect failed";
+    return -1;
   }
+  return fd;
+}
+
+/// A raw connection to the Kafka port: sends `bytes`, returns what came back before the broker closed or 2 s passed.
+std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
+  const int fd = silent_connection(port);
+  if (fd < 0) return "connect failed";
   timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   (void)!::write(fd, bytes.data(), bytes.size());
@@ -104,20 +111,6 @@ std::string be32(std::uint32_t v) {
   std::string s(4, '\0');
   for (int i = 0; i < 4; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>((v >> (8 * (3 - i))) & 0xff);
   return s;
-}
-
-/// A connection to the Kafka port that sends nothing yet (-1 when it could not connect).
-int silent_connection(std::uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 /// Whether the broker closed `fd` (a read finds the end, without waiting).
