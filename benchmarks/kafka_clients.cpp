@@ -15,7 +15,8 @@
 //
 //   kafka_clients [RECORDS]      (default 60000)
 // For looking closer, the consumer takes KAFKA_CLIENTS_DEBUG (librdkafka's debug contexts, e.g. "fetch") and
-// KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) from the environment.
+// KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) from the environment; KAFKA_CLIENTS_STATS=1 has the
+// producer print librdkafka's per-broker statistics every second (round trip, time queued, time in flight).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <rapidjson/document.h>
@@ -103,6 +104,25 @@ double produce(const std::string& bootstrap, const std::string& topic, long coun
                                                {"message.timeout.ms", "120000"},
                                                {"queue.buffering.max.kbytes", "262144"}});
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  if (std::getenv("KAFKA_CLIENTS_STATS")) {
+    // librdkafka's own view of each broker: round trip, time queued before sending, time in flight.
+    char error[512];
+    rd_kafka_conf_set(conf, "statistics.interval.ms", "1000", error, sizeof error);
+    rd_kafka_conf_set_stats_cb(conf, [](rd_kafka_t*, char* json, std::size_t, void*) {
+      rapidjson::Document d;
+      d.Parse(json);
+      if (d.HasParseError() || !d.HasMember("brokers")) return 0;
+      for (const auto& b : d["brokers"].GetObject()) {
+        const auto& v = b.value;
+        if (!v.HasMember("rtt") || v["nodeid"].GetInt() < 0 || v["rtt"]["cnt"].GetInt() == 0) continue;
+        std::fprintf(stderr, "kafka_clients: %s rtt avg %.2f ms p99 %.2f ms, queued avg %.2f ms, outbuf avg %.2f ms, "
+                     "produce requests %ld\n", b.name.GetString(), v["rtt"]["avg"].GetDouble() / 1000,
+                     v["rtt"]["p99"].GetDouble() / 1000, v["int_latency"]["avg"].GetDouble() / 1000,
+                     v["outbuf_latency"]["avg"].GetDouble() / 1000, static_cast<long>(v["tx"].GetInt64()));
+      }
+      return 0;
+    });
+  }
   rd_kafka_conf_set_opaque(conf, &state);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
   if (!rk) {
