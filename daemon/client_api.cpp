@@ -118,7 +118,8 @@ status client_api::build() {
                                                                                    &p.coordination->group_routes(),
                                                                                    &p.coordination->groups(),
                                                                                    p.metrics,
-                                                                                   {}});
+                                                                                   {},
+                                                                                   p.link->peers.get()});
   m.topic_peers = std::make_unique<frontend::http_topic_peers>(*p.link->peers, p.link->peer_ids);
   frontend::topic_admin_parts tp{p.self,
                                  {},
@@ -184,7 +185,8 @@ status client_api::build() {
   if (p.cfg->kafka)
     m.kafka = std::make_unique<kafka_api>(kafka_api_parts{
         p.cfg, p.self, disk.store.get(), disk.ownership.get(), &directory, m.produce.get(), m.fetch.get(),
-        m.topic_admin.get(), m.txns.get(), p.controller_id, [this] { return peer_kafka_addresses(); }});
+        m.topic_admin.get(), m.txns.get(), p.controller_id, [this] { return peer_kafka_addresses(); },
+        &p.coordination->group_routes(), m.offsets.get()});
 
   m.groups->routes(m.routes);
   m.transactions->routes(m.routes);
@@ -208,6 +210,7 @@ transport::response client_api::handle_admin(const transport::request& r) {
   if (r.path == "/cluster/admin/reclaim") return m.reclaim->handle_cluster(r);
   if (r.path == "/cluster/admin/strays") return m.reconcile->handle_cluster(r);
   if (r.path == "/cluster/admin/kafka") return kafka_address();
+  if (r.path == "/cluster/admin/offsets") return m.offsets->handle_cluster(r);
   return m.balancer->handle_cluster(r);
 }
 

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "kafka_admin.hpp"
+#include "kafka_groups.hpp"
 #include "moonmq/core/token.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/kafka/messages.hpp"
@@ -92,6 +93,7 @@ struct kafka_api::impl {
   std::map<std::string, scram_user> scram_users;
   std::string scram_secret;  ///< drawn at start: an unknown user's stable, unmatchable credential
   kafka_admin admin{kafka_admin_parts{}};
+  kafka_groups groups{kafka_groups_parts{}};
 
   explicit impl(kafka_api_parts parts) : p(std::move(parts)) {
     // Node ids: each broker's place in the sorted list of the cluster's broker ids, from 1, so that every broker of
@@ -110,6 +112,9 @@ struct kafka_api::impl {
     for (const auto& [id, n] : node_of) broker_of[n] = id;
     admin = kafka_admin(
         kafka_admin_parts{p.cfg, p.topics, node_of.size(), node_of[p.self.value()], tokens, std::move(broker_of)});
+    groups = kafka_groups(kafka_groups_parts{p.group_routes, p.offsets, [this](const broker_id& b) {
+      return locate(b);
+    }});
     if (tokens) {
       scram_secret = random_bytes(32);
       for (const auto& t : p.cfg->auth->tokens) {
@@ -131,6 +136,19 @@ struct kafka_api::impl {
   std::int32_t node(const std::string& broker) const {
     auto it = node_of.find(broker);
     return it == node_of.end() ? -1 : it->second;
+  }
+
+  /// A broker's node id and advertised Kafka address, as FindCoordinator answers it.
+  std::optional<kafka::find_coordinator_response> locate(const broker_id& b) {
+    const std::int32_t n = node(b.value());
+    const auto known = addresses();
+    auto at = known.find(n);
+    if (n < 0 || at == known.end()) return std::nullopt;
+    kafka::find_coordinator_response out;
+    out.node_id = n;
+    out.host = at->second.first;
+    out.port = at->second.second;
+    return out;
   }
 
   bool may(const session& s, role needed) const {
@@ -706,6 +724,27 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
     case api::delete_topics:
       return m.admin_request<kafka::delete_topics_request>(
           h, r, [&](const auto& req) { return m.admin.delete_topics(req, m.may(s, role::admin)); });
+    case api::find_coordinator:
+      return m.admin_request<kafka::find_coordinator_request>(
+          h, r, [&](const auto& req) { return m.groups.find_coordinator(req, m.may(s, role::client)); });
+    case api::join_group:
+      return m.admin_request<kafka::join_group_request>(
+          h, r, [&](const auto& req) { return m.groups.join(req, h.api_version, m.may(s, role::client)); });
+    case api::sync_group:
+      return m.admin_request<kafka::sync_group_request>(
+          h, r, [&](const auto& req) { return m.groups.sync(req, m.may(s, role::client)); });
+    case api::heartbeat:
+      return m.admin_request<kafka::heartbeat_request>(
+          h, r, [&](const auto& req) { return m.groups.heartbeat(req, m.may(s, role::client)); });
+    case api::leave_group:
+      return m.admin_request<kafka::leave_group_request>(
+          h, r, [&](const auto& req) { return m.groups.leave(req, m.may(s, role::client)); });
+    case api::offset_commit:
+      return m.admin_request<kafka::offset_commit_request>(
+          h, r, [&](const auto& req) { return m.groups.commit(req, m.may(s, role::client)); });
+    case api::offset_fetch:
+      return m.admin_request<kafka::offset_fetch_request>(
+          h, r, [&](const auto& req) { return m.groups.fetch_offsets(req, h.api_version, m.may(s, role::client)); });
     case api::describe_configs:
       // Any authenticated role may read configuration (it holds no secret).
       return m.admin_request<kafka::describe_configs_request>(

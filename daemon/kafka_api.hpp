@@ -1,11 +1,13 @@
 // The Kafka listener's handlers: each request is decoded (kafka/messages), authorized, handed to the same front end
-// the HTTP API calls (produce, fetch, topic admin, transactions' producer ids), and its answer encoded. What a Kafka
+// the HTTP API calls (produce, fetch, topic admin, consumer groups and offsets, transactions' producer ids), and its
+// answer encoded. What a Kafka
 // client sees of the cluster is in docs/kafka.md: leader = the partition's owner, no forwarding (a partition served
 // elsewhere is NOT_LEADER_OR_FOLLOWER, and the client follows Metadata), offsets = log offsets.
 //
 // Authentication is per connection (a `session`): with client tokens configured, only ApiVersions and the SASL
 // requests are answered until SASL PLAIN or SCRAM-SHA-256 succeeds (user = a token's Name, password = its Token); the
-// token's role then decides what the connection may do (client: produce, fetch, offsets, metadata, producer ids; admin: also topics).
+// token's role then decides what the connection may do (client: produce, fetch, consumer groups, offsets, metadata,
+// producer ids; admin: also topics).
 // Thread safety: handle() may be called concurrently for different sessions; one session's calls are serialized by
 // its connection.
 #pragma once
@@ -20,6 +22,8 @@
 #include "moonmq/cluster/config.hpp"
 #include "moonmq/cluster/ownership_table.hpp"
 #include "moonmq/frontend/fetch.hpp"
+#include "moonmq/frontend/offsets.hpp"
+#include "moonmq/groups/group_routes.hpp"
 #include "moonmq/frontend/placement_directory.hpp"
 #include "moonmq/frontend/produce.hpp"
 #include "moonmq/frontend/topic_admin.hpp"
@@ -43,6 +47,8 @@ struct kafka_api_parts {
   /// The peers' own advertised Kafka addresses (GET /cluster/admin/kafka, every peer at once): broker id ->
   /// "host:port", for those that answered. Empty: peers are named at their configured addresses only.
   std::function<std::map<std::string, std::string>()> peer_kafka_addresses;
+  groups::group_routes* group_routes = nullptr;
+  frontend::offsets_frontend* offsets = nullptr;
 };
 
 class kafka_api {

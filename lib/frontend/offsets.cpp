@@ -7,6 +7,12 @@
 #include "moonmq/groups/group_metrics.hpp"
 #include "moonmq/groups/group_routes.hpp"
 #include "moonmq/groups/group_service.hpp"
+#include "json/object_reader.hpp"
+#include "json/parse.hpp"
+#include "json/writer.hpp"
+#include "moonmq/core/topic_name.hpp"
+#include "moonmq/core/utf8.hpp"
+#include "moonmq/transport/peer_client.hpp"
 
 namespace moonmq::frontend {
 
@@ -14,6 +20,36 @@ namespace {
 
 refusal no_partition(const topic_partition& tp) {
   return {{errc::not_found, "topic '" + tp.topic + "' has no partition " + std::to_string(tp.partition)}, {}, {}};
+}
+
+constexpr const char* relay_path = "/cluster/admin/offsets";
+
+/// A refusal as the relay carries it: the code's name and status, the message, and whether the coordinator refused.
+transport::response refusal_response(const refusal& r) {
+  return {transport::http_status_of(r.code()), json::object([&](json::writer& w) {
+            json::put(w, "error", errc_name(r.code()));
+            json::put(w, "message", r.message());
+            json::put(w, "by_coordinator", r.by_coordinator);
+          }),
+          "application/json"};
+}
+
+/// The owner's answer, or what its silence or refusal means to the caller.
+result<rapidjson::Document> relayed(const std::optional<transport::response>& a, const broker_id& owner,
+                                    bool& by_coordinator) {
+  by_coordinator = false;
+  if (!a || a->status == 0)
+    return error{errc::unavailable, owner.value() + ", which serves the partition, did not answer"};
+  rapidjson::Document d;
+  if (!a->ok()) {
+    if (json::parse_object(a->body, d)) {
+      json::object_reader r(d, "");
+      r.get("by_coordinator", by_coordinator);
+    }
+    return transport::error_of(*a);
+  }
+  if (auto s = json::parse_document(a->body, d, owner.value() + "'s answer"); !s) return s.err();
+  return d;
 }
 
 bool exists(storage::partition_store& store, const topic_partition& tp) {
@@ -75,6 +111,100 @@ outcome<std::optional<std::uint64_t>> offsets_frontend::committed(const std::str
   // Like a commit: a broker that moved the partition away answers with its owner, never a stale offset.
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
   return p_.offsets->committed(group, tp);
+}
+
+}  // namespace moonmq::frontend
+
+namespace moonmq::frontend {
+
+outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
+  auto here = commit(req);
+  if (here || here.code() != errc::not_owner || !here.refused().owner || !p_.peers ||
+      *here.refused().owner == p_.self)
+    return here;
+  const broker_id owner = *here.refused().owner;
+  transport::request r;
+  r.path = relay_path;
+  r.body = json::object([&](json::writer& w) {
+    json::put(w, "group", req.group);
+    json::put(w, "topic", req.tp.topic);
+    json::put(w, "partition", req.tp.partition);
+    json::put(w, "offset", req.offset);
+    json::put(w, "member_id", req.member_id);
+    json::put(w, "member_epoch", req.member_epoch);
+  });
+  bool by_coordinator = false;
+  auto d = relayed(p_.peers->call_now(owner.value(), std::move(r)), owner, by_coordinator);
+  if (!d) return refusal{d.err(), d.code() == errc::not_owner ? std::nullopt : std::optional(owner), {}, by_coordinator};
+  return done{};
+}
+
+outcome<std::optional<std::uint64_t>> offsets_frontend::committed_at_owner(const std::string& group,
+                                                                            const topic_partition& tp) const {
+  auto here = committed(group, tp);
+  if (here || here.code() != errc::not_owner || !here.refused().owner || !p_.peers ||
+      *here.refused().owner == p_.self)
+    return here;
+  const broker_id owner = *here.refused().owner;
+  auto r = transport::get_request(relay_path);
+  r.params = {{"group", group}, {"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
+  bool by_coordinator = false;
+  auto d = relayed(p_.peers->call_now(owner.value(), std::move(r)), owner, by_coordinator);
+  if (!d) return refusal{d.err(), std::nullopt, {}, by_coordinator};
+  json::object_reader reader(*d, owner.value() + "'s answer");
+  const auto* offset = reader.member("offset");
+  if (!offset || offset->IsNull()) return std::optional<std::uint64_t>{};
+  if (!offset->IsUint64()) return error{errc::internal, owner.value() + " answered an offset that is not one"};
+  return std::optional<std::uint64_t>{offset->GetUint64()};
+}
+
+transport::response offsets_frontend::handle_cluster(const transport::request& req) {
+  std::string group, topic, member_id;
+  std::int64_t partition = -1;
+  std::uint64_t offset = 0, epoch = 0;
+  rapidjson::Document d;
+  const bool commit_call = req.method == "POST";
+  if (commit_call) {
+    if (auto s = json::parse_document(req.body, d, "body"); !s)
+      return transport::error_response(400, "invalid_argument", s.message());
+    json::object_reader r(d, "");
+    r.get("group", group, true);
+    r.get("topic", topic, true);
+    r.get("partition", partition, true);
+    r.get("offset", offset, true);
+    r.get("member_id", member_id);
+    r.get("member_epoch", epoch);
+    if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
+  } else {
+    auto param = [&](const char* k) {
+      auto it = req.params.find(k);
+      return it == req.params.end() ? std::string() : it->second;
+    };
+    group = param("group");
+    topic = param("topic");
+    const std::string number = param("partition");
+    partition = number.empty() || number.size() > 10 || number.find_first_not_of("0123456789") != std::string::npos
+                    ? -1
+                    : std::stoll(number);
+  }
+  if (!valid_client_name(group)) return transport::error_response(400, "invalid_argument", "group: not a group id");
+  if (auto v = validate_topic_name(topic); !v) return transport::error_response(400, "invalid_argument", v.message());
+  if (partition < 0 || partition > INT32_MAX)
+    return transport::error_response(400, "invalid_argument", "partition: out of range");
+  const topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+  if (commit_call) {
+    auto done = commit({group, tp, offset, member_id, epoch});
+    if (!done) return refusal_response(done.refused());
+    return {200, "{}", "application/json"};
+  }
+  auto got = committed(group, tp);
+  if (!got) return refusal_response(got.refused());
+  return {200, json::object([&](json::writer& w) {
+            w.Key("offset");
+            if (*got) w.Uint64(**got);
+            else w.Null();
+          }),
+          "application/json"};
 }
 
 }  // namespace moonmq::frontend

@@ -4,10 +4,6 @@
 
 namespace moonmq::groups {
 
-namespace {
-
-}  // namespace
-
 group::group(group_state restored, group_timing timing, time_ms now) : timing_(timing), s_(std::move(restored)) {
   for (auto& [id, m] : s_.members) m.last_seen = now;
 }
@@ -63,7 +59,8 @@ status group::leave(const std::string& member_id) {
 std::vector<std::string> group::expire(time_ms now) {
   std::vector<std::string> gone;
   for (auto it = s_.members.begin(); it != s_.members.end();) {
-    if (now - it->second.last_seen > timing_.session_timeout_ms) {
+    const time_ms timeout = it->second.session_timeout_ms > 0 ? it->second.session_timeout_ms : timing_.session_timeout_ms;
+    if (now - it->second.last_seen > timeout) {
       gone.push_back(it->first);
       it = s_.members.erase(it);
     } else {
@@ -91,7 +88,10 @@ void group::rebalance() {
     if (topics.count(p.partition.topic)) by_owner[p.owner].push_back(p.partition);
   std::map<topic_partition, std::string> next;
   unassigned_.clear();
+  const bool anywhere = std::any_of(s_.members.begin(), s_.members.end(), [](const auto& m) { return m.second.anywhere; });
+  if (anywhere) next = target_anywhere();
   for (const auto& [owner, parts] : by_owner) {
+    if (anywhere) break;
     std::vector<const member*> local;
     for (const auto& [id, m] : s_.members)
       if (m.broker == owner) local.push_back(&m);

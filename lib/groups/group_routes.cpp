@@ -83,6 +83,27 @@ outcome<member_answer> group_routes::heartbeat(const heartbeat_call& c) {
   return answered(wire::read_answer(r->body));
 }
 
+outcome<classic_answer> group_routes::classic(const classic_call& c) {
+  if (coordinator_of(c.group) == self()) return answered(classic_here(c));
+  auto r = forward(c.group, "classic", wire::classic_body(c));
+  if (!r) return r.refused();
+  return answered(wire::read_classic_answer(r->body));
+}
+
+result<classic_answer> group_routes::classic_here(const classic_call& c) {
+  using step = classic_call::step;
+  if (c.what == step::sync) return service_.sync_classic(c.group, c.join.member_id, c.generation, clock_());
+  if (c.what == step::heartbeat) return service_.heartbeat_classic(c.group, c.join.member_id, c.generation, clock_());
+  if (c.join.topics.empty() || c.join.topics.size() > wire::max_topics)
+    return error{errc::invalid_argument,
+                 "topics: a member subscribes to 1 to " + std::to_string(wire::max_topics) + " topics"};
+  for (const auto& t : c.join.topics)
+    if (auto v = validate_topic_name(t); !v) return error{errc::invalid_argument, "topics: " + v.message()};
+  if (c.join.owned.size() > wire::max_partitions)
+    return error{errc::invalid_argument, "owned: at most " + std::to_string(wire::max_partitions) + " partitions"};
+  return service_.join_classic(c.group, c.join, clock_());
+}
+
 outcome<done> group_routes::leave(const std::string& group_id, const std::string& member_id) {
   if (coordinator_of(group_id) == self()) {
     if (auto s = service_.leave(group_id, member_id); !s) return by_coordinator(s.err());
@@ -155,6 +176,35 @@ response group_routes::handle_cluster(const request& req) {
     auto a = join_here(c, from != req.headers.end() ? from->second : broker);
     if (!a) return wire::refusal_response(a.err(), "fenced_member");
     return json_ok(wire::answer_json(*a));
+  }
+  if (route == "classic") {
+    classic_call c;
+    c.group = group_id;
+    c.join.member_id = member_id;
+    std::string what, broker;
+    std::vector<std::string> topics;
+    r.get("step", what, true);
+    r.get("generation", c.generation);
+    r.get("broker", broker);
+    r.get("topics", topics);
+    r.get("session_timeout_ms", c.join.session_timeout_ms);
+    r.get("cooperative", c.join.cooperative);
+    auto owned = wire::read_partitions(r, "owned");
+    if (!owned) return error_response(400, "invalid_argument", owned.message());
+    if (r.ok() && what != "join" && what != "sync" && what != "heartbeat")
+      r.fail("step", "expected join, sync or heartbeat");
+    if (r.ok() && what != "join" && member_id.empty()) r.fail("member_id", "is required for " + what);
+    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+    c.what = what == "join" ? classic_call::step::join
+             : what == "sync" ? classic_call::step::sync
+                              : classic_call::step::heartbeat;
+    auto from = req.headers.find(transport::header_from);
+    c.join.broker = broker_id(from != req.headers.end() ? from->second : broker);
+    c.join.topics = {topics.begin(), topics.end()};
+    c.join.owned = std::move(*owned);
+    auto a = classic_here(c);
+    if (!a) return wire::refusal_response(a.err(), "illegal_generation");
+    return json_ok(wire::classic_answer_json(*a));
   }
   if (route == "heartbeat") {
     std::uint64_t epoch = 0;

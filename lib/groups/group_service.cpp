@@ -46,6 +46,11 @@ std::string render(const std::map<std::string, group>& groups) {
                json::put(w, "broker", m.broker.value());
                json::put(w, "epoch", m.epoch);
                json::put(w, "previous_epoch", m.previous_epoch);
+               if (m.classic) {
+                 json::put(w, "classic", true);
+                 json::put(w, "cooperative", m.cooperative);
+                 json::put(w, "session_timeout_ms", m.session_timeout_ms);
+               }
                w.Key("topics");
                w.StartArray();
                for (const auto& t : m.topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
@@ -136,6 +141,10 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
       m.get("epoch", mem.epoch, true);
       m.get("previous_epoch", mem.previous_epoch, true);
       m.get("topics", topics, true);
+      m.get("classic", mem.classic);
+      m.get("cooperative", mem.cooperative);
+      m.get("session_timeout_ms", mem.session_timeout_ms);
+      mem.anywhere = mem.classic;
       const auto* handed = m.member("handed");
       const auto* owned = m.member("owned");
       if (m.ok() && (!handed || !handed->IsArray())) m.fail("handed", "expected an array");
@@ -280,6 +289,47 @@ result<member_answer> group_service::heartbeat(const std::string& group_id, cons
   auto a = it->second.heartbeat(member_id, member_epoch, owned, now);
   if (a && a->member_epoch != epoch_before) (void)persist_locked();  // what the member holds changed
   return a;
+}
+
+result<classic_answer> group_service::join_classic(const std::string& group_id, classic_join call, time_ms now) {
+  if (call.topics.empty()) return error{errc::invalid_argument, "topics: a member subscribes to at least one topic"};
+  std::lock_guard lock(mu_);
+  if (!call.member_id.empty()) {
+    auto known = groups_.find(group_id);
+    if (known == groups_.end() || !known->second.state().members.count(call.member_id))
+      return error{errc::not_found, "member " + call.member_id + " is not in group " + group_id};
+  } else {
+    call.member_id = opt_.member_ids ? opt_.member_ids() : new_member_id();
+  }
+  group& g = group_locked(group_id, now);
+  const auto rebalances = g.rebalances();
+  auto all = g.subscribed_topics();
+  all.insert(call.topics.begin(), call.topics.end());
+  if (placements_)
+    if (auto p = placements_(all)) g.set_placement(std::move(*p));
+  auto a = g.join_classic(call, now);
+  metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
+  publish_locked(g);
+  (void)persist_locked();
+  return a;
+}
+
+result<classic_answer> group_service::sync_classic(const std::string& group_id, const std::string& member_id,
+                                                   std::uint64_t generation, time_ms now) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error{errc::not_found, "member " + member_id + " is not in group " + group_id};
+  auto a = it->second.sync_classic(member_id, generation, now);
+  if (a) (void)persist_locked();  // what it holds may have changed (nothing is written when it did not)
+  return a;
+}
+
+result<classic_answer> group_service::heartbeat_classic(const std::string& group_id, const std::string& member_id,
+                                                        std::uint64_t generation, time_ms now) {
+  std::lock_guard lock(mu_);
+  auto it = groups_.find(group_id);
+  if (it == groups_.end()) return error{errc::not_found, "member " + member_id + " is not in group " + group_id};
+  return it->second.heartbeat_classic(member_id, generation, now);
 }
 
 status group_service::leave(const std::string& group_id, const std::string& member_id) {

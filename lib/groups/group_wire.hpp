@@ -101,6 +101,49 @@ inline std::string heartbeat_body(const heartbeat_call& c) {
   });
 }
 
+/// POST /cluster/group/classic: `{"group","step","member_id","generation","broker","topics","session_timeout_ms",
+/// "cooperative","owned"}` (step: join, sync or heartbeat; the join's fields only for a join).
+inline std::string classic_body(const classic_call& c) {
+  using step = classic_call::step;
+  return json::object([&](json::writer& w) {
+    json::put(w, "group", c.group);
+    json::put(w, "step", c.what == step::join ? "join" : c.what == step::sync ? "sync" : "heartbeat");
+    json::put(w, "member_id", c.join.member_id);
+    json::put(w, "generation", c.generation);
+    if (c.what == step::join) {
+      json::put(w, "broker", c.join.broker.value());
+      json::put(w, "topics", std::vector<std::string>(c.join.topics.begin(), c.join.topics.end()));
+      json::put(w, "session_timeout_ms", c.join.session_timeout_ms);
+      json::put(w, "cooperative", c.join.cooperative);
+      write_partitions(w, "owned", c.join.owned);
+    }
+  });
+}
+
+inline std::string classic_answer_json(const classic_answer& a) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "member_id", a.member_id);
+    json::put(w, "generation", a.generation);
+    write_partitions(w, "assignment", a.assignment);
+    json::put(w, "rejoin", a.rejoin);
+  });
+}
+
+inline result<classic_answer> read_classic_answer(std::string_view body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "a classic member's answer"); !s) return s.err();
+  json::object_reader r(d, "");
+  classic_answer a;
+  r.get("member_id", a.member_id, true);
+  r.get("generation", a.generation, true);
+  r.get("rejoin", a.rejoin, true);
+  auto assignment = read_partitions(r, "assignment");
+  if (!assignment) return assignment.err();
+  if (auto s = r.finish(); !s) return s.err();
+  a.assignment = std::move(*assignment);
+  return a;
+}
+
 /// POST /cluster/group/leave: `{"group","member_id"}`.
 inline std::string leave_body(const std::string& group, const std::string& member_id) {
   return json::object([&](json::writer& w) {

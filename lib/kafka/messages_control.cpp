@@ -15,6 +15,18 @@ std::int16_t first_flexible(api key) {
       return 6;
     case api::metadata:
       return 9;
+    case api::offset_commit:
+      return 8;
+    case api::offset_fetch:
+      return 6;
+    case api::find_coordinator:
+      return 3;
+    case api::join_group:
+      return 6;
+    case api::heartbeat:
+    case api::leave_group:
+    case api::sync_group:
+      return 4;
     case api::sasl_handshake:
       return 100;
     case api::api_versions:
@@ -45,6 +57,9 @@ const std::vector<version_range>& supported_versions() {
       {api::create_topics, 0, 4},   {api::init_producer_id, 0, 4}, {api::sasl_authenticate, 0, 2},
       {api::delete_topics, 0, 4},   {api::describe_configs, 0, 2}, {api::create_partitions, 0, 1},
       {api::offset_for_leader_epoch, 0, 3},
+      {api::offset_commit, 0, 7},   {api::offset_fetch, 0, 5},    {api::find_coordinator, 0, 2},
+      {api::join_group, 0, 4},      {api::heartbeat, 0, 3},       {api::leave_group, 0, 3},
+      {api::sync_group, 0, 3},
   };
   return all;
 }

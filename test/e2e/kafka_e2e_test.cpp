@@ -695,3 +695,113 @@ TEST_CASE("e2e kafka: connections that do not authenticate are evicted past the 
   for (int fd : silent) ::close(fd);
   ::close(authenticated);
 }
+
+namespace {
+
+/// A group as GET /v1/groups/{g} describes it: member id -> its partitions (of any topic).
+std::map<std::string, std::set<int>> group_members(moonmqd_process& b, const std::string& group) {
+  std::map<std::string, std::set<int>> out;
+  auto r = b.api().Get(("/v1/groups/" + group).c_str());
+  if (!r || r->status != 200) return out;
+  rapidjson::Document d;
+  d.Parse(r->body.c_str());
+  if (d.HasParseError() || !d.HasMember("members")) return out;
+  for (const auto& m : d["members"].GetArray()) {
+    auto& held = out[m["member_id"].GetString()];
+    for (const auto& tp : m["assignment"].GetArray()) held.insert(tp["partition"].GetInt());
+  }
+  return out;
+}
+
+/// Every one of `partitions` held by exactly one of exactly `members` members, and each member holding its share.
+bool balanced(const std::map<std::string, std::set<int>>& group, std::size_t members, int partitions) {
+  if (group.size() != members) return false;
+  std::multiset<int> held;
+  for (const auto& [id, parts] : group) {
+    if (parts.size() < static_cast<std::size_t>(partitions) / members) return false;
+    held.insert(parts.begin(), parts.end());
+  }
+  if (held.size() != static_cast<std::size_t>(partitions)) return false;
+  for (int p = 0; p < partitions; ++p)
+    if (held.count(p) != 1) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("e2e kafka: consumer group protocol by hand: member id required, no member leads, stale generations and "
+          "unknown members refused",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "kr", "3"}).exit_code == 0);
+  auto raw = client({"raw-group", c.bootstrap(c.b2), "kraw", "kr"});
+  INFO(raw.out << raw.err);
+  REQUIRE(raw.exit_code == 0);
+  const auto got = json_lines(raw.out);
+  REQUIRE(got.size() == 1);
+  const auto& o = got[0];
+  CHECK(o["first_join"].GetInt() == 79);  // MEMBER_ID_REQUIRED
+  CHECK(o["join"].GetInt() == 0);
+  CHECK_FALSE(o["leader_is_member"].GetBool());
+  CHECK(o["sync"].GetInt() == 0);
+  CHECK(o["heartbeat"].GetInt() == 0);
+  CHECK(o["commit"].GetInt() == 0);
+  CHECK(o["stale_heartbeat"].GetInt() == 22);         // ILLEGAL_GENERATION
+  CHECK(o["stale_commit"].GetInt() == 22);
+  CHECK(o["unknown_member_commit"].GetInt() == 25);   // UNKNOWN_MEMBER_ID
+  CHECK(o["memberless_commit"].GetInt() == 25);
+  CHECK(o["unknown_member_sync"].GetInt() == 25);
+  CHECK(o["leave"].GetInt() == 0);
+  CHECK(o["heartbeat_after_leave"].GetInt() == 25);
+}
+
+TEST_CASE("e2e kafka: three librdkafka consumers share a group over three brokers: each partition held by one, a "
+          "crashed member's partitions reassigned after its session, a closed one's at once, nothing skipped",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "kg", "6"}).exit_code == 0);
+  std::vector<moonmqd_process*> all{&c.b1, &c.b2, &c.b3};
+  for (auto* b : all) {
+    int served = 0;
+    for (int p = 0; p < 6; ++p) {
+      auto r = b->api().Get(("/v1/topics/kg/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+      served += r && r->status == 200 ? 1 : 0;
+    }
+    CHECK(served == 2);  // the partitions are spread, so members fetch from every broker
+  }
+  process_result produced, crashed, closed, stays;
+  std::thread producer([&] { produced = client({"produce", c.bootstrap(c.b1), "kg", "1800", "18", "6"}); });
+  std::thread a([&] { crashed = client({"group", c.bootstrap(c.b1), "g1", "kg", "8", "300", "crash"}); });
+  std::thread b([&] { closed = client({"group", c.bootstrap(c.b2), "g1", "kg", "8", "600", "close"}); });
+  std::thread s([&] { stays = client({"group", c.bootstrap(c.b3), "g1", "kg", "8"}); });
+  // All three in the group, each partition with exactly one of them.
+  CHECK(eventually([&] { return balanced(group_members(c.b2, "g1"), 3, 6); }, std::chrono::seconds(20)));
+  a.join();
+  // The crashed member is removed at its session timeout (6 s) and its partitions go to the others.
+  const auto crash_at = std::chrono::steady_clock::now();
+  CHECK(eventually([&] { return balanced(group_members(c.b3, "g1"), 2, 6) || balanced(group_members(c.b3, "g1"), 1, 6); },
+                   std::chrono::seconds(20)));
+  CHECK(std::chrono::steady_clock::now() - crash_at > std::chrono::seconds(3));
+  b.join();
+  const auto close_at = std::chrono::steady_clock::now();
+  CHECK(eventually([&] { return balanced(group_members(c.b1, "g1"), 1, 6); }, std::chrono::seconds(20)));
+  // A member that leaves is replaced within a few heartbeats, well before a session timeout would have passed.
+  CHECK(std::chrono::steady_clock::now() - close_at < std::chrono::seconds(5));
+  producer.join();
+  s.join();
+  INFO(produced.err << crashed.err << closed.err << stays.err);
+  REQUIRE(produced.exit_code == 0);
+  REQUIRE(closed.exit_code == 0);
+  REQUIRE(stays.exit_code == 0);
+  std::map<std::string, int> times;
+  for (const auto* out : {&crashed.out, &closed.out, &stays.out})
+    for (const auto& m : json_lines(*out)) {
+      if (m.HasMember("commit_error")) FAIL("a commit failed: " << m["commit_error"].GetString());
+      if (m.HasMember("key")) ++times[m["key"].GetString()];
+    }
+  CHECK(times.size() == 1800);  // every record consumed
+  int repeated = 0;
+  for (const auto& [key, n] : times) repeated += n - 1;
+  // Only what the crashed member consumed after its last commit is read again (10 records per partition at most).
+  CHECK(repeated <= 60);
+}

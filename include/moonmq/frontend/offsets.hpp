@@ -9,6 +9,10 @@
 // partition is no longer served (what a move pushed is then complete) or no longer exists (nobody may make a broker
 // keep offsets of topics it does not have). A position past the log's end is refused: the group's consumer would be
 // stuck there (the end only grows, so the check holds when the commit is written).
+//
+// A protocol whose clients commit at the group's coordinator rather than at each partition's owner (Kafka) calls
+// `commit_at_owner` and `committed_at_owner`: where this broker does not serve the partition, the call is relayed
+// once to the broker the refusal names, over /cluster/admin/offsets (`handle_cluster` there), never chased further.
 // Thread safety: every method may be called concurrently.
 #pragma once
 
@@ -22,6 +26,11 @@
 #include "moonmq/frontend/outcome.hpp"
 #include "moonmq/storage/offset_store.hpp"
 #include "moonmq/storage/partition_store.hpp"
+#include "moonmq/transport/message.hpp"
+
+namespace moonmq::transport {
+class peer_client;
+}  // namespace moonmq::transport
 
 namespace moonmq::groups {
 class group_routes;
@@ -56,6 +65,8 @@ struct offsets_parts {
   metrics_sink* metrics = nullptr;  ///< null: nothing counted
   /// The fence; empty: group_routes' own. A test that must show the fence matters passes one that admits anything.
   commit_fence fence;
+  /// Where a commit or read is relayed to the partition's owner (null: never; the caller is refused, naming it).
+  transport::peer_client* peers = nullptr;
 };
 
 class offsets_frontend {
@@ -68,6 +79,15 @@ class offsets_frontend {
 
   /// The group's committed position of `tp` (nullopt: none committed).
   outcome<std::optional<std::uint64_t>> committed(const std::string& group, const topic_partition& tp) const;
+
+  /// commit() and committed() here, or once at the owner the refusal names. An owner that does not answer is
+  /// errc::unavailable (not the coordinator's).
+  outcome<done> commit_at_owner(const commit_request& req);
+  outcome<std::optional<std::uint64_t>> committed_at_owner(const std::string& group, const topic_partition& tp) const;
+
+  /// POST /cluster/admin/offsets (a commit: {"group","topic","partition","offset","member_id","member_epoch"}) and
+  /// GET /cluster/admin/offsets?group=&topic=&partition= (the committed offset: {"offset": n or null}).
+  transport::response handle_cluster(const transport::request& req);
 
  private:
   offsets_parts p_;

@@ -19,6 +19,11 @@
 // - Every change of what a member is handed bumps that member's epoch. A commit by member M at epoch E for partition P
 //   is accepted only while P is handed to M, and E lies between the epoch at which M was handed P and M's current
 //   epoch. A member that was removed, or whose partition went elsewhere, is fenced.
+// Members of Kafka's classic protocol (JoinGroup, SyncGroup, Heartbeat) live in the same groups, with the same rules
+// (docs/kafka.md, "Consumer groups"): their generation is their member epoch; a join bumps it, and (eager members)
+// gives up what they held; SyncGroup hands them what is free and cleared; Heartbeat tells them to rejoin when
+// something must be revoked or is ready to be handed. They fetch from whichever broker owns a partition, so they may
+// be handed any partition of their topics (`anywhere`), and a partition move changes nothing for them.
 // Thread safety: none; the service serializes calls.
 #pragma once
 
@@ -57,6 +62,31 @@ struct member {
   std::set<topic_partition> owned;  ///< what it last reported holding
   std::map<topic_partition, std::uint64_t> handed;  ///< what it may consume, with the member epoch it got each at
   time_ms last_seen = 0;
+  bool anywhere = false;     ///< fetches from any broker (Kafka): may be handed partitions of every owner
+  bool classic = false;      ///< Kafka's classic protocol (classic_join/sync/heartbeat)
+  bool cooperative = false;  ///< classic, cooperative: keeps what it holds across a join and gives up only what it lost
+  time_ms session_timeout_ms = 0;  ///< 0: the group's
+  std::set<topic_partition> reclaim;  ///< classic, not durable: what it held before its join, which it may take back
+                                      ///< without a clearance (a commit of its own still in flight is its own)
+};
+
+/// A classic member's JoinGroup.
+struct classic_join {
+  std::string member_id;
+  broker_id broker;  ///< where its connection lives (shown; it may be handed any partition)
+  std::set<std::string> topics;
+  time_ms session_timeout_ms = 0;
+  bool cooperative = false;
+  std::vector<topic_partition> owned;  ///< cooperative: what it reports holding
+};
+
+/// What a classic member is told: its generation (= member epoch), and at SyncGroup its assignment; at Heartbeat
+/// whether it must rejoin.
+struct classic_answer {
+  std::string member_id;
+  std::uint64_t generation = 0;
+  std::vector<topic_partition> assignment;
+  bool rejoin = false;
 };
 
 struct unassigned {
@@ -98,6 +128,16 @@ class group {
   result<member_answer> heartbeat(const std::string& member_id, std::uint64_t member_epoch,
                                   const std::vector<topic_partition>& owned, time_ms now);
 
+  /// Kafka's JoinGroup: a new member, or a known one joining again (its generation bumps; eager members give up what
+  /// they held, cooperative ones keep what they report holding).
+  classic_answer join_classic(const classic_join& call, time_ms now);
+  /// SyncGroup at `generation`: hands the member what is free and cleared of its target; its assignment.
+  /// errc::not_found: unknown member; errc::conflict: another generation.
+  result<classic_answer> sync_classic(const std::string& member_id, std::uint64_t generation, time_ms now);
+  /// Heartbeat at `generation`: `rejoin` when something it holds is another's now, or something of its target is
+  /// ready to be handed. Errors as sync_classic.
+  result<classic_answer> heartbeat_classic(const std::string& member_id, std::uint64_t generation, time_ms now);
+
   /// The member leaves; its partitions go to others. errc::not_found when unknown.
   status leave(const std::string& member_id);
 
@@ -130,6 +170,10 @@ class group {
 
  private:
   void rebalance();
+  /// The target when some member fetches anywhere: over every subscribed partition at once.
+  std::map<topic_partition, std::string> target_anywhere();
+  /// A classic member at `generation` (the errors of sync_classic).
+  result<member*> classic_member(const std::string& member_id, std::uint64_t generation);
   member_answer answer_for(member& m);
   /// Who else reports holding `tp`, if anyone.
   bool held_by_other(const topic_partition& tp, const std::string& member_id) const;

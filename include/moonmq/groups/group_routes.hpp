@@ -42,6 +42,15 @@ struct heartbeat_call {
   std::vector<topic_partition> owned;  ///< what the member holds now
 };
 
+/// A Kafka classic-protocol call (JoinGroup, SyncGroup, Heartbeat) through this broker.
+struct classic_call {
+  enum class step { join, sync, heartbeat };
+  step what = step::join;
+  std::string group;
+  classic_join join;             ///< join: all of it (member_id empty: a new member); sync, heartbeat: member_id
+  std::uint64_t generation = 0;  ///< sync, heartbeat
+};
+
 class group_routes {
  public:
   /// `brokers`: every configured broker, this one included. `clock`: milliseconds of a monotonic clock (default: the
@@ -59,6 +68,9 @@ class group_routes {
   outcome<member_answer> join(const join_call& c);
   outcome<member_answer> heartbeat(const heartbeat_call& c);
   outcome<done> leave(const std::string& group_id, const std::string& member_id);
+  /// Kafka's classic protocol, on the coordinator (errors as join's; not_found: Kafka's UNKNOWN_MEMBER_ID,
+  /// conflict: ILLEGAL_GENERATION).
+  outcome<classic_answer> classic(const classic_call& c);
   outcome<group_description> describe(const std::string& group_id);
   /// The groups this broker coordinates.
   std::vector<std::string> groups() const { return service_.groups(); }
@@ -86,6 +98,7 @@ class group_routes {
   outcome<transport::response> forward(const std::string& group_id, const std::string& route, std::string body);
   result<member_answer> join_here(const join_call& c, const std::string& forwarded_by);
   result<member_answer> heartbeat_here(const heartbeat_call& c);
+  result<classic_answer> classic_here(const classic_call& c);
   /// The commit gate of (group, partition) on this broker (one of a fixed set).
   std::mutex& commit_gate(const std::string& group_id, const topic_partition& tp);
 

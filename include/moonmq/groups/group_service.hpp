@@ -66,6 +66,14 @@ class group_service {
                                   std::uint64_t member_epoch, const std::vector<topic_partition>& owned, time_ms now);
   status leave(const std::string& group_id, const std::string& member_id);
 
+  /// Kafka's classic protocol (group::join_classic and the rest). A join without a member id is a new member (the
+  /// service picks its id); one with an id the group does not know is errc::not_found (Kafka's UNKNOWN_MEMBER_ID).
+  result<classic_answer> join_classic(const std::string& group_id, classic_join call, time_ms now);
+  result<classic_answer> sync_classic(const std::string& group_id, const std::string& member_id,
+                                      std::uint64_t generation, time_ms now);
+  result<classic_answer> heartbeat_classic(const std::string& group_id, const std::string& member_id,
+                                           std::uint64_t generation, time_ms now);
+
   /// Expires silent members and follows the partitions' owners (call every few hundred milliseconds).
   void tick(time_ms now);
 

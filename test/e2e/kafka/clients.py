@@ -12,6 +12,18 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
                                                i % PARTITIONS (default 3); one line per ack
   consume BOOTSTRAP TOPIC PARTITIONS [IDLE]    librdkafka consumer, assign mode from the beginning, until idle for
                                                IDLE seconds (default 3)
+  group BOOTSTRAP GROUP TOPIC IDLE [STOP] [HOW] [PROTOCOL]
+                                               a librdkafka consumer in GROUP subscribed to TOPIC (session 6 s,
+                                               heartbeat 1 s): commits synchronously every 10 records and when
+                                               partitions are revoked; prints assignments, revocations and records;
+                                               ends when idle for IDLE seconds after its first record, or after STOP
+                                               records (0: never) by HOW: close (leaves the group) or crash (exits
+                                               at once, no leave, no commit); PROTOCOL: partition.assignment.strategy
+  kafka-python-group BOOTSTRAP GROUP TOPIC IDLE
+                                               the same with kafka-python's KafkaConsumer (auto commit)
+  raw-group HOST:PORT GROUP TOPIC              JoinGroup/SyncGroup/Heartbeat/OffsetCommit v2 written by hand: a
+                                               member id required, a stale generation, an unknown member, a
+                                               member-less commit; prints each answer's error code
   kafka-python BOOTSTRAP TOPIC                 kafka-python: its version probe, a produce and a read back
   raw-batches HOST:PORT TOPIC PARTITION        Produce v3 requests written by hand (kafka-python's batch builder):
                                                a batch with a bad CRC, one with the control bit, then a good one;
@@ -106,6 +118,151 @@ def consume(bootstrap, topic, partitions, idle='3'):
                           'value': m.value().decode(), 'headers': [[k, v.decode()] for k, v in m.headers() or []],
                           'timestamp': m.timestamp()[1]}))
     c.close()
+    return 0
+
+
+def group(bootstrap, group_id, topic, idle, stop='0', how='close', protocol='range,roundrobin'):
+    from confluent_kafka import Consumer, KafkaException
+    import os
+    c = Consumer(dict(settings(bootstrap), **{
+        'group.id': group_id, 'enable.auto.commit': False, 'auto.offset.reset': 'earliest',
+        'session.timeout.ms': 6000, 'heartbeat.interval.ms': 1000, 'partition.assignment.strategy': protocol}))
+    cooperative = protocol == 'cooperative-sticky'
+
+    def commit():
+        try:
+            c.commit(asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() != -168:  # _NO_OFFSET: nothing consumed since the last commit
+                print(json.dumps({'commit_error': str(e)}), flush=True)
+
+    def assigned(consumer, partitions):
+        print(json.dumps({'assigned': sorted(p.partition for p in partitions)}), flush=True)
+        if cooperative:
+            consumer.incremental_assign(partitions)
+
+    def revoked(consumer, partitions):
+        commit()
+        print(json.dumps({'revoked': sorted(p.partition for p in partitions)}), flush=True)
+        if cooperative:
+            consumer.incremental_unassign(partitions)
+
+    c.subscribe([topic], on_assign=assigned, on_revoke=revoked)
+    seen, since_commit, idle_since = 0, 0, None
+    while idle_since is None or time.time() - idle_since < float(idle):
+        m = c.poll(0.2)
+        if m is None:
+            continue
+        if m.error():
+            print(json.dumps({'error': str(m.error())}), flush=True)
+            continue
+        idle_since = time.time()
+        seen += 1
+        since_commit += 1
+        print(json.dumps({'partition': m.partition(), 'offset': m.offset(), 'key': m.key().decode()}), flush=True)
+        if since_commit >= 10:
+            commit()
+            since_commit = 0
+        if int(stop) and seen >= int(stop):
+            if how == 'crash':
+                os._exit(0)
+            break
+    commit()
+    c.close()
+    return 0
+
+
+def kafka_python_group(bootstrap, group_id, topic, idle):
+    from kafka import KafkaConsumer
+    c = KafkaConsumer(topic, group_id=group_id, auto_offset_reset='earliest', enable_auto_commit=True,
+                      auto_commit_interval_ms=500, session_timeout_ms=6000, heartbeat_interval_ms=1000,
+                      consumer_timeout_ms=int(float(idle) * 1000), **kafka_python_settings(bootstrap))
+    for m in c:
+        print(json.dumps({'partition': m.partition, 'offset': m.offset, 'key': m.key.decode()}), flush=True)
+    c.commit()
+    c.close()
+    return 0
+
+
+def raw_group(address, group_id, topic):
+    import socket
+    import struct
+    host, port = address.rsplit(':', 1)
+    s = socket.create_connection((host, int(port)), timeout=10)
+    correlation = [0]
+
+    def string(v):
+        b = v.encode()
+        return struct.pack('>h', len(b)) + b
+
+    def call(key, version, body):
+        correlation[0] += 1
+        header = struct.pack('>hhi', key, version, correlation[0]) + string('raw')
+        frame = header + body
+        s.sendall(struct.pack('>i', len(frame)) + frame)
+        size = struct.unpack('>i', s.recv(4, socket.MSG_WAITALL))[0]
+        data = s.recv(size, socket.MSG_WAITALL)
+        return data[4:]  # the correlation id
+
+    subscription = struct.pack('>hi', 0, 1) + string(topic) + struct.pack('>i', 0)
+
+    def join(member):
+        body = string(group_id) + struct.pack('>ii', 6000, 6000) + string(member) + string('consumer')
+        body += struct.pack('>i', 1) + string('range') + struct.pack('>i', len(subscription)) + subscription
+        data = call(11, 4, body)  # JoinGroup v4: throttle, error, generation, protocol, leader, member
+        _, error, generation = struct.unpack('>ihi', data[:10])
+        at = 10
+        fields = []
+        for _ in range(3):
+            n = struct.unpack('>h', data[at:at + 2])[0]
+            fields.append(data[at + 2:at + 2 + n].decode())
+            at += 2 + n
+        return error, generation, fields[1], fields[2]
+
+    def sync(member, generation):
+        data = call(14, 2, string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>i', 0))
+        return struct.unpack('>ih', data[:6])[1]
+
+    def assigned_topics(member, generation):
+        data = call(14, 2, string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>i', 0))
+        return struct.unpack('>i', data[12:16])[0] if len(data) >= 16 else 0
+
+    def heartbeat(member, generation):
+        data = call(12, 2, string(group_id) + struct.pack('>i', generation) + string(member))
+        return struct.unpack('>ih', data[:6])[1]
+
+    def commit(member, generation, partition, offset):
+        body = string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>q', -1)
+        body += struct.pack('>i', 1) + string(topic) + struct.pack('>iiq', 1, partition, offset) + struct.pack('>h', -1)
+        data = call(8, 2, body)  # OffsetCommit v2: topics [name [index error]]
+        at = 4 + 2 + len(topic.encode()) + 4
+        return struct.unpack('>ih', data[at:at + 6])[1]
+
+    out = {}
+    error, generation, leader, member = join('')
+    out['first_join'] = error
+    error, generation, leader, member = join(member)
+    out['join'] = error
+    out['leader_is_member'] = leader == member
+    out['sync'] = sync(member, generation)
+    # The partitions are handed once their owners cleared them: heartbeat until told to rejoin, then join again.
+    deadline = time.time() + 20
+    while assigned_topics(member, generation) == 0 and time.time() < deadline:
+        if heartbeat(member, generation) == 27:
+            error, generation, leader, member = join(member)
+        else:
+            time.sleep(0.2)
+    out['heartbeat'] = heartbeat(member, generation)
+    out['commit'] = commit(member, generation, 0, 0)
+    out['stale_heartbeat'] = heartbeat(member, generation - 1)
+    out['stale_commit'] = commit(member, generation - 1, 0, 0)
+    out['unknown_member_commit'] = commit('nobody', generation, 0, 0)
+    out['memberless_commit'] = commit('', -1, 0, 0)
+    out['unknown_member_sync'] = sync('nobody', generation)
+    data = call(13, 0, string(group_id) + string(member))  # LeaveGroup v0
+    out['leave'] = struct.unpack('>h', data[:2])[0]
+    out['heartbeat_after_leave'] = heartbeat(member, generation)
+    print(json.dumps(out))
     return 0
 
 
@@ -212,5 +369,6 @@ def admin(bootstrap, topic):
 
 if __name__ == '__main__':
     commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin,
-                'raw-batches': raw_batches}
+                'raw-batches': raw_batches, 'group': group, 'kafka-python-group': kafka_python_group,
+                'raw-group': raw_group}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))
