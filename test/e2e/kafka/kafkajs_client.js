@@ -4,12 +4,15 @@
 //
 //   node kafkajs_client.js produce BOOTSTRAP TOPIC PARTITIONS COUNT
 //   node kafkajs_client.js admin BOOTSTRAP TOPIC
+//   node kafkajs_client.js group BOOTSTRAP GROUP TOPIC IDLE
 //
 // BOOTSTRAP is host:port, or the JSON object of librdkafka settings clients.py takes (bootstrap.servers,
 // security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location), translated to kafkajs's.
 // It creates TOPIC (admin), sends COUNT records with an idempotent producer (acks -1; keys "k<i>", a header, partition
 // i % PARTITIONS) in batches of ten, one line per acknowledged batch, then lists the topic's metadata and offsets.
 // `admin` grows an existing TOPIC by one partition, describes its configs and deletes it.
+// `group` consumes TOPIC from the beginning as a member of GROUP (session 6 s, heartbeat 1 s, kafkajs's own commits),
+// one line per record, until IDLE seconds pass without one after the first.
 'use strict';
 const fs = require('fs');
 const { Kafka, logLevel } = require('./node_modules/kafkajs');
@@ -78,7 +81,32 @@ async function produce([bootstrap, topic, partitions, count]) {
   await admin.disconnect();
 }
 
-const commands = { produce, admin };
+async function group([bootstrap, groupId, topic, idle]) {
+  const kafka = new Kafka(config(bootstrap));
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 1000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let last = null;
+  consumer.on(consumer.events.GROUP_JOIN, (e) =>
+    console.log(JSON.stringify({ assigned: (e.payload.memberAssignment[topic] || []).sort() })));
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      last = Date.now();
+      console.log(JSON.stringify({ partition, offset: Number(message.offset), key: message.key.toString() }));
+    },
+  });
+  await new Promise((resolve) => {
+    const timer = setInterval(() => {
+      if (last !== null && Date.now() - last > Number(idle) * 1000) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 200);
+  });
+  await consumer.disconnect();
+}
+
+const commands = { produce, admin, group };
 commands[process.argv[2]](process.argv.slice(3)).then(() => process.exit(0), (e) => {
   console.log(JSON.stringify({ error: String(e), type: e.type || null }));
   process.exit(1);
