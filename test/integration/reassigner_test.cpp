@@ -99,6 +99,31 @@ TEST_CASE("committed offsets follow the partition, higher wins on the destinatio
   CHECK(*c[2].offsets.committed("audit", orders0) == 99);
 }
 
+TEST_CASE("a push of committed offsets that fails keeps the move from being confirmed, and a destination that "
+          "owned the partition before never answers with its older offsets",
+          "[reassigner][offsets]") {
+  in_process_cluster c(2, 4096);
+  seed(c, 50);
+  REQUIRE(c[2].offsets.commit("billing", orders0, 216));  // b2 kept this from when it last owned orders-0
+  REQUIRE(c[1].offsets.commit("billing", orders0, 240));
+  int refused = 0;
+  c.net.set_hook([&](const std::string&, const std::string&, const transport::request& r) {
+    if (r.path != "/cluster/offsets") return transport::fate::deliver;
+    ++refused;
+    return transport::fate::drop;
+  });
+  REQUIRE_FALSE(c.move(1, orders0, 2));
+  CHECK(refused >= 3);  // tried again, never skipped
+  REQUIRE(c[1].journal->pending().size() == 1);
+  CHECK_FALSE(c[2].serves(orders0));  // the destination does not answer for the partition, with 216 or anything
+  CHECK_FALSE(c[1].serves(orders0));
+  c.net.set_hook({});
+  c.restart(1);
+  CHECK(c.run(c[1].reassigner->recover()) == 0);
+  check_single_owner(c, orders0, 2);
+  CHECK(*c[2].offsets.committed("billing", orders0) == 240);
+}
+
 TEST_CASE("a non-empty destination is refused but an identical prefix is resumed", "[reassigner][dest]") {
   in_process_cluster c(2, 4096);
   seed(c, 60);
