@@ -119,7 +119,8 @@ status client_api::build() {
                                                                                    &p.coordination->groups(),
                                                                                    p.metrics,
                                                                                    {},
-                                                                                   p.link->peers.get()});
+                                                                                   p.link->peers.get(),
+                                                                                   p.link->peer_ids});
   m.topic_peers = std::make_unique<frontend::http_topic_peers>(*p.link->peers, p.link->peer_ids);
   frontend::topic_admin_parts tp{p.self,
                                  {},

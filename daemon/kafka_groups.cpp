@@ -264,7 +264,22 @@ kafka::offset_fetch_response kafka_groups::fetch_offsets(const kafka::offset_fet
     out.error = all;
     return out;
   }
-  if (!req.topics) return out;  // every partition of the group: not answered (docs/kafka.md)
+  if (!req.topics) {
+    // Every partition the group committed, each from the broker that serves it.
+    auto all = p_.offsets->all_committed(req.group_id);
+    if (!all) {
+      out.error = ec::coordinator_load_in_progress;  // a broker did not answer: to be retried, never a partial list
+      return out;
+    }
+    for (const auto& [tp, offset] : *all) {
+      if (out.topics.empty() || out.topics.back().name != tp.topic) out.topics.emplace_back().name = tp.topic;
+      auto& rp = out.topics.back().partitions.emplace_back();
+      rp.index = tp.partition;
+      rp.offset = static_cast<std::int64_t>(offset);
+      rp.metadata = "";
+    }
+    return out;
+  }
   for (const auto& t : *req.topics) {
     auto& rt = out.topics.emplace_back();
     rt.name = t.name;

@@ -1,5 +1,6 @@
 #include "moonmq/frontend/offsets.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <shared_mutex>
 
@@ -158,6 +159,40 @@ outcome<std::optional<std::uint64_t>> offsets_frontend::committed_at_owner(const
   return std::optional<std::uint64_t>{offset->GetUint64()};
 }
 
+namespace {
+
+/// The group's offsets of the partitions `self` serves (a former owner's copy is never reported).
+std::vector<std::pair<topic_partition, std::uint64_t>> served_offsets(const offsets_parts& p, const std::string& group) {
+  auto all = p.offsets->of_group(group);
+  std::erase_if(all, [&](const auto& e) { return !cluster::serves(*p.ownership, e.first, p.self); });
+  return all;
+}
+
+}  // namespace
+
+outcome<std::vector<std::pair<topic_partition, std::uint64_t>>> offsets_frontend::all_committed(
+    const std::string& group) const {
+  auto out = served_offsets(p_, group);
+  if (!p_.peers) return out;
+  for (const auto& peer : p_.peer_ids) {
+    auto r = transport::get_request(relay_path);
+    r.params = {{"group", group}};
+    bool by_coordinator = false;
+    auto d = relayed(p_.peers->call_now(peer, std::move(r)), broker_id(peer), by_coordinator);
+    if (!d) return refusal{d.err(), std::nullopt, {}, false};
+    const auto* list = d->IsObject() && d->HasMember("offsets") ? &(*d)["offsets"] : nullptr;
+    if (!list || !list->IsArray()) return error{errc::internal, peer + " answered no list of offsets"};
+    for (const auto& e : list->GetArray()) {
+      if (!e.IsObject() || !e.HasMember("topic") || !e["topic"].IsString() || !e.HasMember("partition") ||
+          !e["partition"].IsInt() || !e.HasMember("offset") || !e["offset"].IsUint64())
+        return error{errc::internal, peer + " answered an offset that is not one"};
+      out.push_back({{e["topic"].GetString(), e["partition"].GetInt()}, e["offset"].GetUint64()});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 transport::response offsets_frontend::handle_cluster(const transport::request& req) {
   std::string group, topic, member_id;
   std::int64_t partition = -1;
@@ -182,6 +217,22 @@ transport::response offsets_frontend::handle_cluster(const transport::request& r
     };
     group = param("group");
     topic = param("topic");
+    if (topic.empty() && param("partition").empty()) {
+      if (!valid_client_name(group)) return transport::error_response(400, "invalid_argument", "group: not a group id");
+      return {200, json::object([&](json::writer& w) {
+                w.Key("offsets");
+                w.StartArray();
+                for (const auto& [tp, offset] : served_offsets(p_, group)) {
+                  w.StartObject();
+                  json::put(w, "topic", tp.topic);
+                  json::put(w, "partition", tp.partition);
+                  json::put(w, "offset", offset);
+                  w.EndObject();
+                }
+                w.EndArray();
+              }),
+              "application/json"};
+    }
     const std::string number = param("partition");
     partition = number.empty() || number.size() > 10 || number.find_first_not_of("0123456789") != std::string::npos
                     ? -1

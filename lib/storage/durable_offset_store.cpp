@@ -95,6 +95,11 @@ class durable_offset_store final : public offset_store {
     return table_.groups_for(tp);
   }
 
+  std::vector<std::pair<topic_partition, std::uint64_t>> of_group(const std::string& group) const override {
+    std::lock_guard lock(mu_);
+    return table_.of_group(group);
+  }
+
   /// Each of the topic's commits is overwritten with an empty value (read as none at the next open), synced once.
   status forget_topic(const std::string& topic) override {
     std::lock_guard lock(mu_);

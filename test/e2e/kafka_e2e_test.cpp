@@ -746,6 +746,15 @@ TEST_CASE("e2e kafka: consumer group protocol by hand: member id required, no me
   CHECK(o["sync"].GetInt() == 0);
   CHECK(o["heartbeat"].GetInt() == 0);
   CHECK(o["commit"].GetInt() == 0);
+  // Commits of partitions other brokers serve are relayed there, and OffsetFetch of every partition finds them all.
+  CHECK(o["commits_elsewhere"][0].GetInt() == 0);
+  CHECK(o["commits_elsewhere"][1].GetInt() == 0);
+  REQUIRE(o["fetch_all"].Size() == 3);
+  for (int p = 0; p < 3; ++p) {
+    CHECK(std::string(o["fetch_all"][p][0].GetString()) == "kr");
+    CHECK(o["fetch_all"][p][1].GetInt() == p);
+    CHECK(o["fetch_all"][p][2].GetInt() == 0);
+  }
   CHECK(o["stale_heartbeat"].GetInt() == 22);         // ILLEGAL_GENERATION
   CHECK(o["stale_commit"].GetInt() == 22);
   CHECK(o["unknown_member_commit"].GetInt() == 25);   // UNKNOWN_MEMBER_ID

@@ -67,6 +67,8 @@ struct offsets_parts {
   commit_fence fence;
   /// Where a commit or read is relayed to the partition's owner (null: never; the caller is refused, naming it).
   transport::peer_client* peers = nullptr;
+  /// Every other broker (asked by all_committed).
+  std::vector<std::string> peer_ids = {};
 };
 
 class offsets_frontend {
@@ -85,8 +87,14 @@ class offsets_frontend {
   outcome<done> commit_at_owner(const commit_request& req);
   outcome<std::optional<std::uint64_t>> committed_at_owner(const std::string& group, const topic_partition& tp) const;
 
+  /// A group's committed offsets of every partition, each from the broker that serves it (this one, then every peer
+  /// asked in turn); errc::unavailable naming a peer that did not answer (its partitions would be missing).
+  outcome<std::vector<std::pair<topic_partition, std::uint64_t>>> all_committed(const std::string& group) const;
+
   /// POST /cluster/admin/offsets (a commit: {"group","topic","partition","offset","member_id","member_epoch"}) and
-  /// GET /cluster/admin/offsets?group=&topic=&partition= (the committed offset: {"offset": n or null}).
+  /// GET /cluster/admin/offsets?group=&topic=&partition= (the committed offset: {"offset": n or null}); without topic
+  /// and partition, the group's offsets of every partition this broker serves: {"offsets":[{"topic","partition",
+  /// "offset"}]}.
   transport::response handle_cluster(const transport::request& req);
 
  private:

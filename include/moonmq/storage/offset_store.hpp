@@ -39,6 +39,8 @@ class offset_store {
   virtual result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) = 0;
   /// Every group's offset for the partition, sorted by group.
   virtual std::vector<group_offset> groups_for(const topic_partition& tp) const = 0;
+  /// Every partition's offset of one group, sorted by partition.
+  virtual std::vector<std::pair<topic_partition, std::uint64_t>> of_group(const std::string& group) const = 0;
   /// Forgets every group's offsets for every partition of `topic` (the topic was deleted: a later topic of the name
   /// starts with none), durably.
   virtual status forget_topic(const std::string& topic) = 0;
@@ -65,6 +67,12 @@ class offset_table {
     std::vector<group_offset> out;
     for (const auto& [k, v] : map_)
       if (std::get<1>(k) == tp.topic && std::get<2>(k) == tp.partition) out.push_back({std::get<0>(k), v});
+    return out;
+  }
+  std::vector<std::pair<topic_partition, std::uint64_t>> of_group(const std::string& group) const {
+    std::vector<std::pair<topic_partition, std::uint64_t>> out;
+    for (auto it = map_.lower_bound({group, std::string(), 0}); it != map_.end() && std::get<0>(it->first) == group; ++it)
+      out.push_back({{std::get<1>(it->first), std::get<2>(it->first)}, it->second});
     return out;
   }
   const std::map<key, std::uint64_t>& entries() const { return map_; }
@@ -103,6 +111,10 @@ class memory_offset_store final : public offset_store {
   std::vector<group_offset> groups_for(const topic_partition& tp) const override {
     std::lock_guard lock(mu_);
     return table_.groups_for(tp);
+  }
+  std::vector<std::pair<topic_partition, std::uint64_t>> of_group(const std::string& group) const override {
+    std::lock_guard lock(mu_);
+    return table_.of_group(group);
   }
   status forget_topic(const std::string& topic) override {
     std::lock_guard lock(mu_);

@@ -254,6 +254,24 @@ def raw_group(address, group_id, topic):
             time.sleep(0.2)
     out['heartbeat'] = heartbeat(member, generation)
     out['commit'] = commit(member, generation, 0, 0)
+    out['commits_elsewhere'] = [commit(member, generation, p, 0) for p in (1, 2)]
+
+    def fetch_all():  # OffsetFetch v2 with null topics: every partition the group committed
+        data = call(9, 2, string(group_id) + struct.pack('>i', -1))
+        seen, at = [], 0  # (v2 has no throttle time)
+        topics = struct.unpack('>i', data[at:at + 4])[0]
+        at += 4
+        for _ in range(topics):
+            n = struct.unpack('>h', data[at:at + 2])[0]
+            name = data[at + 2:at + 2 + n].decode()
+            partitions = struct.unpack('>i', data[at + 2 + n:at + 6 + n])[0]
+            at += 6 + n
+            for _ in range(partitions):
+                index, offset, m = struct.unpack('>iqh', data[at:at + 14])
+                at += 14 + max(m, 0) + 2  # metadata, error
+                seen.append([name, index, offset])
+        return seen
+    out['fetch_all'] = fetch_all()
     out['stale_heartbeat'] = heartbeat(member, generation - 1)
     out['stale_commit'] = commit(member, generation - 1, 0, 0)
     out['unknown_member_commit'] = commit('nobody', generation, 0, 0)
