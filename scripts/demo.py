@@ -6,8 +6,9 @@ every 2 s, not a dry run) moves partitions to b2 and b3. Each pass prints every 
 the plan, and the moves in progress. Once the cluster is in band with nothing moving (within DEADLINE_SECONDS, or the
 demo fails), the demo stops the traffic, pauses the balancer, waits for running moves to end, checks that every
 acknowledged record is on its partition's owner (following a partition that moved), has kcat (an unmodified Kafka
-client) produce through one broker's Kafka listener and read back through another's, and prints the web console's
-address. With KEEP=1 in the environment (`make demo KEEP=1`)
+client) produce through one broker's Kafka listener and read back through another's, checks that a kcat consumer
+group of two members (running since the start, following the moves) read every acknowledged record, and prints the
+web console's address. With KEEP=1 in the environment (`make demo KEEP=1`)
 the brokers keep running until Ctrl-C, so that a person can look at the console and try moonmqctl; otherwise they
 are stopped with SIGTERM and their data removed. With CAPACITY=1 (`make demo CAPACITY=1`) b3 is stated to carry twice
 what b1 and b2 can (Server.Autobalance.Capacity): the goals then balance utilisation, and b3 ends with about half the
@@ -78,6 +79,69 @@ def kafka_round_trip(c):
     print(f"\nkafka: kcat produced {len(sent)} records through b2's Kafka listener and read "
           f"{len(got)} back through b3's: {'the same records' if ok else 'NOT the same: ' + produce.stderr + read.stderr}")
     return ok
+
+
+class KcatGroup:
+    """Two kcat members of one Kafka consumer group ("kcat-demo"), through b2's and b3's Kafka listeners, subscribed
+    to every topic from the beginning: the broker assigns the partitions, and the members follow them by metadata as
+    the balancer moves them (a move does not rebalance the group)."""
+
+    def __init__(self, cluster):
+        self.lock = threading.Lock()
+        self.read = {}  # (topic, partition, offset) -> times read
+        self.log = []   # the members' rebalance lines
+        self.procs = [subprocess.Popen(
+            ["kcat", "-u", "-b", f"127.0.0.1:{cluster.kafka[b]}", "-G", "kcat-demo", "-X", "auto.offset.reset=earliest",
+             "-f", "%t %p %o\\n", *TOPICS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for b in ("b2", "b3")]
+        for i, p in enumerate(self.procs):
+            threading.Thread(target=self.records, args=(p,), daemon=True).start()
+            threading.Thread(target=self.rebalances, args=(p, f"kcat member {i + 1}"), daemon=True).start()
+
+    def records(self, proc):
+        for line in proc.stdout:
+            parts = line.split()
+            if len(parts) == 3:
+                with self.lock:
+                    key = (parts[0], int(parts[1]), int(parts[2]))
+                    self.read[key] = self.read.get(key, 0) + 1
+
+    def rebalances(self, proc, name):
+        for line in proc.stderr:
+            if "assigned:" in line:
+                with self.lock:
+                    held = line.strip().split("assigned:", 1)[1].strip()
+                    self.log.append(f"{name} holds " + (held or "nothing yet (the partitions' owners clear them first)"))
+
+    def caught_up(self, acked, timeout=30):
+        """Waits until every acknowledged record was read by some member; how many were not, and how many twice."""
+        wanted = {(t, p, o) for (t, p), records in acked.items() for o, _ in records}
+        deadline = time.time() + timeout
+        while True:
+            with self.lock:
+                missing = len(wanted - self.read.keys())
+                again = sum(n - 1 for n in self.read.values())
+            if missing == 0 or time.time() > deadline:
+                if missing:
+                    with self.lock:
+                        gaps = {}
+                        for t, p, o in wanted - self.read.keys():
+                            gaps[(t, p)] = min(o, gaps.get((t, p), o))
+                    print("kafka: the kcat group has not read " + ", ".join(
+                        f"{t}-{p} from offset {o}" for (t, p), o in sorted(gaps.items())))
+                return len(wanted), missing, again
+            time.sleep(0.2)
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()  # a member that is told to stop leaves the group
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 class Cluster:
@@ -308,6 +372,7 @@ def main():
     daemon = sys.argv[1] if len(sys.argv) > 1 else "build/moonmqd"
     c = Cluster(daemon)
     traffic = None
+    kcat_group = None
     ok = False
     started = time.time()
     try:
@@ -323,6 +388,9 @@ def main():
                   "end with about half the traffic")
         traffic = Traffic(c)
         traffic.start()
+        kcat_group = KcatGroup(c)
+        print("kcat consumer group 'kcat-demo': two kcat members (through b2's and b3's Kafka listeners) read every "
+              "topic as the balancer moves partitions under them")
         seen = 0
         while time.time() - started < DEADLINE_SECONDS:
             time.sleep(0.5)
@@ -335,6 +403,10 @@ def main():
                 for line in traffic.group_log:
                     print("   " + line)
                 traffic.group_log.clear()
+            with kcat_group.lock:
+                for line in kcat_group.log:
+                    print("   " + line)
+                kcat_group.log.clear()
             spread = all(b["partitions"] > 0 for b in status["brokers"]) and len(status["brokers"]) == 3
             if seen >= 3 and status["satisfied"] and spread and not status["moves"] and not status["plan"]:
                 ok = True
@@ -347,6 +419,11 @@ def main():
               f"{total} records acknowledged, {lost} lost, {traffic.errors} produce errors, "
               f"{traffic.consumed} consumed")
         ok = ok and lost == 0
+        wanted, missing, again = kcat_group.caught_up(traffic.acked)
+        kcat_group.stop()
+        print(f"kafka: the kcat consumer group read {wanted - missing} of the {wanted} acknowledged records while "
+              f"partitions moved under it ({again} read again after a rebalance)")
+        ok = ok and missing == 0
         ok = kafka_round_trip(c) and ok
         print(f"\nweb console: http://127.0.0.1:{c.api['b1']}/ui  (every broker serves one: "
               f"http://127.0.0.1:{c.api['b2']}/ui, http://127.0.0.1:{c.api['b3']}/ui)")
@@ -365,6 +442,8 @@ def main():
     finally:
         if traffic:
             traffic.stop.set()
+        if kcat_group:
+            kcat_group.stop()
         codes = c.stop()
         print("brokers stopped: " + ", ".join(f"{b} exit {code}" for b, code in codes.items()))
     return 0 if ok else 1

@@ -71,7 +71,18 @@ std::vector<std::string> group::expire(time_ms now) {
   return gone;
 }
 
-void group::set_placement(std::vector<placement> partitions) {
+void group::set_placement(std::vector<placement> partitions, time_ms now) {
+  const bool anywhere = std::any_of(s_.members.begin(), s_.members.end(), [](const auto& m) { return m.second.anywhere; });
+  std::set<topic_partition> reported;
+  for (const auto& p : partitions) reported.insert(p.partition);
+  if (anywhere && placed_)
+    for (const auto& p : placement_)
+      if (!reported.count(p.partition) && s_.target.count(p.partition))
+        vanished_.try_emplace(p.partition, p.owner, now);
+  std::erase_if(vanished_, [&](const auto& v) {
+    return !anywhere || reported.count(v.first) || now - v.second.second > timing_.session_timeout_ms;
+  });
+  for (const auto& [tp, last] : vanished_) partitions.push_back({tp, last.first});
   std::sort(partitions.begin(), partitions.end(),
             [](const placement& a, const placement& b) { return a.partition < b.partition; });
   if (placed_ && partitions == placement_) return;

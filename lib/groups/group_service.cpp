@@ -216,7 +216,7 @@ result<std::unique_ptr<group_service>> group_service::open(group_service_options
   }
   std::lock_guard lock(s->mu_);
   s->written_ = s->fingerprint_locked();
-  for (auto& [id, g] : s->groups_) s->refresh_locked(g);
+  for (auto& [id, g] : s->groups_) s->refresh_locked(g, now);
   return s;
 }
 
@@ -226,9 +226,9 @@ group& group_service::group_locked(const std::string& id, time_ms) {
   return it->second;
 }
 
-void group_service::refresh_locked(group& g) {
+void group_service::refresh_locked(group& g, time_ms now) {
   if (placements_)
-    if (auto p = placements_(g.subscribed_topics())) g.set_placement(std::move(*p));
+    if (auto p = placements_(g.subscribed_topics())) g.set_placement(std::move(*p), now);
   publish_locked(g);
 }
 
@@ -269,7 +269,7 @@ result<member_answer> group_service::join(const std::string& group_id, const std
   auto all = g.subscribed_topics();
   all.insert(topics.begin(), topics.end());
   if (placements_)
-    if (auto p = placements_(all)) g.set_placement(std::move(*p));
+    if (auto p = placements_(all)) g.set_placement(std::move(*p), now);
   auto a = g.join(member_id.empty() ? (opt_.member_ids ? opt_.member_ids() : new_member_id()) : member_id, broker,
                   std::move(topics), now);
   metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
@@ -306,7 +306,7 @@ result<classic_answer> group_service::join_classic(const std::string& group_id, 
   auto all = g.subscribed_topics();
   all.insert(call.topics.begin(), call.topics.end());
   if (placements_)
-    if (auto p = placements_(all)) g.set_placement(std::move(*p));
+    if (auto p = placements_(all)) g.set_placement(std::move(*p), now);
   auto a = g.join_classic(call, now);
   metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);
@@ -357,7 +357,7 @@ void group_service::tick(time_ms now) {
       it = groups_.erase(it);
       continue;
     }
-    refresh_locked(g);
+    refresh_locked(g, now);
     metrics_.add(metrics::rebalances, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
     ++it;
   }

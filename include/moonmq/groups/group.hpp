@@ -146,7 +146,10 @@ class group {
 
   /// The partitions of the subscribed topics and their owners, as the cluster knows them now. Until the first call
   /// the target is left as it is (a group restored after a restart keeps its assignment until it knows the cluster).
-  void set_placement(std::vector<placement> partitions);
+  /// When some member fetches anywhere, a partition that no broker reports any more (a move's handover, when nobody
+  /// serves it) stays in the placement, at its last owner, for the group's session timeout from `now`: taking it from
+  /// its member would be a rebalance for a move.
+  void set_placement(std::vector<placement> partitions, time_ms now = 0);
 
   /// Whether `member_id` at `member_epoch` may commit an offset for `tp` (errc::conflict naming why not).
   status check_commit(const std::string& member_id, std::uint64_t member_epoch, const topic_partition& tp) const;
@@ -182,6 +185,7 @@ class group {
   group_state s_;
   std::vector<placement> placement_;
   bool placed_ = false;  ///< set_placement was called
+  std::map<topic_partition, std::pair<broker_id, time_ms>> vanished_;  ///< kept though unreported: last owner, since
   std::vector<unassigned> unassigned_;
   std::uint64_t rebalances_ = 0;
 };

@@ -96,7 +96,7 @@ class group_service {
   group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p, logger& l,
                 metrics_sink& m);
   group& group_locked(const std::string& id, time_ms now);
-  void refresh_locked(group& g);
+  void refresh_locked(group& g, time_ms now);
   /// Writes every group when something durable changed since the last write.
   status persist_locked();
   std::string fingerprint_locked() const;

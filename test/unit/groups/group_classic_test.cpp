@@ -264,3 +264,24 @@ TEST_CASE("groups classic: a classic member survives a restart of the coordinato
   CHECK((*svc)->describe("g")->members.size() == 1);
   CHECK((*svc)->describe("g")->members.front().classic);
 }
+
+TEST_CASE("groups classic: a partition no broker reports during a move's handover stays with its member, for the "
+          "session timeout at most",
+          "[groups]") {
+  group g("g", {10'000, 1000});
+  g.set_placement(spread("t", 2, {b1}), 0);
+  auto a = join(g, "a", 0);
+  clear(g);
+  a = join(g, "a", 0);
+  REQUIRE(a.held.size() == 2);
+  const auto epoch = g.state().epoch;
+  g.set_placement({{{"t", 0}, b1}}, 100);  // t-1 is in handover: nobody reports it
+  CHECK(g.state().epoch == epoch);
+  CHECK_FALSE(g.heartbeat_classic("a", a.generation, 100)->rejoin);
+  g.set_placement({{{"t", 0}, b1}, {{"t", 1}, b2}}, 900);  // it comes back at its new owner
+  CHECK(g.state().epoch == epoch);
+  g.set_placement({{{"t", 0}, b1}}, 1000);  // gone for longer than the session timeout: the topic lost it
+  g.set_placement({{{"t", 0}, b1}}, 12'000);
+  CHECK(g.state().epoch > epoch);
+  CHECK(g.heartbeat_classic("a", a.generation, 12'000)->rejoin);
+}
