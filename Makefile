@@ -49,6 +49,7 @@ bench: build
 	$(BUILD)/benchmarks/transactions
 	$(BUILD)/benchmarks/raft
 	$(BUILD)/benchmarks/kafka_clients
+	$(BUILD)/benchmarks/kafka_groups
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
 # end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs

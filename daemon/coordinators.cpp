@@ -1,5 +1,7 @@
 #include "coordinators.hpp"
 
+#include <filesystem>
+
 #include <asio/post.hpp>
 
 #include "moonmq/core/clock.hpp"
@@ -32,12 +34,26 @@ status coordinators::open_groups() {
     for (auto& [tp, owner] : *known) out.push_back({std::move(tp), std::move(owner)});
     return out;
   };
+  auto group_log = storage::open_file_keyed_log(cfg.data_dir + "/group-state.log", p_.log);
+  if (!group_log) return group_log.err();
+  group_log_ = std::move(*group_log);
+  // An older version kept every group in one document, rewritten whole at each change; its groups are carried into
+  // the log once, and the document renamed.
+  const std::string legacy_path = cfg.data_dir + "/group-state.json";
+  auto legacy = storage::make_file_state_file(legacy_path);
+  const bool had_legacy = std::filesystem::exists(legacy_path);
   auto svc = groups::group_service::open(
-      {p_.self, {cfg.groups.session_timeout_ms, cfg.groups.heartbeat_interval_ms}},
-      storage::make_file_state_file(cfg.data_dir + "/group-state.json"), placements, steady_now_ms(), *p_.log,
-      *p_.metrics);
+      {p_.self, {cfg.groups.session_timeout_ms, cfg.groups.heartbeat_interval_ms}}, *group_log_, placements,
+      steady_now_ms(), *p_.log, *p_.metrics, had_legacy ? legacy.get() : nullptr);
   if (!svc) return svc.err();
   groups_ = std::move(*svc);
+  if (had_legacy) {
+    std::error_code ec;
+    std::filesystem::rename(legacy_path, legacy_path + ".migrated", ec);
+    if (ec) return {errc::io_error, "cannot rename " + legacy_path + ": " + ec.message()};
+    p_.log->info("groups", "carried the groups of " + legacy_path + " into " + group_log_->name() +
+                               " (the old file is now " + legacy_path + ".migrated)");
+  }
   group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, steady_now_ms);
   return {};
 }

@@ -1,5 +1,5 @@
 // The coordinators this broker runs and the threads that keep them moving: the consumer groups it coordinates
-// (group-state.json) with their routes, the transactions it coordinates (txn-state.log, and its side of every
+// (group-state.log) with their routes, the transactions it coordinates (txn-state.log, and its side of every
 // transaction on its partitions), and the placement directory both the groups and the produce front end read.
 // Two tickers: every 250 ms the groups expire silent members, the directory is refreshed (every tick while groups are
 // coordinated here, every 2 s otherwise) and owners are asked for clearances; every 500 ms the transactions abort
@@ -63,6 +63,7 @@ class coordinators {
 
   coordinators_parts p_;
   std::unique_ptr<frontend::placement_directory> directory_;
+  std::unique_ptr<storage::keyed_log> group_log_;  ///< the groups' state (outlives groups_)
   std::unique_ptr<groups::group_service> groups_;
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)

@@ -28,75 +28,74 @@ void write_partition(json::writer& w, const topic_partition& tp) {
   json::put(w, "partition", tp.partition);
 }
 
-std::string render(const std::map<std::string, group>& groups) {
-  return json::object([&](json::writer& w) {
-           json::put(w, "version", 1);
-           w.Key("groups");
-           w.StartArray();
-           for (const auto& [id, g] : groups) {
-             const auto& s = g.state();
-             w.StartObject();
-             json::put(w, "id", s.id);
-             json::put(w, "epoch", s.epoch);
-             w.Key("members");
-             w.StartArray();
-             for (const auto& [mid, m] : s.members) {
-               w.StartObject();
-               json::put(w, "id", m.id);
-               json::put(w, "broker", m.broker.value());
-               json::put(w, "epoch", m.epoch);
-               json::put(w, "previous_epoch", m.previous_epoch);
-               if (m.classic) {
-                 json::put(w, "classic", true);
-                 json::put(w, "cooperative", m.cooperative);
-                 json::put(w, "session_timeout_ms", m.session_timeout_ms);
-               }
-               w.Key("topics");
-               w.StartArray();
-               for (const auto& t : m.topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
-               w.EndArray();
-               w.Key("owned");
-               w.StartArray();
-               for (const auto& tp : m.owned) {
-                 w.StartObject();
-                 write_partition(w, tp);
-                 w.EndObject();
-               }
-               w.EndArray();
-               w.Key("handed");
-               w.StartArray();
-               for (const auto& [tp, since] : m.handed) {
-                 w.StartObject();
-                 write_partition(w, tp);
-                 json::put(w, "since", since);
-                 w.EndObject();
-               }
-               w.EndArray();
-               w.EndObject();
-             }
-             w.EndArray();
-             w.Key("target");
-             w.StartArray();
-             for (const auto& [tp, member] : s.target) {
-               w.StartObject();
-               write_partition(w, tp);
-               json::put(w, "member", member);
-               w.EndObject();
-             }
-             w.EndArray();
-             w.Key("cleared");
-             w.StartArray();
-             for (const auto& tp : s.cleared) {
-               w.StartObject();
-               write_partition(w, tp);
-               w.EndObject();
-             }
-             w.EndArray();
-             w.EndObject();
-           }
-           w.EndArray();
-         }) +
-         "\n";
+void write_group(json::writer& w, const group& g) {
+  const auto& s = g.state();
+  w.StartObject();
+  json::put(w, "id", s.id);
+  json::put(w, "epoch", s.epoch);
+  w.Key("members");
+  w.StartArray();
+  for (const auto& [mid, m] : s.members) {
+    w.StartObject();
+    json::put(w, "id", m.id);
+    json::put(w, "broker", m.broker.value());
+    json::put(w, "epoch", m.epoch);
+    json::put(w, "previous_epoch", m.previous_epoch);
+    if (m.classic) {
+      json::put(w, "classic", true);
+      json::put(w, "cooperative", m.cooperative);
+      json::put(w, "session_timeout_ms", m.session_timeout_ms);
+    }
+    w.Key("topics");
+    w.StartArray();
+    for (const auto& t : m.topics) w.String(t.c_str(), static_cast<rapidjson::SizeType>(t.size()));
+    w.EndArray();
+    w.Key("owned");
+    w.StartArray();
+    for (const auto& tp : m.owned) {
+      w.StartObject();
+      write_partition(w, tp);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("handed");
+    w.StartArray();
+    for (const auto& [tp, since] : m.handed) {
+      w.StartObject();
+      write_partition(w, tp);
+      json::put(w, "since", since);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("target");
+  w.StartArray();
+  for (const auto& [tp, member] : s.target) {
+    w.StartObject();
+    write_partition(w, tp);
+    json::put(w, "member", member);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("cleared");
+  w.StartArray();
+  for (const auto& tp : s.cleared) {
+    w.StartObject();
+    write_partition(w, tp);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+/// One group's record in the log: its state as one JSON object.
+std::string render_group(const group& g) {
+  rapidjson::StringBuffer buffer;
+  json::writer w(buffer);
+  write_group(w, g);
+  return std::string(buffer.GetString(), buffer.GetSize());
 }
 
 result<topic_partition> read_partition(json::object_reader& r) {
@@ -109,6 +108,74 @@ result<topic_partition> read_partition(json::object_reader& r) {
   return topic_partition{topic, static_cast<std::int32_t>(partition)};
 }
 
+/// One group's state, as write_group writes it; `at` names it in errors.
+result<group_state> parse_group(const rapidjson::Value& value, const std::string& at) {
+  json::object_reader g(value, at);
+  group_state s;
+  g.get("id", s.id, true);
+  g.get("epoch", s.epoch, true);
+  const auto* members = g.member("members");
+  const auto* target = g.member("target");
+  const auto* cleared = g.member("cleared");
+  if (g.ok() && (!members || !members->IsArray() || !target || !target->IsArray() || !cleared ||
+                 !cleared->IsArray()))
+    g.fail_here("members, target and cleared must be arrays");
+  if (auto st = g.finish(); !st) return st.err();
+  for (rapidjson::SizeType k = 0; k < members->Size(); ++k) {
+    json::object_reader m((*members)[k], at + ".members[" + std::to_string(k) + "]");
+    member mem;
+    std::string broker;
+    std::vector<std::string> topics;
+    m.get("id", mem.id, true);
+    m.get("broker", broker, true);
+    m.get("epoch", mem.epoch, true);
+    m.get("previous_epoch", mem.previous_epoch, true);
+    m.get("topics", topics, true);
+    m.get("classic", mem.classic);
+    m.get("cooperative", mem.cooperative);
+    m.get("session_timeout_ms", mem.session_timeout_ms);
+    mem.anywhere = mem.classic;
+    const auto* handed = m.member("handed");
+    const auto* owned = m.member("owned");
+    if (m.ok() && (!handed || !handed->IsArray())) m.fail("handed", "expected an array");
+    if (m.ok() && (!owned || !owned->IsArray())) m.fail("owned", "expected an array");
+    if (auto st = m.finish(); !st) return st.err();
+    mem.broker = broker_id(broker);
+    mem.topics = {topics.begin(), topics.end()};
+    for (rapidjson::SizeType h = 0; h < handed->Size(); ++h) {
+      json::object_reader hr((*handed)[h], at + ".members[" + std::to_string(k) + "].handed[" + std::to_string(h) + "]");
+      auto tp = read_partition(hr);
+      std::uint64_t since = 0;
+      hr.get("since", since, true);
+      if (auto st = hr.finish(); !st || !tp) return st ? tp.err() : st.err();
+      mem.handed[*tp] = since;
+    }
+    for (rapidjson::SizeType h = 0; h < owned->Size(); ++h) {
+      json::object_reader o((*owned)[h], at + ".members[" + std::to_string(k) + "].owned[" + std::to_string(h) + "]");
+      auto tp = read_partition(o);
+      if (auto st = o.finish(); !st || !tp) return st ? tp.err() : st.err();
+      mem.owned.insert(*tp);
+    }
+    s.members[mem.id] = std::move(mem);
+  }
+  for (rapidjson::SizeType k = 0; k < target->Size(); ++k) {
+    json::object_reader t((*target)[k], at + ".target[" + std::to_string(k) + "]");
+    auto tp = read_partition(t);
+    std::string holder;
+    t.get("member", holder, true);
+    if (auto st = t.finish(); !st || !tp) return st ? tp.err() : st.err();
+    s.target[*tp] = holder;
+  }
+  for (rapidjson::SizeType k = 0; k < cleared->Size(); ++k) {
+    json::object_reader c((*cleared)[k], at + ".cleared[" + std::to_string(k) + "]");
+    auto tp = read_partition(c);
+    if (auto st = c.finish(); !st || !tp) return st ? tp.err() : st.err();
+    s.cleared.insert(*tp);
+  }
+  return s;
+}
+
+/// A group-state.json of an older version: {"version":1,"groups":[...]}.
 result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const std::string& file) {
   json::object_reader top(doc, file);
   std::uint32_t version = 0;
@@ -119,70 +186,9 @@ result<std::vector<group_state>> parse_groups(const rapidjson::Value& doc, const
   if (auto s = top.finish(); !s) return s.err();
   std::vector<group_state> out;
   for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-    const std::string at = file + ": groups[" + std::to_string(i) + "]";
-    json::object_reader g((*list)[i], at);
-    group_state s;
-    g.get("id", s.id, true);
-    g.get("epoch", s.epoch, true);
-    const auto* members = g.member("members");
-    const auto* target = g.member("target");
-    const auto* cleared = g.member("cleared");
-    if (g.ok() && (!members || !members->IsArray() || !target || !target->IsArray() || !cleared ||
-                   !cleared->IsArray()))
-      g.fail_here("members, target and cleared must be arrays");
-    if (auto st = g.finish(); !st) return st.err();
-    for (rapidjson::SizeType k = 0; k < members->Size(); ++k) {
-      json::object_reader m((*members)[k], at + ".members[" + std::to_string(k) + "]");
-      member mem;
-      std::string broker;
-      std::vector<std::string> topics;
-      m.get("id", mem.id, true);
-      m.get("broker", broker, true);
-      m.get("epoch", mem.epoch, true);
-      m.get("previous_epoch", mem.previous_epoch, true);
-      m.get("topics", topics, true);
-      m.get("classic", mem.classic);
-      m.get("cooperative", mem.cooperative);
-      m.get("session_timeout_ms", mem.session_timeout_ms);
-      mem.anywhere = mem.classic;
-      const auto* handed = m.member("handed");
-      const auto* owned = m.member("owned");
-      if (m.ok() && (!handed || !handed->IsArray())) m.fail("handed", "expected an array");
-      if (m.ok() && (!owned || !owned->IsArray())) m.fail("owned", "expected an array");
-      if (auto st = m.finish(); !st) return st.err();
-      mem.broker = broker_id(broker);
-      mem.topics = {topics.begin(), topics.end()};
-      for (rapidjson::SizeType h = 0; h < handed->Size(); ++h) {
-        json::object_reader hr((*handed)[h], at + ".members[" + std::to_string(k) + "].handed[" + std::to_string(h) + "]");
-        auto tp = read_partition(hr);
-        std::uint64_t since = 0;
-        hr.get("since", since, true);
-        if (auto st = hr.finish(); !st || !tp) return st ? tp.err() : st.err();
-        mem.handed[*tp] = since;
-      }
-      for (rapidjson::SizeType h = 0; h < owned->Size(); ++h) {
-        json::object_reader o((*owned)[h], at + ".members[" + std::to_string(k) + "].owned[" + std::to_string(h) + "]");
-        auto tp = read_partition(o);
-        if (auto st = o.finish(); !st || !tp) return st ? tp.err() : st.err();
-        mem.owned.insert(*tp);
-      }
-      s.members[mem.id] = std::move(mem);
-    }
-    for (rapidjson::SizeType k = 0; k < target->Size(); ++k) {
-      json::object_reader t((*target)[k], at + ".target[" + std::to_string(k) + "]");
-      auto tp = read_partition(t);
-      std::string holder;
-      t.get("member", holder, true);
-      if (auto st = t.finish(); !st || !tp) return st ? tp.err() : st.err();
-      s.target[*tp] = holder;
-    }
-    for (rapidjson::SizeType k = 0; k < cleared->Size(); ++k) {
-      json::object_reader c((*cleared)[k], at + ".cleared[" + std::to_string(k) + "]");
-      auto tp = read_partition(c);
-      if (auto st = c.finish(); !st || !tp) return st ? tp.err() : st.err();
-      s.cleared.insert(*tp);
-    }
-    out.push_back(std::move(s));
+    auto g = parse_group((*list)[i], file + ": groups[" + std::to_string(i) + "]");
+    if (!g) return g.err();
+    out.push_back(std::move(*g));
   }
   return out;
 }
@@ -193,29 +199,46 @@ broker_id coordinator_of(const std::string& group_id, std::vector<broker_id> bro
   return coordinator_by_hash(group_id, std::move(brokers));
 }
 
-group_service::group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p,
-                             logger& l, metrics_sink& m)
-    : opt_(std::move(o)), file_(std::move(f)), placements_(std::move(p)), log_(l), metrics_(m) {}
+group_service::group_service(group_service_options o, storage::keyed_log& f, placement_source p, logger& l,
+                             metrics_sink& m)
+    : opt_(std::move(o)), file_(f), placements_(std::move(p)), log_(l), metrics_(m) {}
 
-result<std::unique_ptr<group_service>> group_service::open(group_service_options options,
-                                                           std::unique_ptr<storage::state_file> file,
+result<std::unique_ptr<group_service>> group_service::open(group_service_options options, storage::keyed_log& file,
                                                            placement_source placements, time_ms now, logger& log,
-                                                           metrics_sink& metrics) {
-  std::unique_ptr<group_service> s(
-      new group_service(std::move(options), std::move(file), std::move(placements), log, metrics));
-  rapidjson::Document d;
-  auto present = json::read_state_document(*s->file_, d);
-  if (!present) return present.err();
-  if (*present) {
-    auto states = parse_groups(d, s->file_->name());
-    if (!states) return error{errc::corrupt, states.message()};
-    for (auto& st : *states) {
-      std::string id = st.id;
-      s->groups_.emplace(id, group(std::move(st), s->opt_.timing, now));
+                                                           metrics_sink& metrics, const storage::state_file* legacy) {
+  std::unique_ptr<group_service> s(new group_service(std::move(options), file, std::move(placements), log, metrics));
+  for (const auto& [id, value] : file.entries()) {
+    if (value.empty()) continue;  // a group dropped since
+    rapidjson::Document d;
+    const std::string at = file.name() + ": group " + id;
+    if (auto parsed = json::parse_document(value, d, at); !parsed) return error{errc::corrupt, parsed.message()};
+    auto st = parse_group(d, at);
+    if (!st) return error{errc::corrupt, st.message()};
+    if (st->id != id) return error{errc::corrupt, at + ": holds group " + st->id};
+    s->written_[id] = value;
+    s->groups_.emplace(id, group(std::move(*st), s->opt_.timing, now));
+  }
+  bool carried = false;
+  if (legacy) {
+    // A group-state.json of an older version: its groups go into the log (those the log does not have yet: a start
+    // cut short after carrying them over finds them there), synced, before the caller renames it.
+    rapidjson::Document d;
+    auto present = json::read_state_document(*legacy, d);
+    if (!present) return present.err();
+    if (*present) {
+      auto states = parse_groups(d, legacy->name());
+      if (!states) return error{errc::corrupt, states.message()};
+      for (auto& st : *states) {
+        std::string id = st.id;
+        if (s->groups_.count(id)) continue;
+        s->groups_.emplace(id, group(std::move(st), s->opt_.timing, now));
+        carried = true;
+      }
     }
   }
   std::lock_guard lock(s->mu_);
-  s->written_ = s->fingerprint_locked();
+  if (carried)
+    if (auto w = s->persist_locked(); !w) return w.err();
   for (auto& [id, g] : s->groups_) s->refresh_locked(g, now);
   return s;
 }
@@ -239,18 +262,36 @@ void group_service::publish_locked(const group& g) {
   metrics_.set(metrics::unassigned, labels, static_cast<double>(g.unassigned_partitions().size()));
 }
 
-std::string group_service::fingerprint_locked() const { return render(groups_); }
-
-status group_service::persist_locked() {
-  std::string now = render(groups_);
-  if (now == written_) return {};
+status group_service::persist_locked(const std::vector<std::string>* only) {
+  // Each group whose state changed since it was written is appended as one record (a dropped group as an empty
+  // one), then one sync for all of them.
+  std::vector<std::pair<std::string, std::string>> changed;
+  auto consider = [&](const std::string& id) {
+    auto g = groups_.find(id);
+    std::string now = g == groups_.end() ? std::string() : render_group(g->second);
+    auto w = written_.find(id);
+    if (w == written_.end() ? now.empty() : w->second == now) return;
+    changed.emplace_back(id, std::move(now));
+  };
+  if (only) {
+    for (const auto& id : *only) consider(id);
+  } else {
+    for (const auto& [id, g] : groups_) consider(id);
+    for (const auto& [id, value] : written_)
+      if (!groups_.count(id)) consider(id);
+  }
+  if (changed.empty()) return {};
   auto s = MOONMQ_FAULT("groups.before_persist");
-  if (s) s = file_->replace(now);
+  for (std::size_t i = 0; s && i < changed.size(); ++i) s = file_.put(changed[i].first, changed[i].second, false);
+  if (s) s = file_.sync();
   if (!s) {
     log_.error("groups", "could not write the group state (it is kept in memory): " + s.message());
     return s;
   }
-  written_ = std::move(now);
+  for (auto& [id, value] : changed) {
+    if (value.empty()) written_.erase(id);
+    else written_[id] = std::move(value);
+  }
   return MOONMQ_FAULT("groups.after_persist");
 }
 
@@ -274,7 +315,7 @@ result<member_answer> group_service::join(const std::string& group_id, const std
                   std::move(topics), now);
   metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);
-  (void)persist_locked();
+  (void)persist_locked(group_id);
   return a;
 }
 
@@ -287,7 +328,7 @@ result<member_answer> group_service::heartbeat(const std::string& group_id, cons
   const auto before = it->second.state().members.find(member_id);
   const std::uint64_t epoch_before = before == it->second.state().members.end() ? 0 : before->second.epoch;
   auto a = it->second.heartbeat(member_id, member_epoch, owned, now);
-  if (a && a->member_epoch != epoch_before) (void)persist_locked();  // what the member holds changed
+  if (a && a->member_epoch != epoch_before) (void)persist_locked(group_id);  // what the member holds changed
   return a;
 }
 
@@ -310,7 +351,7 @@ result<classic_answer> group_service::join_classic(const std::string& group_id, 
   auto a = g.join_classic(call, now);
   metrics_.add(metrics::rebalances, {{"group", group_id}}, static_cast<double>(g.rebalances() - rebalances));
   publish_locked(g);
-  (void)persist_locked();
+  (void)persist_locked(group_id);
   return a;
 }
 
@@ -320,7 +361,7 @@ result<classic_answer> group_service::sync_classic(const std::string& group_id, 
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return error{errc::not_found, "member " + member_id + " is not in group " + group_id};
   auto a = it->second.sync_classic(member_id, generation, now);
-  if (a) (void)persist_locked();  // what it holds may have changed (nothing is written when it did not)
+  if (a) (void)persist_locked(group_id);  // what it holds may have changed (nothing is written when it did not)
   return a;
 }
 
@@ -341,27 +382,33 @@ status group_service::leave(const std::string& group_id, const std::string& memb
   metrics_.add(metrics::rebalances, {{"group", group_id}},
                static_cast<double>(it->second.rebalances() - rebalances));
   publish_locked(it->second);
-  (void)persist_locked();
+  (void)persist_locked(group_id);
   return {};
 }
 
 void group_service::tick(time_ms now) {
   std::lock_guard lock(mu_);
+  // What a tick can change in a group (members expired, the target following the partitions) moves its epoch or
+  // its member count: only those groups, and the dropped ones, are looked at for writing.
+  std::vector<std::string> changed;
   for (auto it = groups_.begin(); it != groups_.end();) {
     auto& [id, g] = *it;
     const auto rebalances = g.rebalances();
+    const auto before = std::pair{g.state().epoch, g.state().members.size()};
     for (const auto& gone : g.expire(now))
       log_.info("groups", "member " + gone + " of group " + id + " missed its session timeout; it was removed");
     if (g.state().members.empty()) {  // an empty group holds nothing worth keeping; its offsets live elsewhere
       for (const auto* f : {&metrics::members, &metrics::epoch, &metrics::unassigned}) metrics_.set(*f, {{"group", id}}, 0);
+      changed.push_back(id);
       it = groups_.erase(it);
       continue;
     }
     refresh_locked(g, now);
     metrics_.add(metrics::rebalances, {{"group", id}}, static_cast<double>(g.rebalances() - rebalances));
+    if (before != std::pair{g.state().epoch, g.state().members.size()}) changed.push_back(id);
     ++it;
   }
-  (void)persist_locked();
+  if (!changed.empty()) (void)persist_locked(&changed);
 }
 
 status group_service::check_commit(const std::string& group_id, const std::string& member_id,
@@ -405,7 +452,7 @@ void group_service::clearance_done(const std::string& group_id, const topic_part
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return;
   it->second.cleared_by_owner(tp);
-  (void)persist_locked();
+  (void)persist_locked(group_id);
 }
 
 std::vector<std::string> group_service::groups() const {

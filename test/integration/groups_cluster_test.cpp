@@ -16,7 +16,6 @@
 using namespace moonmq;
 using namespace std::chrono_literals;
 
-using moonmq::test::kept_file;
 
 namespace {
 
@@ -24,14 +23,14 @@ struct group_cluster {
   test::in_process_cluster c;
   groups::time_ms now = 0;
   std::vector<broker_id> ids;
-  std::vector<std::unique_ptr<storage::memory_state_file>> disks;
+  std::vector<std::unique_ptr<storage::memory_keyed_log>> disks;
   std::vector<std::unique_ptr<groups::group_service>> services;
   std::vector<std::unique_ptr<groups::group_routes>> routes;
 
   explicit group_cluster(int n) : c(n) {
     for (int i = 1; i <= n; ++i) {
       ids.emplace_back(c[i].id);
-      disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/group-state.json"));
+      disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/group-state.log"));
     }
     services.resize(static_cast<std::size_t>(n));
     routes.resize(static_cast<std::size_t>(n));
@@ -42,7 +41,7 @@ struct group_cluster {
   void start(int i) {
     auto& b = c[i];
     b.groups = nullptr;
-    auto svc = groups::group_service::open({ids[idx(i)], {1500, 100}}, std::make_unique<kept_file>(disks[idx(i)].get()),
+    auto svc = groups::group_service::open({ids[idx(i)], {1500, 100}}, *disks[idx(i)],
                                            test::placements_of(c), now);
     REQUIRE(svc);
     services[idx(i)] = std::move(*svc);
@@ -307,7 +306,7 @@ TEST_CASE("in-process groups: a restarted coordinator keeps members, holdings an
 
   const int coordinator = g.coordinator("g");
   const std::uint64_t epoch = g.services[group_cluster::idx(coordinator)]->describe("g")->epoch;
-  g.start(coordinator);  // kill -9 and back: only group-state.json remains
+  g.start(coordinator);  // kill -9 and back: only group-state.log remains
   settle(g, members, 3);
   CHECK(m1.id == before.id);
   CHECK(m1.partitions == before.partitions);

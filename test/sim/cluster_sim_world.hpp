@@ -19,7 +19,6 @@
 #include "moonmq/txn/txn_service.hpp"
 #include "support/group_placements.hpp"
 #include "support/in_process_cluster.hpp"
-#include "support/kept_file.hpp"
 
 namespace moonmq::test {
 
@@ -76,7 +75,7 @@ class world {
     for (int i = 1; i <= brokers; ++i) {
       ids.emplace_back(c[i].id);
       txn_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
-      group_disks.push_back(std::make_unique<storage::memory_state_file>(c[i].id + "/group-state.json"));
+      group_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/group-state.log"));
     }
     txns.resize(brokers);
     group_services.resize(brokers);
@@ -100,7 +99,7 @@ class world {
     group_services[idx(i)].reset();
     auto g = groups::group_service::open(
         {ids[idx(i)], {opt.session_ms, 500}, [this] { return "m" + std::to_string(next_member_id++); }},
-        std::make_unique<kept_file>(group_disks[idx(i)].get()), placements_of(c), now, b.log);
+        *group_disks[idx(i)], placements_of(c), now, b.log);
     if (!g) throw std::runtime_error("group_service: " + g.message());
     group_services[idx(i)] = std::move(*g);
     group_routes[idx(i)] =
@@ -343,7 +342,7 @@ class world {
   std::uint64_t next_member_id = 1;
   std::vector<broker_id> ids;
   std::vector<std::unique_ptr<storage::memory_keyed_log>> txn_disks;
-  std::vector<std::unique_ptr<storage::memory_state_file>> group_disks;
+  std::vector<std::unique_ptr<storage::memory_keyed_log>> group_disks;
   std::vector<std::unique_ptr<txn::txn_service>> txns;
   std::vector<std::unique_ptr<groups::group_service>> group_services;
   std::vector<std::unique_ptr<groups::group_routes>> group_routes;

@@ -1,9 +1,11 @@
 // The group coordinator on a broker: every group whose coordinator this broker is (fnv1a of the group id over the
 // sorted ids of all configured brokers), as `group` state machines, with what they need around them: the partitions
 // of the subscribed topics and their owners (from a callback), member ids, the clock, and durability. The group state
-// (epochs, members, subscriptions, the target and what each member holds) is written to one state file whenever a
-// membership or an assignment changes, never for a heartbeat that changes nothing, so it survives a restart of the
-// coordinator: members that keep heartbeating keep their ids and partitions, and epochs never go backwards.
+// (epochs, members, subscriptions, the target and what each member holds) is kept in a keyed log, one record per
+// group keyed by its id: whenever a membership or an assignment changes (never for a heartbeat that changes nothing)
+// the changed group's record is appended and synced, so a change costs one small write and one fdatasync however many
+// groups there are, and the state survives a restart of the coordinator: members that keep heartbeating keep their
+// ids and partitions, and epochs never go backwards.
 //
 // Forwarding join/heartbeat/leave from other brokers and fencing commits at partition owners are group_routes's job
 // (group_routes.hpp); `coordinator_of` says where a group lives.
@@ -21,6 +23,7 @@
 #include "moonmq/core/logger.hpp"
 #include "moonmq/core/metrics_sink.hpp"
 #include "moonmq/groups/group.hpp"
+#include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/storage/state_file.hpp"
 
 namespace moonmq::groups {
@@ -52,12 +55,14 @@ struct group_description {
 
 class group_service {
  public:
-  /// Opens the service over `file` (absent: no groups yet; unreadable: an error naming it).
-  static result<std::unique_ptr<group_service>> open(group_service_options options,
-                                                     std::unique_ptr<storage::state_file> file,
+  /// Opens the service over `file` (which must outlive it; empty: no groups yet; a record that cannot be read: an
+  /// error naming the log and the group). `legacy`: the single-document state file of an older version, whose
+  /// groups are carried into the log (the caller renames it once this succeeds).
+  static result<std::unique_ptr<group_service>> open(group_service_options options, storage::keyed_log& file,
                                                      placement_source placements, time_ms now,
                                                      logger& log = *default_logger(),
-                                                     metrics_sink& metrics = no_metrics());
+                                                     metrics_sink& metrics = no_metrics(),
+                                                     const storage::state_file* legacy = nullptr);
 
   /// Joins (a new member when `member_id` is empty: the service picks its id).
   result<member_answer> join(const std::string& group_id, const std::string& member_id, const broker_id& broker,
@@ -93,23 +98,26 @@ class group_service {
   std::vector<std::string> groups() const;
 
  private:
-  group_service(group_service_options o, std::unique_ptr<storage::state_file> f, placement_source p, logger& l,
-                metrics_sink& m);
+  group_service(group_service_options o, storage::keyed_log& f, placement_source p, logger& l, metrics_sink& m);
   group& group_locked(const std::string& id, time_ms now);
   void refresh_locked(group& g, time_ms now);
-  /// Writes every group when something durable changed since the last write.
-  status persist_locked();
-  std::string fingerprint_locked() const;
+  /// Appends the state of each group (only those of `*only`, when given) that changed since it was written, then
+  /// syncs once.
+  status persist_locked(const std::vector<std::string>* only = nullptr);
+  status persist_locked(const std::string& group_id) {
+    const std::vector<std::string> one{group_id};
+    return persist_locked(&one);
+  }
   void publish_locked(const group& g);
 
   group_service_options opt_;
-  std::unique_ptr<storage::state_file> file_;
+  storage::keyed_log& file_;
   placement_source placements_;
   logger& log_;
   metrics_sink& metrics_;
   mutable std::mutex mu_;
   std::map<std::string, group> groups_;
-  std::string written_;  ///< fingerprint of what the file holds
+  std::map<std::string, std::string> written_;  ///< each group's record as the log holds it
 };
 
 }  // namespace moonmq::groups

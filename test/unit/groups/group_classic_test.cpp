@@ -7,7 +7,7 @@
 
 #include "moonmq/groups/group.hpp"
 #include "moonmq/groups/group_service.hpp"
-#include "support/kept_file.hpp"
+#include "moonmq/storage/state_file.hpp"
 
 using namespace moonmq;
 using namespace moonmq::groups;
@@ -251,13 +251,13 @@ TEST_CASE("groups classic: many eager members joining, leaving and crashing in r
 }
 
 TEST_CASE("groups classic: a classic member survives a restart of the coordinator with its generation", "[groups]") {
-  storage::memory_state_file disk("group-state.json");
+  storage::memory_keyed_log disk("group-state.log");
   auto place = [](const std::set<std::string>&) -> std::optional<std::vector<placement>> { return spread("t", 2, {b1}); };
-  auto svc = group_service::open({b1, {}}, std::make_unique<test::kept_file>(&disk), place, 0);
+  auto svc = group_service::open({b1, {}}, disk, place, 0);
   REQUIRE(svc);
   auto j = (*svc)->join_classic("g", {"", b1, {"t"}, 20'000, false, {}}, 0);
   REQUIRE(j);
-  svc = group_service::open({b1, {}}, std::make_unique<test::kept_file>(&disk), place, 0);
+  svc = group_service::open({b1, {}}, disk, place, 0);
   REQUIRE(svc);
   CHECK((*svc)->heartbeat_classic("g", j->member_id, j->generation, 15'000));  // past the group's 10 s default
   (*svc)->tick(15'000);

@@ -2,12 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include "moonmq/groups/group_service.hpp"
-#include "support/kept_file.hpp"
 
 using namespace moonmq;
 using namespace moonmq::groups;
 
-using moonmq::test::kept_file;
 
 namespace {
 
@@ -42,9 +40,9 @@ TEST_CASE("groups service: a group's coordinator is the same on every broker and
 }
 
 TEST_CASE("groups service: group state survives a restart of the coordinator, epochs and all", "[groups]") {
-  storage::memory_state_file disk("group-state.json");
+  storage::memory_keyed_log disk("group-state.log");
   const broker_id b1("b1");
-  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  auto svc = group_service::open({b1, {}}, disk, two_partitions_on(b1), 0);
   REQUIRE(svc);
   auto a = (*svc)->join("g", "", b1, {"t"}, 0);
   REQUIRE(a);
@@ -68,7 +66,7 @@ TEST_CASE("groups service: group state survives a restart of the coordinator, ep
     if (!known) return std::nullopt;
     return two_partitions_on(b1)(topics);
   };
-  auto again = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), later, 1000);
+  auto again = group_service::open({b1, {}}, disk, later, 1000);
   REQUIRE(again);
   auto d = (*again)->describe("g");
   REQUIRE(d);
@@ -89,9 +87,9 @@ TEST_CASE("groups service: group state survives a restart of the coordinator, ep
 }
 
 TEST_CASE("groups service: without members a commit needs no member, with members it must name one", "[groups]") {
-  storage::memory_state_file disk("group-state.json");
+  storage::memory_keyed_log disk("group-state.log");
   const broker_id b1("b1");
-  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  auto svc = group_service::open({b1, {}}, disk, two_partitions_on(b1), 0);
   REQUIRE(svc);
   CHECK((*svc)->check_commit("g", "", 0, {"t", 0}));
   CHECK((*svc)->check_commit("g", "ghost", 1, {"t", 0}).code() == errc::conflict);
@@ -105,18 +103,18 @@ TEST_CASE("groups service: without members a commit needs no member, with member
 }
 
 TEST_CASE("groups service: an unreadable group state stops the coordinator, naming the file", "[groups]") {
-  storage::memory_state_file disk("group-state.json");
-  REQUIRE(disk.replace(R"({"version":1,"groups":[{"id":"g","epoch":2}]})"));
-  auto svc = group_service::open({broker_id("b1"), {}}, std::make_unique<kept_file>(&disk), {}, 0);
+  storage::memory_keyed_log disk("group-state.log");
+  REQUIRE(disk.put("g", R"({"id":"g","epoch":2})", true));
+  auto svc = group_service::open({broker_id("b1"), {}}, disk, {}, 0);
   REQUIRE_FALSE(svc);
   CHECK(svc.code() == errc::corrupt);
-  CHECK_THAT(svc.message(), Catch::Contains("group-state.json"));
+  CHECK_THAT(svc.message(), Catch::Contains("group-state.log") && Catch::Contains("group g"));
 }
 
 TEST_CASE("groups service: ids are the coordinator's to give, and a group with no members is dropped", "[groups]") {
-  storage::memory_state_file disk("group-state.json");
+  storage::memory_keyed_log disk("group-state.log");
   const broker_id b1("b1");
-  auto svc = group_service::open({b1, {}}, std::make_unique<kept_file>(&disk), two_partitions_on(b1), 0);
+  auto svc = group_service::open({b1, {}}, disk, two_partitions_on(b1), 0);
   REQUIRE(svc);
   CHECK((*svc)->join("g", "my-own-id", b1, {"t"}, 0).code() == errc::not_found);
   auto a = (*svc)->join("g", "", b1, {"t"}, 0);
@@ -126,4 +124,36 @@ TEST_CASE("groups service: ids are the coordinator's to give, and a group with n
   (*svc)->tick(2);
   CHECK((*svc)->groups().empty());
   CHECK_FALSE((*svc)->describe("g"));
+}
+
+TEST_CASE("groups service: each change appends the changed group alone, a dropped group is forgotten, and an older "
+          "single-document state is carried into the log",
+          "[groups]") {
+  const broker_id b1("b1");
+  storage::memory_keyed_log disk("group-state.log");
+  {
+    // An older version's document, as it wrote it: one group with one member holding t-0.
+    storage::memory_state_file legacy("group-state.json");
+    REQUIRE(legacy.replace(
+        R"({"version":1,"groups":[{"id":"old","epoch":3,"members":[{"id":"m1","broker":"b1","epoch":2,)"
+        R"("previous_epoch":1,"topics":["t"],"owned":[],"handed":[{"topic":"t","partition":0,"since":2}]}],)"
+        R"("target":[{"topic":"t","partition":0,"member":"m1"}],"cleared":[]}]})"));
+    auto svc = group_service::open({b1, {}}, disk, two_partitions_on(b1), 0, *default_logger(), no_metrics(), &legacy);
+    REQUIRE(svc);
+    REQUIRE((*svc)->describe("old"));
+    CHECK((*svc)->describe("old")->members.front().handed.count({"t", 0}) == 1);
+    CHECK(disk.entries().count("old") == 1);  // carried over, synced
+    const auto before = disk.entries().at("old");
+    auto a = (*svc)->join("new", "", b1, {"t"}, 0);
+    REQUIRE(a);
+    CHECK(disk.entries().count("new") == 1);
+    CHECK(disk.entries().at("old") == before);  // a change of one group writes that group only
+    REQUIRE((*svc)->leave("new", a->member_id));
+    (*svc)->tick(1);
+  }
+  auto again = group_service::open({b1, {}}, disk, two_partitions_on(b1), 2);
+  REQUIRE(again);
+  CHECK((*again)->describe("old"));
+  CHECK_FALSE((*again)->describe("new"));  // dropped when it had no members: its record is empty
+  CHECK(disk.entries().at("new").empty());
 }
