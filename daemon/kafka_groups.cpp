@@ -216,13 +216,14 @@ kafka::offset_commit_response kafka_groups::commit(const kafka::offset_commit_re
     rt.name = t.name;
     for (const auto& part : t.partitions) {
       std::int16_t code = all;
-      if (code == ec::none && part.metadata && part.metadata->size() > max_commit_metadata)
+      if (code == ec::none && part.metadata && part.metadata->size() > storage::max_commit_metadata)
         code = ec::offset_metadata_too_large;
       if (code == ec::none && part.offset < 0) code = ec::offset_out_of_range;
       if (code == ec::none) {
         frontend::commit_request c{req.group_id, {t.name, part.index}, static_cast<std::uint64_t>(part.offset),
                                    member ? req.member_id : std::string(),
-                                   member ? static_cast<std::uint64_t>(req.generation_id) : 0};
+                                   member ? static_cast<std::uint64_t>(req.generation_id) : 0,
+                                   part.metadata.value_or("")};
         auto done = p_.offsets->commit_at_owner(c);
         if (!done) {
           const auto& r = done.refused();
@@ -275,8 +276,8 @@ kafka::offset_fetch_response kafka_groups::fetch_offsets(const kafka::offset_fet
       if (out.topics.empty() || out.topics.back().name != tp.topic) out.topics.emplace_back().name = tp.topic;
       auto& rp = out.topics.back().partitions.emplace_back();
       rp.index = tp.partition;
-      rp.offset = static_cast<std::int64_t>(offset);
-      rp.metadata = "";
+      rp.offset = static_cast<std::int64_t>(offset.offset);
+      rp.metadata = offset.metadata;
     }
     return out;
   }
@@ -293,7 +294,8 @@ kafka::offset_fetch_response kafka_groups::fetch_offsets(const kafka::offset_fet
       }
       auto got = p_.offsets->committed_at_owner(req.group_id, {t.name, index});
       if (got) {
-        rp.offset = *got ? static_cast<std::int64_t>(**got) : -1;
+        rp.offset = *got ? static_cast<std::int64_t>((*got)->offset) : -1;
+        if (*got) rp.metadata = (*got)->metadata;
         continue;
       }
       if (got.code() == errc::not_found) {

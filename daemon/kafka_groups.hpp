@@ -28,8 +28,6 @@ struct kafka_groups_parts {
 /// Kafka's bounds on a member's session timeout (group.min/max.session.timeout.ms, at their defaults).
 inline constexpr std::int32_t min_session_timeout_ms = 6'000;
 inline constexpr std::int32_t max_session_timeout_ms = 1'800'000;
-/// The longest commit metadata kept (offset.metadata.max.bytes).
-inline constexpr std::size_t max_commit_metadata = 4096;
 /// The leader JoinGroup names: no member has this id, so every member waits for the broker's assignment.
 inline constexpr const char* broker_assigns = "moonmq-broker-assigns";
 

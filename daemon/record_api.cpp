@@ -172,6 +172,9 @@ void record_api::commit(const httplib::Request& req, httplib::Response& res) {
   r.get("offset", offset, true);
   r.get("member_id", c.member_id);
   r.get("member_epoch", c.member_epoch, !c.member_id.empty());
+  r.get("metadata", c.metadata);
+  if (r.ok() && c.metadata.size() > storage::max_commit_metadata)
+    r.fail("metadata", "at most " + std::to_string(storage::max_commit_metadata) + " bytes");
   if (r.ok() && (partition < 0 || partition > INT32_MAX || offset < 0))
     r.fail_here("partition and offset must be >= 0 (and partition a 32-bit number)");
   if (r.ok() && !valid_client_name(c.group))
@@ -206,9 +209,10 @@ void record_api::committed(const httplib::Request& req, httplib::Response& res) 
           put(w, "group", group);
           w.Key("offset");
           if (*o)
-            w.Uint64(**o);
+            w.Uint64((*o)->offset);
           else
             w.Null();
+          if (*o && !(*o)->metadata.empty()) put(w, "metadata", (*o)->metadata);
         }));
 }
 

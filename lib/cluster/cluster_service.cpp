@@ -321,7 +321,7 @@ struct cluster_service::impl {
     const auto& entries = push->offsets;
     std::size_t raised = 0;
     for (const auto& g : entries) {
-      auto changed = st.offsets.commit_if_higher(g.group, tp, g.offset);
+      auto changed = st.offsets.commit_if_higher(g.group, tp, g.offset, g.metadata);
       if (!changed) return from_error(changed.err());
       raised += *changed ? 1 : 0;
     }

@@ -140,7 +140,7 @@ inline std::optional<ownership_entry> read_owner_conflict(const transport::respo
   return e;
 }
 
-/// `{"topic","partition","offsets":[{"group","offset"}]}`.
+/// `{"topic","partition","offsets":[{"group","offset","metadata"?}]}`.
 struct offsets_push {
   topic_partition partition;
   std::vector<storage::group_offset> offsets;
@@ -156,6 +156,7 @@ inline std::string write(const offsets_push& p) {
       w.StartObject();
       json::put(w, "group", g.group);
       json::put(w, "offset", g.offset);
+      if (!g.metadata.empty()) json::put(w, "metadata", g.metadata);
       w.EndObject();
     }
     w.EndArray();
@@ -182,7 +183,9 @@ inline result<offsets_push> read_offsets_push(const std::string& body) {
     std::int64_t off = -1;
     e.get("group", g.group, true);
     e.get("offset", off, true);
+    e.get("metadata", g.metadata);
     if (e.ok() && (g.group.empty() || off < 0)) e.fail_here("needs a group and an offset >= 0");
+    if (e.ok() && g.metadata.size() > storage::max_commit_metadata) e.fail("metadata", "too long");
     if (auto s = e.finish(); !s) return s.err();
     g.offset = static_cast<std::uint64_t>(off);
     p.offsets.push_back(std::move(g));

@@ -92,7 +92,7 @@ outcome<done> offsets_frontend::commit(const commit_request& req) {
       missing = true;
       return {};
     }
-    return p_.offsets->commit(req.group, tp, req.offset);
+    return p_.offsets->commit(req.group, tp, req.offset, req.metadata);
   });
   if (!written) {
     if (written.code() == errc::conflict && p_.metrics &&
@@ -107,11 +107,11 @@ outcome<done> offsets_frontend::commit(const commit_request& req) {
   return done{};
 }
 
-outcome<std::optional<std::uint64_t>> offsets_frontend::committed(const std::string& group,
+outcome<std::optional<storage::committed_offset>> offsets_frontend::committed(const std::string& group,
                                                                    const topic_partition& tp) const {
   // Like a commit: a broker that moved the partition away answers with its owner, never a stale offset.
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
-  return p_.offsets->committed(group, tp);
+  return p_.offsets->committed_with_metadata(group, tp);
 }
 
 }  // namespace moonmq::frontend
@@ -131,6 +131,7 @@ outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
     json::put(w, "topic", req.tp.topic);
     json::put(w, "partition", req.tp.partition);
     json::put(w, "offset", req.offset);
+    if (!req.metadata.empty()) json::put(w, "metadata", req.metadata);
     json::put(w, "member_id", req.member_id);
     json::put(w, "member_epoch", req.member_epoch);
   });
@@ -140,7 +141,7 @@ outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
   return done{};
 }
 
-outcome<std::optional<std::uint64_t>> offsets_frontend::committed_at_owner(const std::string& group,
+outcome<std::optional<storage::committed_offset>> offsets_frontend::committed_at_owner(const std::string& group,
                                                                             const topic_partition& tp) const {
   auto here = committed(group, tp);
   if (here || here.code() != errc::not_owner || !here.refused().owner || !p_.peers ||
@@ -154,15 +155,18 @@ outcome<std::optional<std::uint64_t>> offsets_frontend::committed_at_owner(const
   if (!d) return refusal{d.err(), std::nullopt, {}, by_coordinator};
   json::object_reader reader(*d, owner.value() + "'s answer");
   const auto* offset = reader.member("offset");
-  if (!offset || offset->IsNull()) return std::optional<std::uint64_t>{};
+  if (!offset || offset->IsNull()) return std::optional<storage::committed_offset>{};
   if (!offset->IsUint64()) return error{errc::internal, owner.value() + " answered an offset that is not one"};
-  return std::optional<std::uint64_t>{offset->GetUint64()};
+  storage::committed_offset got{offset->GetUint64(), {}};
+  reader.get("metadata", got.metadata);
+  return std::optional<storage::committed_offset>{std::move(got)};
 }
 
 namespace {
 
 /// The group's offsets of the partitions `self` serves (a former owner's copy is never reported).
-std::vector<std::pair<topic_partition, std::uint64_t>> served_offsets(const offsets_parts& p, const std::string& group) {
+std::vector<std::pair<topic_partition, storage::committed_offset>> served_offsets(const offsets_parts& p,
+                                                                                 const std::string& group) {
   auto all = p.offsets->of_group(group);
   std::erase_if(all, [&](const auto& e) { return !cluster::serves(*p.ownership, e.first, p.self); });
   return all;
@@ -170,7 +174,7 @@ std::vector<std::pair<topic_partition, std::uint64_t>> served_offsets(const offs
 
 }  // namespace
 
-outcome<std::vector<std::pair<topic_partition, std::uint64_t>>> offsets_frontend::all_committed(
+outcome<std::vector<std::pair<topic_partition, storage::committed_offset>>> offsets_frontend::all_committed(
     const std::string& group) const {
   auto out = served_offsets(p_, group);
   if (!p_.peers) return out;
@@ -186,15 +190,17 @@ outcome<std::vector<std::pair<topic_partition, std::uint64_t>>> offsets_frontend
       if (!e.IsObject() || !e.HasMember("topic") || !e["topic"].IsString() || !e.HasMember("partition") ||
           !e["partition"].IsInt() || !e.HasMember("offset") || !e["offset"].IsUint64())
         return error{errc::internal, peer + " answered an offset that is not one"};
-      out.push_back({{e["topic"].GetString(), e["partition"].GetInt()}, e["offset"].GetUint64()});
+      storage::committed_offset got{e["offset"].GetUint64(), {}};
+      if (e.HasMember("metadata") && e["metadata"].IsString()) got.metadata = e["metadata"].GetString();
+      out.push_back({{e["topic"].GetString(), e["partition"].GetInt()}, std::move(got)});
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }
 
 transport::response offsets_frontend::handle_cluster(const transport::request& req) {
-  std::string group, topic, member_id;
+  std::string group, topic, member_id, metadata;
   std::int64_t partition = -1;
   std::uint64_t offset = 0, epoch = 0;
   rapidjson::Document d;
@@ -208,6 +214,7 @@ transport::response offsets_frontend::handle_cluster(const transport::request& r
     r.get("partition", partition, true);
     r.get("offset", offset, true);
     r.get("member_id", member_id);
+    r.get("metadata", metadata);
     r.get("member_epoch", epoch);
     if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
   } else {
@@ -226,7 +233,8 @@ transport::response offsets_frontend::handle_cluster(const transport::request& r
                   w.StartObject();
                   json::put(w, "topic", tp.topic);
                   json::put(w, "partition", tp.partition);
-                  json::put(w, "offset", offset);
+                  json::put(w, "offset", offset.offset);
+                  if (!offset.metadata.empty()) json::put(w, "metadata", offset.metadata);
                   w.EndObject();
                 }
                 w.EndArray();
@@ -244,15 +252,16 @@ transport::response offsets_frontend::handle_cluster(const transport::request& r
     return transport::error_response(400, "invalid_argument", "partition: out of range");
   const topic_partition tp{topic, static_cast<std::int32_t>(partition)};
   if (commit_call) {
-    auto done = commit({group, tp, offset, member_id, epoch});
+    auto done = commit({group, tp, offset, member_id, epoch, std::move(metadata)});
     if (!done) return refusal_response(done.refused());
     return {200, "{}", "application/json"};
   }
   auto got = committed(group, tp);
   if (!got) return refusal_response(got.refused());
   return {200, json::object([&](json::writer& w) {
+            if (*got && !(*got)->metadata.empty()) json::put(w, "metadata", (*got)->metadata);
             w.Key("offset");
-            if (*got) w.Uint64(**got);
+            if (*got) w.Uint64((*got)->offset);
             else w.Null();
           }),
           "application/json"};

@@ -15,8 +15,18 @@ namespace moonmq::storage {
 
 namespace {
 
-/// One commit as a keyed log record: key "group\0topic\0partition", value the offset, both as text; an empty value is
-/// a commit forgotten with its topic (versions before it refuse to open such a log).
+/// One commit as a keyed log record: key "group\0topic\0partition", value the offset as text, followed by a newline and
+/// the commit's metadata when it has some; an empty value is a commit forgotten with its topic (versions before it
+/// refuse to open such a log).
+std::string commit_value(std::uint64_t offset, std::string_view metadata) {
+  std::string v = std::to_string(offset);
+  if (!metadata.empty()) {
+    v += '\n';
+    v.append(metadata);
+  }
+  return v;
+}
+
 std::string commit_key(const std::string& group, const topic_partition& tp) {
   return group + '\0' + tp.topic + '\0' + std::to_string(tp.partition);
 }
@@ -25,6 +35,7 @@ struct decoded_commit {
   std::string group;
   topic_partition tp;
   std::uint64_t offset = 0;
+  std::string metadata;
 };
 
 std::optional<decoded_commit> read_commit(std::string_view k, std::string_view value) {
@@ -36,16 +47,21 @@ std::optional<decoded_commit> read_commit(std::string_view k, std::string_view v
   c.tp.topic = std::string(k.substr(a + 1, b - a - 1));
   const std::string_view p = k.substr(b + 1);
   auto [pe, pec] = std::from_chars(p.data(), p.data() + p.size(), c.tp.partition);
-  auto [oe, oec] = std::from_chars(value.data(), value.data() + value.size(), c.offset);
+  const auto newline = value.find('\n');
+  const std::string_view number = value.substr(0, newline);
+  if (newline != std::string_view::npos) c.metadata = std::string(value.substr(newline + 1));
+  auto [oe, oec] = std::from_chars(number.data(), number.data() + number.size(), c.offset);
   if (pec != std::errc() || pe != p.data() + p.size() || c.tp.partition < 0 || oec != std::errc() ||
-      oe != value.data() + value.size())
+      oe != number.data() + number.size())
     return std::nullopt;
   return c;
 }
 
 /// What may be stored: a group id of 1 to 255 bytes of UTF-8 without control characters (so never the NUL that
 /// separates the fields of a commit's key), a valid topic name and a partition >= 0.
-status valid_key(const std::string& group, const topic_partition& tp) {
+status valid_key(const std::string& group, const topic_partition& tp, std::string_view metadata = {}) {
+  if (metadata.size() > max_commit_metadata)
+    return {errc::invalid_argument, "commit metadata is longer than " + std::to_string(max_commit_metadata) + " bytes"};
   if (!valid_client_name(group))
     return {errc::invalid_argument, "group id must be 1 to 255 bytes of UTF-8 without control characters"};
   if (auto s = validate_topic_name(tp.topic); !s) return s;
@@ -66,7 +82,7 @@ class durable_offset_store final : public offset_store {
       if (value.empty()) continue;  // forgotten (forget_topic)
       auto c = read_commit(key, value);
       if (!c) return {errc::corrupt, path_ + ": unreadable commit of key '" + key + "'"};
-      table_.set(c->group, c->tp, c->offset);
+      table_.set(c->group, c->tp, c->offset, c->metadata);
     }
     return migrate_json();
   }
@@ -76,17 +92,25 @@ class durable_offset_store final : public offset_store {
     return table_.get(group, tp);
   }
 
-  status commit(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
-    if (auto s = valid_key(group, tp); !s) return s;
+  std::optional<committed_offset> committed_with_metadata(const std::string& group,
+                                                          const topic_partition& tp) const override {
     std::lock_guard lock(mu_);
-    return append_locked(group, tp, offset);
+    return table_.get_with_metadata(group, tp);
   }
 
-  result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset) override {
-    if (auto s = valid_key(group, tp); !s) return s.err();
+  status commit(const std::string& group, const topic_partition& tp, std::uint64_t offset,
+                std::string_view metadata = {}) override {
+    if (auto s = valid_key(group, tp, metadata); !s) return s;
+    std::lock_guard lock(mu_);
+    return append_locked(group, tp, offset, metadata);
+  }
+
+  result<bool> commit_if_higher(const std::string& group, const topic_partition& tp, std::uint64_t offset,
+                                std::string_view metadata = {}) override {
+    if (auto s = valid_key(group, tp, metadata); !s) return s.err();
     std::lock_guard lock(mu_);
     if (!table_.would_raise(group, tp, offset)) return false;
-    if (auto s = append_locked(group, tp, offset); !s) return s.err();
+    if (auto s = append_locked(group, tp, offset, metadata); !s) return s.err();
     return true;
   }
 
@@ -95,7 +119,7 @@ class durable_offset_store final : public offset_store {
     return table_.groups_for(tp);
   }
 
-  std::vector<std::pair<topic_partition, std::uint64_t>> of_group(const std::string& group) const override {
+  std::vector<std::pair<topic_partition, committed_offset>> of_group(const std::string& group) const override {
     std::lock_guard lock(mu_);
     return table_.of_group(group);
   }
@@ -115,9 +139,10 @@ class durable_offset_store final : public offset_store {
  private:
   /// Appends one commit to the keyed log and syncs it (the log compacts itself); the table changes only once it is
   /// durable. REQUIRES: mu_ held.
-  status append_locked(const std::string& group, const topic_partition& tp, std::uint64_t offset) {
-    if (auto s = file_->put(commit_key(group, tp), std::to_string(offset), true); !s) return s;
-    table_.set(group, tp, offset);
+  status append_locked(const std::string& group, const topic_partition& tp, std::uint64_t offset,
+                       std::string_view metadata) {
+    if (auto s = file_->put(commit_key(group, tp), commit_value(offset, metadata), true); !s) return s;
+    table_.set(group, tp, offset, metadata);
     return {};
   }
 

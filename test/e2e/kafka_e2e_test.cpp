@@ -754,6 +754,8 @@ TEST_CASE("e2e kafka: consumer group protocol by hand: member id required, no me
     CHECK(std::string(o["fetch_all"][p][0].GetString()) == "kr");
     CHECK(o["fetch_all"][p][1].GetInt() == p);
     CHECK(o["fetch_all"][p][2].GetInt() == 0);
+    // Commit metadata round-trips, through the relay and back.
+    CHECK(std::string(o["fetch_all"][p][3].GetString()) == (p == 0 ? "" : "meta-" + std::to_string(p)));
   }
   CHECK(o["stale_heartbeat"].GetInt() == 22);         // ILLEGAL_GENERATION
   CHECK(o["stale_commit"].GetInt() == 22);

@@ -91,11 +91,12 @@ TEST_CASE("produces keep landing during a long copy and end up at the same offse
 TEST_CASE("committed offsets follow the partition, higher wins on the destination", "[reassigner][offsets]") {
   in_process_cluster c(2, 4096);
   seed(c, 50);
-  REQUIRE(c[1].offsets.commit("billing", orders0, 1234));
+  REQUIRE(c[1].offsets.commit("billing", orders0, 1234, "kafka metadata"));
   REQUIRE(c[1].offsets.commit("audit", orders0, 10));
   REQUIRE(c[2].offsets.commit("audit", orders0, 99));  // dest already knows a later one
   REQUIRE(c.move(1, orders0, 2));
-  CHECK(*c[2].offsets.committed("billing", orders0) == 1234);
+  CHECK(*c[2].offsets.committed_with_metadata("billing", orders0) ==
+        storage::committed_offset{1234, "kafka metadata"});  // the metadata goes along
   CHECK(*c[2].offsets.committed("audit", orders0) == 99);
 }
 

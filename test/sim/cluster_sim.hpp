@@ -265,10 +265,10 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         auto& b = c[at[0]];
         auto committed = b.offsets_frontend().committed(group, tp);
         if (!committed) return;
-        const std::uint64_t from = committed->value_or(0);
+        const std::uint64_t from = *committed ? (*committed)->offset : 0;
         if (*committed)
           add("{\"op\":\"offset_read\",\"group\":\"g\",\"topic\":\"t\",\"partition\":" + std::to_string(tp.partition) +
-              ",\"offset\":" + std::to_string(**committed) + "}");
+              ",\"offset\":" + std::to_string((*committed)->offset) + "}");
         auto read = o.sabotage == sim_sabotage::read_aborted ? read_committed(b, tp, from, o.sabotage)
                                                              : fetch_committed(b, tp, from);
         if (!read) return;

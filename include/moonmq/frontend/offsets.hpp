@@ -45,6 +45,7 @@ struct commit_request {
   std::uint64_t offset = 0;
   std::string member_id;          ///< empty: a commit from outside the group (allowed while it has no members)
   std::uint64_t member_epoch = 0;
+  std::string metadata;  ///< kept with the offset (at most storage::max_commit_metadata bytes)
 };
 
 /// Asks the group's coordinator whether a member may commit a partition and runs `write` if so, under the commit
@@ -79,22 +80,24 @@ class offsets_frontend {
   /// members); errc::unavailable: the coordinator did not answer; errc::offset_out_of_range with the log's end.
   outcome<done> commit(const commit_request& req);
 
-  /// The group's committed position of `tp` (nullopt: none committed).
-  outcome<std::optional<std::uint64_t>> committed(const std::string& group, const topic_partition& tp) const;
+  /// The group's committed position of `tp`, with its metadata (nullopt: none committed).
+  outcome<std::optional<storage::committed_offset>> committed(const std::string& group, const topic_partition& tp) const;
 
   /// commit() and committed() here, or once at the owner the refusal names. An owner that does not answer is
   /// errc::unavailable (not the coordinator's).
   outcome<done> commit_at_owner(const commit_request& req);
-  outcome<std::optional<std::uint64_t>> committed_at_owner(const std::string& group, const topic_partition& tp) const;
+  outcome<std::optional<storage::committed_offset>> committed_at_owner(const std::string& group,
+                                                                       const topic_partition& tp) const;
 
   /// A group's committed offsets of every partition, each from the broker that serves it (this one, then every peer
   /// asked in turn); errc::unavailable naming a peer that did not answer (its partitions would be missing).
-  outcome<std::vector<std::pair<topic_partition, std::uint64_t>>> all_committed(const std::string& group) const;
+  outcome<std::vector<std::pair<topic_partition, storage::committed_offset>>> all_committed(
+      const std::string& group) const;
 
-  /// POST /cluster/admin/offsets (a commit: {"group","topic","partition","offset","member_id","member_epoch"}) and
-  /// GET /cluster/admin/offsets?group=&topic=&partition= (the committed offset: {"offset": n or null}); without topic
-  /// and partition, the group's offsets of every partition this broker serves: {"offsets":[{"topic","partition",
-  /// "offset"}]}.
+  /// POST /cluster/admin/offsets (a commit: {"group","topic","partition","offset","member_id","member_epoch",
+  /// "metadata"}) and GET /cluster/admin/offsets?group=&topic=&partition= (the committed offset: {"offset": n or null,
+  /// "metadata"}); without topic and partition, the group's offsets of every partition this broker serves:
+  /// {"offsets":[{"topic","partition","offset","metadata"}]}.
   transport::response handle_cluster(const transport::request& req);
 
  private:

@@ -231,9 +231,10 @@ def raw_group(address, group_id, topic):
         data = call(12, 2, string(group_id) + struct.pack('>i', generation) + string(member))
         return struct.unpack('>ih', data[:6])[1]
 
-    def commit(member, generation, partition, offset):
+    def commit(member, generation, partition, offset, metadata=None):
         body = string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>q', -1)
-        body += struct.pack('>i', 1) + string(topic) + struct.pack('>iiq', 1, partition, offset) + struct.pack('>h', -1)
+        body += struct.pack('>i', 1) + string(topic) + struct.pack('>iiq', 1, partition, offset)
+        body += string(metadata) if metadata is not None else struct.pack('>h', -1)
         data = call(8, 2, body)  # OffsetCommit v2: topics [name [index error]]
         at = 4 + 2 + len(topic.encode()) + 4
         return struct.unpack('>ih', data[at:at + 6])[1]
@@ -254,7 +255,7 @@ def raw_group(address, group_id, topic):
             time.sleep(0.2)
     out['heartbeat'] = heartbeat(member, generation)
     out['commit'] = commit(member, generation, 0, 0)
-    out['commits_elsewhere'] = [commit(member, generation, p, 0) for p in (1, 2)]
+    out['commits_elsewhere'] = [commit(member, generation, p, 0, 'meta-%d' % p) for p in (1, 2)]
 
     def fetch_all():  # OffsetFetch v2 with null topics: every partition the group committed
         data = call(9, 2, string(group_id) + struct.pack('>i', -1))
@@ -268,8 +269,9 @@ def raw_group(address, group_id, topic):
             at += 6 + n
             for _ in range(partitions):
                 index, offset, m = struct.unpack('>iqh', data[at:at + 14])
+                metadata = data[at + 14:at + 14 + max(m, 0)].decode()
                 at += 14 + max(m, 0) + 2  # metadata, error
-                seen.append([name, index, offset])
+                seen.append([name, index, offset, metadata])
         return seen
     out['fetch_all'] = fetch_all()
     out['stale_heartbeat'] = heartbeat(member, generation - 1)

@@ -37,6 +37,34 @@ TEST_CASE("offset store: commits are read back per group and partition", "[offse
   CHECK_FALSE(s->commit("", tp, 1));
 }
 
+TEST_CASE("offset store: a commit's metadata is kept with its offset, replaced by the next commit and read back after "
+          "a reopen",
+          "[offset_store]") {
+  std::string kind = GENERATE("memory", "durable");
+  INFO(kind);
+  test::temp_dir dir;
+  const topic_partition tp{"t", 0};
+  const std::string odd = std::string("line one\nline two\0 and a NUL", 28);
+  {
+    auto s = make(kind, dir.path());
+    REQUIRE(s->commit("g", tp, 10, "first"));
+    CHECK(*s->committed_with_metadata("g", tp) == committed_offset{10, "first"});
+    REQUIRE(s->commit("g", tp, 12, odd));
+    REQUIRE(s->commit("h", tp, 5));
+    CHECK(*s->committed_with_metadata("g", tp) == committed_offset{12, odd});
+    CHECK(*s->committed_with_metadata("h", tp) == committed_offset{5, ""});
+    CHECK(s->groups_for(tp) == std::vector<group_offset>{{"g", 12, odd}, {"h", 5, ""}});
+    CHECK(s->commit("g", tp, 13, std::string(max_commit_metadata + 1, 'm')).code() == errc::invalid_argument);
+    CHECK(*s->commit_if_higher("h", tp, 6, "pushed"));
+    CHECK(*s->committed_with_metadata("h", tp) == committed_offset{6, "pushed"});
+    if (kind == "memory") return;
+  }
+  auto s = make(kind, dir.path());
+  CHECK(*s->committed_with_metadata("g", tp) == committed_offset{12, odd});
+  CHECK(*s->committed_with_metadata("h", tp) == committed_offset{6, "pushed"});
+  CHECK(s->of_group("g") == std::vector<std::pair<topic_partition, committed_offset>>{{tp, {12, odd}}});
+}
+
 TEST_CASE("offset store: a pushed offset only ever raises a group's offset", "[offset_store]") {
   std::string kind = GENERATE("memory", "durable");
   INFO(kind);
