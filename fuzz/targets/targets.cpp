@@ -10,6 +10,7 @@
 #include "moonmq/autobalancer/snapshot_json.hpp"
 #include "moonmq/cluster/settings_loader.hpp"
 #include "moonmq/core/utf8.hpp"
+#include "moonmq/kafka/group_messages.hpp"
 #include "moonmq/kafka/messages.hpp"
 #include "moonmq/kafka/record_batch.hpp"
 #include "moonmq/kafka/scram.hpp"
@@ -275,6 +276,57 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
     }
     case kafka::api::offset_for_leader_epoch: {
       kafka::offset_for_leader_epoch_request o;
+      (void)kafka::decode(r, h.api_version, o);
+      return 0;
+    }
+    case kafka::api::find_coordinator: {
+      kafka::find_coordinator_request f;
+      (void)kafka::decode(r, h.api_version, f);
+      return 0;
+    }
+    case kafka::api::join_group: {
+      kafka::join_group_request j;
+      if (!kafka::decode(r, h.api_version, j)) return 0;
+      // Each protocol's metadata is a member's subscription: read it; what it owns, assigned back, reads the same.
+      for (const auto& p : j.protocols) {
+        auto sub = kafka::decode_subscription(p.metadata);
+        if (!sub) continue;
+        const auto assignment = kafka::encode_assignment(sub->owned);
+        kafka::reader back(assignment);
+        must(back.i16() == 0);
+        std::size_t partitions = 0;
+        const std::int32_t topics = back.array_count(false, 6);
+        for (std::int32_t t = 0; t < topics && back.ok(); ++t) {
+          back.string(false);
+          const std::int32_t n = back.array_count(false, 4);
+          for (std::int32_t k = 0; k < n && back.ok(); ++k, ++partitions) back.i32();
+        }
+        must(back.bytes(false).has_value() && back.ok() && back.left() == 0 && partitions == sub->owned.size());
+      }
+      return 0;
+    }
+    case kafka::api::sync_group: {
+      kafka::sync_group_request s;
+      (void)kafka::decode(r, h.api_version, s);
+      return 0;
+    }
+    case kafka::api::heartbeat: {
+      kafka::heartbeat_request b;
+      (void)kafka::decode(r, h.api_version, b);
+      return 0;
+    }
+    case kafka::api::leave_group: {
+      kafka::leave_group_request l;
+      (void)kafka::decode(r, h.api_version, l);
+      return 0;
+    }
+    case kafka::api::offset_commit: {
+      kafka::offset_commit_request o;
+      (void)kafka::decode(r, h.api_version, o);
+      return 0;
+    }
+    case kafka::api::offset_fetch: {
+      kafka::offset_fetch_request o;
       (void)kafka::decode(r, h.api_version, o);
       return 0;
     }
