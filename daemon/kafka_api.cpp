@@ -410,7 +410,7 @@ struct kafka_api::impl {
         }
         const topic_partition tp{t.name, part.index};
         const auto wanted = static_cast<std::uint64_t>(part.offset);
-        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed});
+        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true});
         // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
         // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
         // dropped, and when nothing is left the read goes on from where it stopped.
@@ -418,7 +418,7 @@ struct kafka_api::impl {
           std::erase_if(got->records, [&](const auto& v) { return storage::kafka_offset(v) < wanted; });
           if (!got->records.empty() || got->next_offset <= from || got->next_offset >= got->end_offset) break;
           from = got->next_offset;
-          got = p.fetch->fetch({tp, from, limit, req.read_committed});
+          got = p.fetch->fetch({tp, from, limit, req.read_committed, true});
         }
         if (!got) {
           rp.error = partition_code(got.code());

@@ -57,16 +57,20 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   out.end_offset = out.read.end_offset;
   out.next_offset = out.read.next_offset;
   if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
-  std::size_t bytes = 0;
+  std::size_t bytes = 0, data = 0;
   for (const auto& v : storage::decode_frames(out.read.bytes.view(), out.offset)) {
     if (stable && v.offset >= stable->last_stable_offset) break;
-    if (v.attributes & storage::attr_control) continue;
+    if (v.attributes & storage::attr_control) {
+      if (req.with_control) out.records.push_back(v);
+      continue;
+    }
     if (stable && !stable->visible(v)) continue;
     bytes += (v.key ? v.key->size() : 0) + v.value.size();
+    ++data;
     out.records.push_back(v);
   }
   if (p_.metrics) {
-    p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(out.records.size()));
+    p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(data));
     p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(bytes));
   }
   return out;

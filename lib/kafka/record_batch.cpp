@@ -3,6 +3,7 @@
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/kafka/codec.hpp"
 #include "moonmq/kafka/compression.hpp"
+#include "moonmq/txn/partition_txns.hpp"
 
 namespace moonmq::kafka {
 
@@ -149,6 +150,26 @@ void encode_record(const storage::record_view& v, std::int64_t offset_delta, std
   body.i8(0);
   body.varlong(timestamp_delta);
   body.varlong(offset_delta);
+  if (v.attributes & storage::attr_control) {
+    // A transaction marker as Kafka writes one: key (version 0, type 0 abort or 1 commit), value (version 0, the
+    // coordinator's epoch, which the marker's sequence carries). A transaction's begin record has no Kafka
+    // counterpart; it goes as a commit marker, which every client takes as nothing to do, so that a consumer's
+    // position moves past it.
+    writer key, value;
+    key.i16(0);
+    key.i16(v.value == txn::marker_abort ? 0 : 1);
+    value.i16(0);
+    value.i32(v.value == txn::marker_begin || !v.producer ? 0 : static_cast<std::int32_t>(v.producer->sequence));
+    body.varint(static_cast<std::int32_t>(key.size()));
+    body.raw(key.bytes());
+    body.varint(static_cast<std::int32_t>(value.size()));
+    body.raw(value.bytes());
+    body.varint(0);
+    scratch = body.take();
+    out.varint(static_cast<std::int32_t>(scratch.size()));
+    out.raw(scratch);
+    return;
+  }
   if (v.key) {
     body.varint(static_cast<std::int32_t>(v.key->size()));
     body.raw(*v.key);
@@ -194,7 +215,7 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     w.i32(0);  // crc, below
     std::int16_t attributes = 0;
     if (first.attributes & storage::attr_transactional) attributes |= batch_transactional;
-    if (first.attributes & storage::attr_control) attributes |= batch_control;
+    if (first.attributes & storage::attr_control) attributes |= batch_control | batch_transactional;
     w.i16(attributes);
     // The last offset delta reaches the last byte of the last record's frame, so that a client's next fetch offset
     // (base + lastOffsetDelta + 1) is where the next record starts, and the log's end once it has read everything.
@@ -205,8 +226,10 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     w.i64(max_timestamp);
     w.i64(first.producer ? static_cast<std::int64_t>(first.producer->id) : -1);
     w.i16(first.producer ? static_cast<std::int16_t>(first.producer->epoch) : -1);
-    w.i32(first.producer ? static_cast<std::int32_t>(first.producer->sequence - (first.batch ? first.batch->index : 0))
-                         : -1);
+    // A control batch has no base sequence (its marker's sequence field is the coordinator's epoch).
+    w.i32(first.producer && !(first.attributes & storage::attr_control)
+              ? static_cast<std::int32_t>(first.producer->sequence - (first.batch ? first.batch->index : 0))
+              : -1);
     w.i32(static_cast<std::int32_t>(end - i));
     for (std::size_t k = i; k < end; ++k)
       encode_record(records[k], static_cast<std::int64_t>(storage::kafka_offset(records[k]) - base),

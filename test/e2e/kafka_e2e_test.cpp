@@ -943,3 +943,56 @@ TEST_CASE("e2e kafka: librdkafka members that offer only cooperative-sticky shar
   CHECK(times.size() == 1200);
   for (const auto& [key, n] : times) CHECK(n == 1);  // nobody crashed: handed over at commits, nothing read twice
 }
+
+TEST_CASE("e2e kafka: records of transactions made over HTTP read over Kafka: read_committed sees the committed ones "
+          "only, read_uncommitted sees all",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  auto made = c.b1.api().Post("/v1/topics", R"({"name":"kmix","partitions":1,"placement":"local"})", "application/json");
+  REQUIRE(made);
+  REQUIRE(made->status / 100 == 2);
+  auto r = c.b1.api().Post("/v1/producers", R"({"transactional_id":"mixed"})", "application/json");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  rapidjson::Document d;
+  d.Parse(r->body.c_str());
+  const std::uint64_t id = d["producer_id"].GetUint64();
+  std::uint32_t epoch = d["producer_epoch"].GetUint();
+  // Three transactions (commit, abort, commit), then one left open.
+  auto txn = [&](const std::vector<std::string>& values, std::optional<bool> commit) {
+    std::string records;
+    for (const auto& v : values) records += (records.empty() ? "" : ",") + std::string("{\"value\":\"") + v + "\"}";
+    auto p = c.b1.api().Post("/v1/topics/kmix/records",
+                             "{\"partition\":0,\"records\":[" + records + "],\"producer\":{\"id\":" + std::to_string(id) +
+                                 ",\"epoch\":" + std::to_string(epoch) +
+                                 ",\"sequence\":0},\"transaction\":{\"transactional_id\":\"mixed\"}}",
+                             "application/json");
+    REQUIRE(p);
+    INFO(p->body);
+    REQUIRE(p->status == 200);
+    if (!commit) return;
+    auto e = c.b1.api().Post(*commit ? "/v1/transactions/mixed/commit" : "/v1/transactions/mixed/abort",
+                             "{\"producer_id\":" + std::to_string(id) + ",\"producer_epoch\":" + std::to_string(epoch) +
+                                 ",\"wait\":true}",
+                             "application/json");
+    REQUIRE(e);
+    INFO(e->body);
+    REQUIRE(e->status == 200);
+    rapidjson::Document ed;
+    ed.Parse(e->body.c_str());
+    epoch = ed["producer_epoch"].GetUint();
+  };
+  txn({"c1", "c2"}, true);
+  txn({"a1"}, false);
+  txn({"c3"}, true);
+  txn({"o1"}, std::nullopt);
+  auto read = [&](const char* isolation) {
+    auto got = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kmix", "-p", "0", "-o", "beginning",
+                            "-e", "-q", "-X", std::string("isolation.level=") + isolation, "-f", "%s\n"});
+    INFO(got.err);
+    CHECK(got.exit_code == 0);
+    return got.out;
+  };
+  CHECK(read("read_committed") == "c1\nc2\nc3\n");  // nothing aborted, nothing of the open transaction
+  CHECK(read("read_uncommitted") == "c1\nc2\na1\nc3\no1\n");
+}

@@ -28,6 +28,9 @@ struct fetch_request {
   std::uint64_t offset = 0;
   std::size_t max_bytes = 1u << 20;  ///< at least one whole record is returned, whatever its size
   bool read_committed = false;
+  /// Control records (transaction markers) are returned too, below the last stable offset under read_committed: a
+  /// Kafka consumer must see them to move its position past them.
+  bool with_control = false;
 };
 
 struct fetched {
