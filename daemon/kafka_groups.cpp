@@ -23,12 +23,17 @@ std::int16_t member_code(const refusal& r) {
       return ec::coordinator_not_available;
     case errc::invalid_argument:
       return ec::inconsistent_group_protocol;
+    case errc::resource_exhausted:
+      return ec::group_max_size_reached;
     default:
       return ec::unknown_server_error;
   }
 }
 
 bool valid_group(const std::string& id) { return valid_client_name(id); }
+
+/// A member id a client may send back: one this broker could have given (anything else is no member of any group).
+bool plausible_member(const std::string& id) { return valid_client_name(id, 64); }
 
 }  // namespace
 
@@ -94,7 +99,12 @@ kafka::join_group_response kafka_groups::join(const kafka::join_group_request& r
   groups::classic_call call;
   call.what = groups::classic_call::step::join;
   call.group = req.group_id;
+  if (!req.member_id.empty() && !plausible_member(req.member_id)) {
+    out.error = ec::unknown_member_id;
+    return out;
+  }
   call.join.member_id = req.member_id;
+  call.join.broker = p_.routes->self();  // where the member's connection lives (it may be handed any partition)
   call.join.topics = {sub->topics.begin(), sub->topics.end()};
   call.join.session_timeout_ms = req.session_timeout_ms;
   call.join.cooperative = cooperative;
@@ -124,8 +134,8 @@ kafka::sync_group_response kafka_groups::sync(const kafka::sync_group_request& r
     out.error = ec::invalid_group_id;
     return out;
   }
-  if (req.generation_id < 0 || req.member_id.empty()) {
-    out.error = req.member_id.empty() ? ec::unknown_member_id : ec::illegal_generation;
+  if (req.generation_id < 0 || !plausible_member(req.member_id)) {
+    out.error = !plausible_member(req.member_id) ? ec::unknown_member_id : ec::illegal_generation;
     return out;
   }
   groups::classic_call call;
@@ -154,8 +164,8 @@ kafka::heartbeat_response kafka_groups::heartbeat(const kafka::heartbeat_request
     out.error = ec::invalid_group_id;
     return out;
   }
-  if (req.generation_id < 0 || req.member_id.empty()) {
-    out.error = req.member_id.empty() ? ec::unknown_member_id : ec::illegal_generation;
+  if (req.generation_id < 0 || !plausible_member(req.member_id)) {
+    out.error = !plausible_member(req.member_id) ? ec::unknown_member_id : ec::illegal_generation;
     return out;
   }
   groups::classic_call call;
@@ -183,7 +193,7 @@ kafka::leave_group_response kafka_groups::leave(const kafka::leave_group_request
   }
   for (const auto& id : req.member_ids) {
     std::int16_t code = ec::unknown_member_id;
-    if (!id.empty()) {
+    if (plausible_member(id)) {
       auto left = p_.routes->leave(req.group_id, id);
       code = left ? ec::none : member_code(left.refused());
     }
@@ -208,7 +218,7 @@ kafka::offset_commit_response kafka_groups::commit(const kafka::offset_commit_re
     call.group = req.group_id;
     call.join.member_id = req.member_id;
     call.generation = static_cast<std::uint64_t>(std::max(req.generation_id, 0));
-    if (req.member_id.empty()) all = ec::unknown_member_id;
+    if (!plausible_member(req.member_id)) all = ec::unknown_member_id;
     else if (auto beat = p_.routes->classic(call); !beat) all = member_code(beat.refused());
   }
   for (const auto& t : req.topics) {
@@ -243,6 +253,9 @@ kafka::offset_commit_response kafka_groups::commit(const kafka::offset_commit_re
               break;
             case errc::offset_out_of_range:
               code = ec::offset_out_of_range;
+              break;
+            case errc::invalid_argument:  // metadata that is not UTF-8
+              code = ec::invalid_request;
               break;
             default:
               code = ec::unknown_server_error;

@@ -71,6 +71,9 @@ offsets_frontend::offsets_frontend(offsets_parts parts) : p_(std::move(parts)) {
 
 outcome<done> offsets_frontend::commit(const commit_request& req) {
   const auto& tp = req.tp;
+  if (req.metadata.size() > storage::max_commit_metadata || !valid_utf8(req.metadata))
+    return error{errc::invalid_argument, "metadata: at most " + std::to_string(storage::max_commit_metadata) +
+                                             " bytes of UTF-8"};
   // Where the partition is not served or does not exist, say so before asking the coordinator anything.
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
   if (!exists(*p_.store, tp)) return no_partition(tp);
@@ -164,10 +167,15 @@ outcome<std::optional<storage::committed_offset>> offsets_frontend::committed_at
 
 namespace {
 
-/// The group's offsets of the partitions `self` serves (a former owner's copy is never reported).
-std::vector<std::pair<topic_partition, storage::committed_offset>> served_offsets(const offsets_parts& p,
-                                                                                 const std::string& group) {
+/// The group's offsets of the partitions `self` serves (a former owner's copy is never reported); errc::unavailable
+/// while one of the group's partitions here is being handed over, when neither side would report it.
+result<std::vector<std::pair<topic_partition, storage::committed_offset>>> served_offsets(const offsets_parts& p,
+                                                                                         const std::string& group) {
   auto all = p.offsets->of_group(group);
+  for (const auto& [tp, offset] : all)
+    if (auto e = p.ownership->entry(tp); e && e->handover)
+      return error{errc::unavailable, name_of(tp) + " is being handed over; its committed offset is read once it is "
+                                                    "served again"};
   std::erase_if(all, [&](const auto& e) { return !cluster::serves(*p.ownership, e.first, p.self); });
   return all;
 }
@@ -176,7 +184,9 @@ std::vector<std::pair<topic_partition, storage::committed_offset>> served_offset
 
 outcome<std::vector<std::pair<topic_partition, storage::committed_offset>>> offsets_frontend::all_committed(
     const std::string& group) const {
-  auto out = served_offsets(p_, group);
+  auto here = served_offsets(p_, group);
+  if (!here) return refusal{here.err(), std::nullopt, {}, false};
+  auto out = std::move(*here);
   if (!p_.peers) return out;
   for (const auto& peer : p_.peer_ids) {
     auto r = transport::get_request(relay_path);
@@ -226,10 +236,12 @@ transport::response offsets_frontend::handle_cluster(const transport::request& r
     topic = param("topic");
     if (topic.empty() && param("partition").empty()) {
       if (!valid_client_name(group)) return transport::error_response(400, "invalid_argument", "group: not a group id");
+      auto served = served_offsets(p_, group);
+      if (!served) return refusal_response(refusal{served.err(), std::nullopt, {}, false});
       return {200, json::object([&](json::writer& w) {
                 w.Key("offsets");
                 w.StartArray();
-                for (const auto& [tp, offset] : served_offsets(p_, group)) {
+                for (const auto& [tp, offset] : *served) {
                   w.StartObject();
                   json::put(w, "topic", tp.topic);
                   json::put(w, "partition", tp.partition);

@@ -161,13 +161,17 @@ std::vector<placement> group::needing_clearance() const {
   std::vector<placement> out;
   for (const auto& [tp, holder] : s_.target) {
     if (s_.cleared.count(tp) || held_by_other(tp, std::string())) continue;
+    // A partition no broker reports (a move's handover) is cleared by its next owner once that one reports it: the
+    // last one's commit gate no longer covers the commits written for it.
+    if (vanished_.count(tp)) continue;
     auto o = owners.find(tp);
     if (o != owners.end()) out.push_back({tp, o->second});
   }
   return out;
 }
 
-void group::cleared_by_owner(const topic_partition& tp) {
+void group::cleared_by_owner(const topic_partition& tp, std::optional<std::uint64_t> asked_at) {
+  if (asked_at && *asked_at != handovers(tp)) return;
   if (!held_by_other(tp, std::string())) s_.cleared.insert(tp);
 }
 
@@ -194,6 +198,7 @@ member_answer group::answer_for(member& m) {
     for (const auto& tp : added) {
       next[tp] = m.epoch;
       s_.cleared.erase(tp);  // held again: the next handover needs a fresh clearance
+      ++handovers_[tp];
     }
     m.handed = std::move(next);
   }

@@ -76,7 +76,7 @@ classic_answer group::join_classic(const classic_join& call, time_ms now) {
   } else {
     // An eager member gave up everything before joining. What it held it may take back at once; anyone else waits
     // for the owner's clearance, as always.
-    for (const auto& [tp, since] : m.handed) m.reclaim.insert(tp);
+    for (const auto& [tp, since] : m.handed) m.reclaim[tp] = handovers(tp);
     m.handed.clear();
   }
   m.owned.clear();  // a classic member holds what it is handed, nothing else
@@ -110,9 +110,12 @@ result<classic_answer> group::sync_classic(const std::string& member_id, std::ui
   if (!m.cooperative) std::erase_if(m.handed, [&](const auto& h) { return !targeted(h.first); });
   for (const auto& [tp, holder] : s_.target) {
     if (holder != m.id || m.handed.count(tp) || held_by_other(tp, m.id)) continue;
-    if (!s_.cleared.count(tp) && !m.reclaim.count(tp)) continue;  // revoke before assign, cleared before handed
+    auto own = m.reclaim.find(tp);
+    const bool its_own = own != m.reclaim.end() && own->second == handovers(tp);  // nobody had it in between
+    if (!s_.cleared.count(tp) && !its_own) continue;  // revoke before assign, cleared before handed
     m.handed[tp] = m.epoch;
     s_.cleared.erase(tp);
+    ++handovers_[tp];
   }
   m.reclaim.clear();
   classic_answer a{m.id, m.epoch, {}, false};

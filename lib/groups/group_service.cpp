@@ -285,10 +285,13 @@ status group_service::persist_locked(const std::vector<std::string>* only) {
   for (std::size_t i = 0; s && i < changed.size(); ++i) s = file_.put(changed[i].first, changed[i].second, false);
   if (s) s = file_.sync();
   if (!s) {
-    log_.error("groups", "could not write the group state (it is kept in memory): " + s.message());
+    log_.error("groups", "could not write the group state (it is kept in memory, and written again at the next "
+                         "tick): " + s.message());
+    for (const auto& [id, value] : changed) unwritten_.insert(id);
     return s;
   }
   for (auto& [id, value] : changed) {
+    unwritten_.erase(id);
     if (value.empty()) written_.erase(id);
     else written_[id] = std::move(value);
   }
@@ -306,6 +309,7 @@ result<member_answer> group_service::join(const std::string& group_id, const std
                                         " (the coordinator gives ids: join without one)"};
   }
   group& g = group_locked(group_id, now);
+  if (auto full = room_for_member(g, member_id); !full) return full.err();
   const auto rebalances = g.rebalances();
   auto all = g.subscribed_topics();
   all.insert(topics.begin(), topics.end());
@@ -332,6 +336,12 @@ result<member_answer> group_service::heartbeat(const std::string& group_id, cons
   return a;
 }
 
+status group_service::room_for_member(const group& g, const std::string& member_id) const {
+  if (g.state().members.count(member_id) || g.state().members.size() < opt_.max_members) return {};
+  return {errc::resource_exhausted, "group " + g.state().id + " has " + std::to_string(opt_.max_members) +
+                                        " members, the most one group may have"};
+}
+
 result<classic_answer> group_service::join_classic(const std::string& group_id, classic_join call, time_ms now) {
   if (call.topics.empty()) return error{errc::invalid_argument, "topics: a member subscribes to at least one topic"};
   std::lock_guard lock(mu_);
@@ -343,6 +353,7 @@ result<classic_answer> group_service::join_classic(const std::string& group_id, 
     call.member_id = opt_.member_ids ? opt_.member_ids() : new_member_id();
   }
   group& g = group_locked(group_id, now);
+  if (auto full = room_for_member(g, call.member_id); !full) return full.err();
   const auto rebalances = g.rebalances();
   auto all = g.subscribed_topics();
   all.insert(call.topics.begin(), call.topics.end());
@@ -408,6 +419,7 @@ void group_service::tick(time_ms now) {
     if (before != std::pair{g.state().epoch, g.state().members.size()}) changed.push_back(id);
     ++it;
   }
+  changed.insert(changed.end(), unwritten_.begin(), unwritten_.end());  // a write that failed is tried again
   if (!changed.empty()) (void)persist_locked(&changed);
 }
 
@@ -442,8 +454,12 @@ std::optional<group_description> group_service::describe(const std::string& grou
 std::vector<std::pair<std::string, placement>> group_service::pending_clearances() const {
   std::lock_guard lock(mu_);
   std::vector<std::pair<std::string, placement>> out;
+  asked_.clear();
   for (const auto& [id, g] : groups_)
-    for (const auto& p : g.needing_clearance()) out.emplace_back(id, p);
+    for (const auto& p : g.needing_clearance()) {
+      out.emplace_back(id, p);
+      asked_[{id, p.partition}] = g.handovers(p.partition);
+    }
   return out;
 }
 
@@ -451,7 +467,11 @@ void group_service::clearance_done(const std::string& group_id, const topic_part
   std::lock_guard lock(mu_);
   auto it = groups_.find(group_id);
   if (it == groups_.end()) return;
-  it->second.cleared_by_owner(tp);
+  // The owner's answer covers the commits checked before it was asked: if the partition was handed and given up
+  // since (an eager member taking its own back), a commit of that holder may have come after, and the answer is old.
+  auto asked = asked_.find({group_id, tp});
+  if (asked == asked_.end()) return;  // not asked in this round
+  it->second.cleared_by_owner(tp, asked->second);
   (void)persist_locked(group_id);
 }
 

@@ -93,6 +93,7 @@ bool decode(reader& r, std::int16_t version, leave_group_request& l) {
     return r.ok();
   }
   const std::int32_t n = r.array_count(false, 4);
+  if (static_cast<std::size_t>(std::max(n, 0)) > max_group_request_entries) return false;
   for (std::int32_t i = 0; i < n && r.ok(); ++i) {
     l.member_ids.push_back(r.string_or_empty(false));
     r.string(false, true);
@@ -125,10 +126,12 @@ bool decode(reader& r, std::int16_t version, offset_commit_request& o) {
   if (version >= 7) r.string(false, true);
   if (version >= 2 && version <= 4) r.i64();
   const std::int32_t n = r.array_count(false, 6);
+  std::size_t entries = 0;
   for (std::int32_t i = 0; i < n && r.ok(); ++i) {
     offset_commit_request::topic t;
     t.name = r.string_or_empty(false);
     const std::int32_t k = r.array_count(false, 14);
+    if ((entries += static_cast<std::size_t>(std::max(k, 0))) > max_group_request_entries) return false;
     for (std::int32_t j = 0; j < k && r.ok(); ++j) {
       offset_commit_request::partition p;
       p.index = r.i32();
@@ -163,10 +166,12 @@ bool decode(reader& r, std::int16_t version, offset_fetch_request& o) {
   const std::int32_t n = r.array_count(false, 6, version >= 2);
   if (n < 0) return r.ok();
   o.topics.emplace();
+  std::size_t entries = 0;
   for (std::int32_t i = 0; i < n && r.ok(); ++i) {
     offset_fetch_request::topic t;
     t.name = r.string_or_empty(false);
     const std::int32_t k = r.array_count(false, 4);
+    if ((entries += static_cast<std::size_t>(std::max(k, 0))) > max_group_request_entries) return false;
     for (std::int32_t j = 0; j < k && r.ok(); ++j) t.partitions.push_back(r.i32());
     o.topics->push_back(std::move(t));
   }

@@ -66,8 +66,10 @@ struct member {
   bool classic = false;      ///< Kafka's classic protocol (classic_join/sync/heartbeat)
   bool cooperative = false;  ///< classic, cooperative: keeps what it holds across a join and gives up only what it lost
   time_ms session_timeout_ms = 0;  ///< 0: the group's
-  std::set<topic_partition> reclaim;  ///< classic, not durable: what it held before its join, which it may take back
-                                      ///< without a clearance (a commit of its own still in flight is its own)
+  /// Classic, not durable: what it held before its join, which it may take back without a clearance (a commit of
+  /// its own still in flight is its own), with the partition's handover count then: once anyone else was handed it
+  /// since, it waits for a clearance like everyone.
+  std::map<topic_partition, std::uint64_t> reclaim;
 };
 
 /// A classic member's JoinGroup.
@@ -158,8 +160,15 @@ class group {
   /// cleared since they were last held. With their owners.
   std::vector<placement> needing_clearance() const;
 
-  /// The owner of `tp` confirmed that no commit of a former holder is in flight (ignored while someone holds it).
-  void cleared_by_owner(const topic_partition& tp);
+  /// The owner of `tp` confirmed that no commit of a former holder is in flight (ignored while someone holds it, and
+  /// when `asked_at`, the partition's handover count when the owner was asked, is no longer its count: it was handed
+  /// and given up since, and a commit of that holder may have come after the owner's answer).
+  void cleared_by_owner(const topic_partition& tp, std::optional<std::uint64_t> asked_at = std::nullopt);
+  /// How many times `tp` was handed to a member (not durable).
+  std::uint64_t handovers(const topic_partition& tp) const {
+    auto it = handovers_.find(tp);
+    return it == handovers_.end() ? 0 : it->second;
+  }
 
   /// Who may commit `tp` now, and from which member epoch on: nullopt when nobody holds it.
   std::optional<std::pair<std::string, std::uint64_t>> holder_of(const topic_partition& tp) const;
@@ -186,6 +195,7 @@ class group {
   std::vector<placement> placement_;
   bool placed_ = false;  ///< set_placement was called
   std::map<topic_partition, std::pair<broker_id, time_ms>> vanished_;  ///< kept though unreported: last owner, since
+  std::map<topic_partition, std::uint64_t> handovers_;  ///< see handovers()
   std::vector<unassigned> unassigned_;
   std::uint64_t rebalances_ = 0;
 };

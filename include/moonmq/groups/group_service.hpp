@@ -42,6 +42,9 @@ struct group_service_options {
   /// A fresh member id per call (empty: 128 bits of the operating system's random source, in hex, not guessable).
   /// A deterministic simulation passes its own.
   std::function<std::string()> member_ids = {};
+  /// The most members one group may have: a join of one more is errc::resource_exhausted (Kafka's
+  /// GROUP_MAX_SIZE_REACHED). Every join recomputes the group's assignment, so a group's size bounds its cost.
+  std::size_t max_members = 10000;
 };
 
 /// What GET /v1/groups/{g} shows.
@@ -55,6 +58,7 @@ struct group_description {
 
 class group_service {
  public:
+
   /// Opens the service over `file` (which must outlive it; empty: no groups yet; a record that cannot be read: an
   /// error naming the log and the group). `legacy`: the single-document state file of an older version, whose
   /// groups are carried into the log (the caller renames it once this succeeds).
@@ -90,7 +94,8 @@ class group_service {
   bool has_members(const std::string& group_id) const;
 
   /// Partitions waiting for their owner's clearance before they can be handed (group::needing_clearance), with the
-  /// group and the owner to ask; and the owner's answer.
+  /// group and the owner to ask; and the owner's answer, which counts only for a partition the last
+  /// pending_clearances() named and that was not handed since (callers ask, then report, one round at a time).
   std::vector<std::pair<std::string, placement>> pending_clearances() const;
   void clearance_done(const std::string& group_id, const topic_partition& tp);
 
@@ -104,6 +109,8 @@ class group_service {
   /// Appends the state of each group (only those of `*only`, when given) that changed since it was written, then
   /// syncs once.
   status persist_locked(const std::vector<std::string>* only = nullptr);
+  /// ok when `member_id` is in `g` already or `g` has room for one more member.
+  status room_for_member(const group& g, const std::string& member_id) const;
   status persist_locked(const std::string& group_id) {
     const std::vector<std::string> one{group_id};
     return persist_locked(&one);
@@ -118,6 +125,9 @@ class group_service {
   mutable std::mutex mu_;
   std::map<std::string, group> groups_;
   std::map<std::string, std::string> written_;  ///< each group's record as the log holds it
+  std::set<std::string> unwritten_;             ///< groups whose last write failed: written again at the next tick
+  /// Each partition's handover count when pending_clearances() last named it (see clearance_done).
+  mutable std::map<std::pair<std::string, topic_partition>, std::uint64_t> asked_;
 };
 
 }  // namespace moonmq::groups

@@ -15,6 +15,10 @@
 
 namespace moonmq::kafka {
 
+/// The most partitions one OffsetCommit or OffsetFetch names, and members one LeaveGroup names: a request with more
+/// is malformed (its connection is closed), so that one frame cannot turn into millions of commits or reads.
+inline constexpr std::size_t max_group_request_entries = 10000;
+
 // ---- FindCoordinator (10) -------------------------------------------------------------------------------------
 
 struct find_coordinator_request {

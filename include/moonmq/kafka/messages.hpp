@@ -87,6 +87,7 @@ inline constexpr std::int16_t fenced_leader_epoch = 74;
 inline constexpr std::int16_t unknown_leader_epoch = 75;
 inline constexpr std::int16_t unsupported_compression_type = 76;
 inline constexpr std::int16_t member_id_required = 79;
+inline constexpr std::int16_t group_max_size_reached = 81;
 inline constexpr std::int16_t invalid_record = 87;
 }  // namespace error_code
 

@@ -285,3 +285,43 @@ TEST_CASE("groups classic: a partition no broker reports during a move's handove
   CHECK(g.state().epoch > epoch);
   CHECK(g.heartbeat_classic("a", a.generation, 12'000)->rejoin);
 }
+
+TEST_CASE("groups classic: an eager member takes back without a clearance only what nobody else was handed since, "
+          "and an owner's answer older than a handover clears nothing",
+          "[groups]") {
+  group g("g", {});
+  g.set_placement(spread("t", 2, {b1}));
+  auto a = join(g, "a", 0);
+  clear(g);
+  a = join(g, "a", 0);
+  REQUIRE(a.held.size() == 2);
+  // a joins again (it gave up both, and may take them back), but before its SyncGroup b joins, is handed one of
+  // them, and leaves.
+  auto ja = g.join_classic({"a", b1, {"t"}, 0, false, {}}, 1);
+  auto jb = g.join_classic({"b", b1, {"t"}, 0, false, {}}, 1);
+  clear(g);
+  auto sb = g.sync_classic("b", jb.generation, 1);
+  REQUIRE(sb);
+  REQUIRE(sb->assignment.size() == 1);
+  const topic_partition bs = sb->assignment.front();
+  REQUIRE(g.leave("b"));
+  auto sa = g.sync_classic("a", ja.generation, 2);
+  REQUIRE(sa);
+  CHECK(sa->assignment.size() == 1);  // its own other partition; b's must be cleared first (b may have committed)
+  CHECK(std::find(sa->assignment.begin(), sa->assignment.end(), bs) == sa->assignment.end());
+
+  // The owner is asked to clear b's partition; before its answer, a is handed it (cleared by an earlier answer) and
+  // gives it up again by joining: the answer in flight is older than that, and clears nothing.
+  const auto asked = g.handovers(bs);
+  clear(g);
+  REQUIRE(g.heartbeat_classic("a", ja.generation, 3)->rejoin);
+  ja = g.join_classic({"a", b1, {"t"}, 0, false, {}}, 3);
+  sa = g.sync_classic("a", ja.generation, 3);
+  REQUIRE(sa);
+  REQUIRE(sa->assignment.size() == 2);
+  ja = g.join_classic({"a", b1, {"t"}, 0, false, {}}, 4);  // gives both up again
+  g.cleared_by_owner(bs, asked);
+  CHECK(g.state().cleared.count(bs) == 0);
+  g.cleared_by_owner(bs, g.handovers(bs));  // a fresh answer does
+  CHECK(g.state().cleared.count(bs) == 1);
+}

@@ -157,3 +157,21 @@ TEST_CASE("groups service: each change appends the changed group alone, a droppe
   CHECK_FALSE((*again)->describe("new"));  // dropped when it had no members: its record is empty
   CHECK(disk.entries().at("new").empty());
 }
+
+TEST_CASE("groups service: a group takes at most its maximum of members, whichever protocol they join by",
+          "[groups]") {
+  const broker_id b1("b1");
+  storage::memory_keyed_log disk("group-state.log");
+  group_service_options o{b1, {}};
+  o.max_members = 2;
+  auto svc = group_service::open(o, disk, two_partitions_on(b1), 0);
+  REQUIRE(svc);
+  auto a = (*svc)->join("g", "", b1, {"t"}, 0);
+  REQUIRE(a);
+  REQUIRE((*svc)->join_classic("g", {"", b1, {"t"}, 0, false, {}}, 0));
+  CHECK((*svc)->join("g", "", b1, {"t"}, 0).code() == errc::resource_exhausted);
+  CHECK((*svc)->join_classic("g", {"", b1, {"t"}, 0, false, {}}, 0).code() == errc::resource_exhausted);
+  CHECK((*svc)->join("g", a->member_id, b1, {"t"}, 1));  // a member already in may join again
+  REQUIRE((*svc)->leave("g", a->member_id));
+  CHECK((*svc)->join("g", "", b1, {"t"}, 2));
+}
