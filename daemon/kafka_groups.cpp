@@ -1,6 +1,7 @@
 #include "kafka_groups.hpp"
 
 #include <algorithm>
+#include <variant>
 
 #include "moonmq/core/utf8.hpp"
 
@@ -124,59 +125,45 @@ kafka::join_group_response kafka_groups::join(const kafka::join_group_request& r
   return out;
 }
 
+std::variant<groups::classic_answer, std::int16_t> kafka_groups::member_step(groups::classic_call::step what,
+                                                                            const std::string& group_id,
+                                                                            const std::string& member_id,
+                                                                            std::int32_t generation, bool authorized) {
+  if (!authorized) return ec::group_authorization_failed;
+  if (!valid_group(group_id)) return ec::invalid_group_id;
+  if (!plausible_member(member_id)) return ec::unknown_member_id;
+  if (generation < 0) return ec::illegal_generation;
+  groups::classic_call call;
+  call.what = what;
+  call.group = group_id;
+  call.join.member_id = member_id;
+  call.generation = static_cast<std::uint64_t>(generation);
+  auto answer = p_.routes->classic(call);
+  if (!answer) return member_code(answer.refused());
+  return std::move(*answer);
+}
+
 kafka::sync_group_response kafka_groups::sync(const kafka::sync_group_request& req, bool authorized) {
   kafka::sync_group_response out;
-  if (!authorized) {
-    out.error = ec::group_authorization_failed;
-    return out;
-  }
-  if (!valid_group(req.group_id)) {
-    out.error = ec::invalid_group_id;
-    return out;
-  }
-  if (req.generation_id < 0 || !plausible_member(req.member_id)) {
-    out.error = !plausible_member(req.member_id) ? ec::unknown_member_id : ec::illegal_generation;
-    return out;
-  }
-  groups::classic_call call;
-  call.what = groups::classic_call::step::sync;
-  call.group = req.group_id;
-  call.join.member_id = req.member_id;
-  call.generation = static_cast<std::uint64_t>(req.generation_id);
-  auto synced = p_.routes->classic(call);
-  if (!synced) {
-    out.error = member_code(synced.refused());
+  auto synced =
+      member_step(groups::classic_call::step::sync, req.group_id, req.member_id, req.generation_id, authorized);
+  if (auto* refused = std::get_if<std::int16_t>(&synced)) {
+    out.error = *refused;
     return out;
   }
   std::vector<std::pair<std::string, std::int32_t>> assigned;
-  for (const auto& tp : synced->assignment) assigned.emplace_back(tp.topic, tp.partition);
+  for (const auto& tp : std::get<groups::classic_answer>(synced).assignment) assigned.emplace_back(tp.topic, tp.partition);
   out.assignment = kafka::encode_assignment(assigned);
   return out;
 }
 
 kafka::heartbeat_response kafka_groups::heartbeat(const kafka::heartbeat_request& req, bool authorized) {
   kafka::heartbeat_response out;
-  if (!authorized) {
-    out.error = ec::group_authorization_failed;
-    return out;
-  }
-  if (!valid_group(req.group_id)) {
-    out.error = ec::invalid_group_id;
-    return out;
-  }
-  if (req.generation_id < 0 || !plausible_member(req.member_id)) {
-    out.error = !plausible_member(req.member_id) ? ec::unknown_member_id : ec::illegal_generation;
-    return out;
-  }
-  groups::classic_call call;
-  call.what = groups::classic_call::step::heartbeat;
-  call.group = req.group_id;
-  call.join.member_id = req.member_id;
-  call.generation = static_cast<std::uint64_t>(req.generation_id);
-  auto beat = p_.routes->classic(call);
-  if (!beat)
-    out.error = member_code(beat.refused());
-  else if (beat->rejoin)
+  auto beat =
+      member_step(groups::classic_call::step::heartbeat, req.group_id, req.member_id, req.generation_id, authorized);
+  if (auto* refused = std::get_if<std::int16_t>(&beat))
+    out.error = *refused;
+  else if (std::get<groups::classic_answer>(beat).rejoin)
     out.error = ec::rebalance_in_progress;
   return out;
 }

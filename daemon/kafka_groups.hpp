@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "moonmq/frontend/offsets.hpp"
 #include "moonmq/groups/group_routes.hpp"
@@ -46,6 +47,13 @@ class kafka_groups {
                                              bool authorized);
 
  private:
+  /// A member's SyncGroup or Heartbeat on the coordinator, or the Kafka code that refuses it (checked here first:
+  /// the role, the group id, the member id, the generation).
+  std::variant<groups::classic_answer, std::int16_t> member_step(groups::classic_call::step what,
+                                                                 const std::string& group_id,
+                                                                 const std::string& member_id, std::int32_t generation,
+                                                                 bool authorized);
+
   kafka_groups_parts p_;
 };
 

@@ -45,7 +45,7 @@ struct commit_request {
   std::uint64_t offset = 0;
   std::string member_id;          ///< empty: a commit from outside the group (allowed while it has no members)
   std::uint64_t member_epoch = 0;
-  std::string metadata;  ///< kept with the offset (at most storage::max_commit_metadata bytes)
+  std::string metadata{};  ///< kept with the offset (at most storage::max_commit_metadata bytes of UTF-8)
 };
 
 /// Asks the group's coordinator whether a member may commit a partition and runs `write` if so, under the commit

@@ -8,23 +8,16 @@
 #include "moonmq/groups/group.hpp"
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/storage/state_file.hpp"
+#include "support/group_spread.hpp"
 
 using namespace moonmq;
 using namespace moonmq::groups;
+using moonmq::test::clear;
+using moonmq::test::spread;
 
 namespace {
 
 const broker_id b1("b1"), b2("b2"), b3("b3");
-
-std::vector<placement> spread(const std::string& topic, int n, std::vector<broker_id> owners) {
-  std::vector<placement> out;
-  for (int i = 0; i < n; ++i) out.push_back({{topic, i}, owners[static_cast<std::size_t>(i) % owners.size()]});
-  return out;
-}
-
-void clear(group& g) {
-  for (const auto& p : g.needing_clearance()) g.cleared_by_owner(p.partition);
-}
 
 /// No partition is handed to two members.
 bool exclusive(const group& g) {

@@ -5,20 +5,16 @@
 #include <random>
 
 #include "moonmq/groups/group.hpp"
+#include "support/group_spread.hpp"
 
 using namespace moonmq;
 using namespace moonmq::groups;
+using moonmq::test::clear;
+using moonmq::test::spread;
 
 namespace {
 
 const broker_id b1("b1"), b2("b2"), b3("b3");
-
-/// `n` partitions of `topic`, partition i owned by owners[i % owners.size()].
-std::vector<placement> spread(const std::string& topic, int n, std::vector<broker_id> owners) {
-  std::vector<placement> out;
-  for (int i = 0; i < n; ++i) out.push_back({{topic, i}, owners[static_cast<std::size_t>(i) % owners.size()]});
-  return out;
-}
 
 std::set<topic_partition> as_set(const std::vector<topic_partition>& v) { return {v.begin(), v.end()}; }
 
@@ -33,11 +29,6 @@ void check_exclusive(const group& g) {
       CHECK(other == seen.end());
       seen[tp] = id;
     }
-}
-
-/// Every owner clears what waits for it (the owners answer at once).
-void clear(group& g) {
-  for (const auto& p : g.needing_clearance()) g.cleared_by_owner(p.partition);
 }
 
 /// A member that heartbeats reporting exactly what it was handed (a well-behaved consumer); owners clear first.
