@@ -11,7 +11,9 @@
 #include <rapidjson/document.h>
 
 #include <cerrno>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -995,4 +997,84 @@ TEST_CASE("e2e kafka: records of transactions made over HTTP read over Kafka: re
   };
   CHECK(read("read_committed") == "c1\nc2\nc3\n");  // nothing aborted, nothing of the open transaction
   CHECK(read("read_uncommitted") == "c1\nc2\na1\nc3\no1\n");
+}
+
+TEST_CASE("e2e kafka: a member over HTTP and a librdkafka member in one group never hold the same partition, and "
+          "the HTTP member holds only what its broker serves",
+          "[e2e][kafka]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "kh", "6"}).exit_code == 0);
+  auto serves = [](moonmqd_process& b, int p) {
+    auto r = b.api().Get(("/v1/topics/kh/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+    return r && r->status == 200;
+  };
+  // The HTTP member, through b1, heartbeating every 200 ms with what it holds, on a thread of its own.
+  std::atomic<bool> stop{false};
+  std::mutex held_mu;
+  std::set<int> http_held;
+  std::thread http([&] {
+    std::string id;
+    std::uint64_t epoch = 0;
+    std::set<int> held;
+    while (!stop) {
+      std::string body;
+      if (id.empty()) {
+        body = R"({"topics":["kh"]})";
+      } else {
+        std::string owned;
+        for (int p : held) owned += (owned.empty() ? "" : ",") + std::string("{\"topic\":\"kh\",\"partition\":") +
+                                    std::to_string(p) + "}";
+        body = "{\"member_id\":\"" + id + "\",\"member_epoch\":" + std::to_string(epoch) + ",\"owned\":[" + owned + "]}";
+      }
+      auto r = c.b1.api().Post(id.empty() ? "/v1/groups/gh/join" : "/v1/groups/gh/heartbeat", body, "application/json");
+      if (r && r->status == 200) {
+        rapidjson::Document d;
+        d.Parse(r->body.c_str());
+        id = d["member_id"].GetString();
+        epoch = d["member_epoch"].GetUint64();
+        held.clear();
+        for (const auto& p : d["assignment"].GetArray()) held.insert(p["partition"].GetInt());
+        std::lock_guard lock(held_mu);
+        http_held = held;
+      } else if (r && (r->status == 404 || r->status == 409)) {
+        id.clear();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (!id.empty()) c.b1.api().Post("/v1/groups/gh/leave", "{\"member_id\":\"" + id + "\"}", "application/json");
+  });
+  process_result kafka;
+  std::thread k([&] { kafka = client({"group", c.bootstrap(c.b2), "gh", "kh", "6"}); });
+  std::thread producer([&] { (void)client({"produce", c.bootstrap(c.b3), "kh", "300", "3", "6"}); });
+  // Both members in, every partition held by exactly one of them; the HTTP member's only on b1.
+  // (Not evenly: the HTTP member can take only b1's two partitions.)
+  auto each_once = [&] {
+    const auto g = group_members(c.b2, "gh");
+    std::multiset<int> held;
+    for (const auto& [id, parts] : g) held.insert(parts.begin(), parts.end());
+    if (g.size() != 2 || held.size() != 6) return false;
+    for (int p = 0; p < 6; ++p)
+      if (held.count(p) != 1) return false;
+    return true;
+  };
+  const bool shared = eventually(each_once, std::chrono::seconds(30));
+  CHECK(shared);
+  for (int round = 0; round < 10; ++round) {  // and it stays so: checked a few times a second for a while
+    const auto g = group_members(c.b2, "gh");
+    std::multiset<int> held;
+    for (const auto& [id, parts] : g) held.insert(parts.begin(), parts.end());
+    for (int p = 0; p < 6; ++p) CHECK(held.count(p) <= 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  {
+    std::lock_guard lock(held_mu);
+    CHECK_FALSE(http_held.empty());
+    for (int p : http_held) CHECK(serves(c.b1, p));
+  }
+  producer.join();
+  k.join();
+  stop = true;
+  http.join();
+  INFO(kafka.err);
+  CHECK(kafka.exit_code == 0);
 }
