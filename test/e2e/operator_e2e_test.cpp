@@ -176,10 +176,29 @@ TEST_CASE("e2e: moonmqctl refuses bad requests with the broker's reason and docu
   CHECK(no_move.exit_code == 1);
   CHECK_THAT(no_move.err, Catch::Contains("no move 12345"));
   CHECK(ctl(c.b1, {"throttle", "fast"}).exit_code == 2);
-  CHECK(ctl(c.b1, {"no-such-command"}).exit_code == 2);
+  auto nonsense = ctl(c.b1, {"no-such-command"});
+  CHECK(nonsense.exit_code == 2);
+  CHECK_THAT(nonsense.err, Catch::Contains("unknown command 'no-such-command'"));
+  auto typo = ctl(c.b1, {"stauts"});
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("did you mean 'status'?"));
   auto down = run_process({MOONMQ_CTL_BIN, "--broker", "127.0.0.1:1", "brokers"});
   CHECK(down.exit_code == 3);
-  CHECK_THAT(down.err, Catch::Contains("cannot reach"));
+  CHECK_THAT(down.err, Catch::Contains("cannot reach") && Catch::Contains("could not connect"));
+  // Global options anywhere on the line; a broker without a port is a usage mistake; under --json, errors are JSON.
+  auto after = ctl(c.b1, {"status", "--json"});
+  CHECK(after.exit_code == 0);
+  CHECK(parse(after.out).IsObject());
+  CHECK(run_process({MOONMQ_CTL_BIN, "--broker", "localhost", "status"}).exit_code == 2);
+  auto refused = ctl(c.b2, {"move", "nope", "0", "b3", "--json"});
+  CHECK(refused.exit_code == 1);
+  auto e = parse(refused.err);
+  REQUIRE(e.IsObject());
+  CHECK(e["status"].GetInt() == 404);
+  CHECK_THAT(e["message"].GetString(), Catch::Contains("nope-0"));
+  auto unreachable = run_process({MOONMQ_CTL_BIN, "brokers", "--json", "--broker", "127.0.0.1:1"});
+  CHECK(unreachable.exit_code == 3);
+  CHECK(std::string(parse(unreachable.err)["error"].GetString()) == "unreachable");
   // A move asked for when nothing is wrong: nothing is left behind.
   auto moves = ctl_json(c.b2, {"moves", "--all"});
   CHECK(moves["reassignments"].Size() == 0);

@@ -39,6 +39,25 @@ class broker_client {
   answer del(const std::string& path) { return wrap(http_.Delete(path)); }
 
  private:
+  /// What went wrong, in words (httplib's own names are one word: "Connection").
+  static std::string why(httplib::Error e) {
+    switch (e) {
+      case httplib::Error::Connection:
+        return "could not connect (is a broker listening there, and is the port its client API's?)";
+      case httplib::Error::ConnectionTimeout:
+        return "timed out connecting";
+      case httplib::Error::Read:
+        return "the connection broke, or no answer came in time, while reading the answer";
+      case httplib::Error::Write:
+        return "the connection broke while sending the request";
+      case httplib::Error::SSLConnection:
+      case httplib::Error::SSLServerVerification:
+        return "TLS failed (" + httplib::to_string(e) + ")";
+      default:
+        return httplib::to_string(e);
+    }
+  }
+
   static std::string strip(std::string a) {
     if (a.rfind("http://", 0) == 0) a.erase(0, 7);
     while (!a.empty() && a.back() == '/') a.pop_back();
@@ -46,7 +65,7 @@ class broker_client {
   }
 
   answer wrap(const httplib::Result& r) {
-    if (!r) return {0, "cannot reach " + address_ + ": " + httplib::to_string(r.error())};
+    if (!r) return {0, "cannot reach " + address_ + ": " + why(r.error())};
     return {r->status, r->body};
   }
 

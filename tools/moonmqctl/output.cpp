@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include "table.hpp"
 
 namespace moonmq::ctl {
@@ -40,14 +43,50 @@ std::string encoded(const std::string& s) {
   return out;
 }
 
+namespace {
+bool json_errors = false;
+
+/// One error as a JSON line on stderr.
+void json_error(const std::string& error, const std::string& message, int status) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("error");
+  w.String(error.c_str(), static_cast<rapidjson::SizeType>(error.size()));
+  w.Key("message");
+  w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+  w.Key("status");
+  w.Int(status);
+  w.EndObject();
+  std::cerr << buf.GetString() << "\n";
+}
+}  // namespace
+
+void errors_as_json(bool on) { json_errors = on; }
+
+int usage_mistake(const std::string& message) {
+  if (json_errors)
+    json_error("usage", message, 0);
+  else
+    std::cerr << "moonmqctl: " << message << "\n";
+  return exit_usage;
+}
+
 int failed(const answer& a) {
   if (a.status == 0) {
-    std::cerr << "moonmqctl: " << a.body << "\n";
+    if (json_errors)
+      json_error("unreachable", a.body, 0);
+    else
+      std::cerr << "moonmqctl: " << a.body << "\n";
     return exit_unreachable;
   }
   rapidjson::Document d;
   d.Parse(a.body.c_str(), a.body.size());
-  if (!d.HasParseError() && d.IsObject() && d.HasMember("message"))
+  const bool structured = !d.HasParseError() && d.IsObject() && d.HasMember("message");
+  if (json_errors)
+    json_error(structured ? str(d, "error") : "http_" + std::to_string(a.status), structured ? str(d, "message") : a.body,
+               a.status);
+  else if (structured)
     std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message") << "\n";
   else
     std::cerr << "moonmqctl: HTTP " << a.status << ": " << a.body << "\n";

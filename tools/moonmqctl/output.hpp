@@ -34,8 +34,13 @@ const rapidjson::Value& array(const rapidjson::Value& v, const char* k);
 /// A name as one path segment or query value: every byte but letters, digits and -._~ percent-encoded.
 std::string encoded(const std::string& s);
 
-/// Prints a failed answer and returns the exit status for it.
+/// Prints a failed answer and returns the exit status for it: a line of text on stderr, or with errors_as_json, a
+/// JSON object {"error","message","status"} (status 0: the broker was not reached).
 int failed(const answer& a);
+/// Whether failed() writes JSON (--json).
+void errors_as_json(bool on);
+/// A usage mistake, printed like a failed answer ({"error":"usage"} with --json); returns exit_usage.
+int usage_mistake(const std::string& message);
 
 /// Runs one request: the JSON as is with --json, otherwise `human` on the parsed answer. A partly applied answer
 /// (503 with a body listing what failed) is shown like a success, and the exit status still says it failed.
