@@ -196,6 +196,11 @@ TEST_CASE("e2e: moonmqctl refuses bad requests with the broker's reason and docu
   REQUIRE(e.IsObject());
   CHECK(e["status"].GetInt() == 404);
   CHECK_THAT(e["message"].GetString(), Catch::Contains("nope-0"));
+  // A topic nobody has is an error, not an empty table.
+  auto missing = ctl(c.b1, {"partitions", "--topic", "nope"});
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Catch::Contains("topic 'nope'"));
+  CHECK(ctl(c.b1, {"partitions", "--topic", "orders"}).exit_code == 0);
   auto unreachable = run_process({MOONMQ_CTL_BIN, "brokers", "--json", "--broker", "127.0.0.1:1"});
   CHECK(unreachable.exit_code == 3);
   CHECK(std::string(parse(unreachable.err)["error"].GetString()) == "unreachable");

@@ -1,5 +1,7 @@
 // moonmqctl's subcommands about the cluster as a whole: status, brokers, partitions, loads and raft.
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -107,7 +109,26 @@ void add_partitions(CLI::App& app, const options& o, runner& run) {
   partitions->add_option("--topic", args->topic, "only this topic");
   partitions->callback([&o, &run, args] {
     run = [&o, args](broker_client& c) {
-      return show(o, c.get("/v1/partitions" + (args->topic.empty() ? "" : "?topic=" + encoded(args->topic))),
+      const answer a = c.get("/v1/partitions" + (args->topic.empty() ? "" : "?topic=" + encoded(args->topic)));
+      if (a.ok() && !args->topic.empty()) {
+        // A topic no broker serves or holds is an error, not an empty table.
+        rapidjson::Document d;
+        d.Parse(a.body.c_str(), a.body.size());
+        if (!d.HasParseError() && array(d, "partitions").Empty() && array(d, "strays").Empty()) {
+          std::string message = "no broker serves or holds a partition of topic '" + args->topic + "'";
+          if (!array(d, "unreachable").Empty()) message += " (some brokers did not answer)";
+          rapidjson::StringBuffer buf;
+          rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+          w.StartObject();
+          w.Key("error");
+          w.String("not_found");
+          w.Key("message");
+          w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+          w.EndObject();
+          return failed({404, buf.GetString()});
+        }
+      }
+      return show(o, a,
                   [](const rapidjson::Document& d) {
                     table t({"TOPIC", "PARTITION", "OWNER", "SIZE", "OPEN TXN", "NOTE"});
                     for (const auto& p : array(d, "partitions").GetArray())
