@@ -578,3 +578,29 @@ TEST_CASE("e2e: a destination's drained copy whose confirm is pending is never r
   }, "the confirm by recovery");
   CHECK(ctl_json(b1, {"partitions"})["partitions"][0]["size_bytes"].GetUint64() > 100'000);
 }
+
+TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, asking their coordinators",
+          "[e2e][operator]") {
+  three_brokers c;
+  auto api = c.b1.api();
+  REQUIRE(api.Post("/v1/topics", R"({"name":"orders","partitions":2,"placement":"local"})", "application/json")->status ==
+          200);
+  auto joined = api.Post("/v1/groups/gd/join", R"({"topics":["orders"]})", "application/json");
+  REQUIRE(joined);
+  REQUIRE(joined->status == 200);
+  const std::string member = parse(joined->body)["member_id"].GetString();
+  REQUIRE(api.Post("/v1/producers", R"({"transactional_id":"td"})", "application/json")->status == 200);
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    auto g = ctl(*b, {"groups", "describe", "gd"});
+    INFO(g.out << g.err);
+    CHECK(g.exit_code == 0);
+    CHECK_THAT(g.out, Catch::Contains("group gd, coordinator") && Catch::Contains(member));
+    auto t = ctl(*b, {"transactions", "describe", "td"});
+    INFO(t.out << t.err);
+    CHECK(t.exit_code == 0);
+    CHECK_THAT(t.out, Catch::Contains("transactional id td, coordinator") && Catch::Contains("state empty"));
+  }
+  CHECK(ctl(c.b2, {"groups", "describe", "nobody"}).exit_code == 1);
+  CHECK(ctl(c.b2, {"transactions", "describe", "nothing"}).exit_code == 1);
+  CHECK(ctl(c.b2, {"groups"}).exit_code == 0);  // the list is still there
+}

@@ -1,8 +1,11 @@
-// moonmqctl's subcommands about what the broker asked coordinates for clients: consumer groups and transactions.
+// moonmqctl's subcommands about what the brokers coordinate for clients: consumer groups and transactions. The lists
+// are the broker asked's; `describe` asks the group's or transaction's coordinator, wherever it is (the broker asked
+// forwards).
 #include <rapidjson/document.h>
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "commands.hpp"
@@ -10,8 +13,39 @@
 
 namespace moonmq::ctl {
 
+namespace {
+
+/// "topic-partition, …" of an array of {"topic","partition"}.
+std::string partition_list(const rapidjson::Value& list) {
+  std::string out;
+  for (const auto& p : list.GetArray()) out += (out.empty() ? "" : ", ") + str(p, "topic") + "-" + str(p, "partition");
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
 void add_groups(CLI::App& app, const options& o, runner& run) {
-  app.add_subcommand("groups", "consumer groups coordinated by the broker asked")->callback([&o, &run] {
+  auto* groups = app.add_subcommand("groups", "consumer groups coordinated by the broker asked");
+  auto group_id = std::make_shared<std::string>();
+  auto* describe = groups->add_subcommand("describe", "one group, from its coordinator: members and assignment");
+  describe->add_option("group", *group_id, "the group id")->required();
+  describe->callback([&o, &run, group_id] {
+    run = [&o, group_id](broker_client& c) {
+      return show(o, c.get("/v1/groups/" + encoded(*group_id)), [](const rapidjson::Document& d) {
+        std::cout << "group " << str(d, "group") << ", coordinator " << str(d, "coordinator") << ", epoch "
+                  << str(d, "epoch") << "\n";
+        table t({"MEMBER", "EPOCH", "BROKER", "PARTITIONS"});
+        for (const auto& m : array(d, "members").GetArray())
+          t.add({str(m, "member_id"), str(m, "member_epoch"), str(m, "broker"), partition_list(array(m, "assignment"))});
+        std::cout << (t.empty() ? std::string("no members\n") : t.render());
+        for (const auto& u : array(d, "unassigned").GetArray())
+          std::cout << "unassigned " << str(u, "topic") << "-" << str(u, "partition") << " (on " << str(u, "owner")
+                    << "): " << str(u, "reason") << "\n";
+      });
+    };
+  });
+  groups->callback([&o, &run, describe] {
+    if (describe->parsed()) return;
     run = [&o](broker_client& c) {
       return show(o, c.get("/v1/groups"), [](const rapidjson::Document& d) {
         std::cout << "groups coordinated by " << str(d, "coordinator") << ":\n";
@@ -23,7 +57,25 @@ void add_groups(CLI::App& app, const options& o, runner& run) {
 }
 
 void add_transactions(CLI::App& app, const options& o, runner& run) {
-  app.add_subcommand("transactions", "transactions coordinated by the broker asked")->callback([&o, &run] {
+  auto* transactions = app.add_subcommand("transactions", "transactions coordinated by the broker asked");
+  auto tid = std::make_shared<std::string>();
+  auto* describe =
+      transactions->add_subcommand("describe", "one transactional id, from its coordinator: state and partitions");
+  describe->add_option("transactional_id", *tid, "the transactional id")->required();
+  describe->callback([&o, &run, tid] {
+    run = [&o, tid](broker_client& c) {
+      return show(o, c.get("/v1/transactions/" + encoded(*tid)), [](const rapidjson::Document& d) {
+        std::cout << "transactional id " << str(d, "transactional_id") << ", coordinator " << str(d, "coordinator")
+                  << " (epoch " << str(d, "coordinator_epoch") << ")\n"
+                  << "state " << str(d, "state") << ", producer " << str(d, "producer_id") << " epoch "
+                  << str(d, "producer_epoch") << ", age " << str(d, "age_ms") << " ms\n"
+                  << "partitions: " << partition_list(array(d, "partitions")) << "\n";
+        if (!str(d, "reason").empty()) std::cout << "aborted by its coordinator: " << str(d, "reason") << "\n";
+      });
+    };
+  });
+  transactions->callback([&o, &run, describe] {
+    if (describe->parsed()) return;
     run = [&o](broker_client& c) {
       return show(o, c.get("/v1/transactions"), [](const rapidjson::Document& d) {
         table t({"TRANSACTIONAL ID", "STATE", "PRODUCER", "EPOCH", "PARTITIONS"});
