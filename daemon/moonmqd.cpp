@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
     std::cerr << "moonmqd: " << config.message() << "\n";
     return 2;
   }
+  for (const auto& name : moonmq::cluster::unused_environment())
+    std::cerr << "moonmqd: warning: environment variable " << name
+              << " configures nothing (settings are MOONMQ_Server__Key__Subkey, with two underscores between keys)\n";
   if (check_only) {
     std::cout << "moonmqd: " << config_path << " is valid\n";
     return 0;

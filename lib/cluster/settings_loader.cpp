@@ -42,6 +42,11 @@ status apply_override(rapidjson::Document& doc, const std::string& name, const s
       char* end = nullptr;
       unsigned long idx = std::strtoul(key.c_str(), &end, 10);
       if (*end != '\0') return {errc::invalid_argument, name + ": '" + key + "' is not an array index"};
+      // An override sets an entry the file has, or adds the next one: a gap would be entries nobody wrote.
+      if (idx > at->Size())
+        return {errc::invalid_argument,
+                name + ": index " + key + " is past the end (the list has " + std::to_string(at->Size()) +
+                    " entries; an override may set one of them or add entry " + std::to_string(at->Size()) + ")"};
       while (at->Size() <= idx) at->PushBack(rapidjson::Value(rapidjson::kObjectType), alloc);
       next = &(*at)[static_cast<rapidjson::SizeType>(idx)];
     } else {
@@ -244,6 +249,19 @@ status read_auth(const rapidjson::Value& v, const std::string& path, server_conf
 
 }  // namespace
 
+std::vector<std::string> unused_environment() {
+  // The tools' own variables, which may sit in the same shell (docs/configuration.md).
+  static const std::set<std::string_view> tools{"MOONMQ_FAULTS", "MOONMQ_BROKER", "MOONMQ_TOKEN"};
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    if (name.starts_with(env_prefix) && !name.starts_with(setting_prefix) && !tools.count(name))
+      out.emplace_back(name);
+  }
+  return out;
+}
+
 environment process_environment() {
   environment env;
   for (char** e = environ; e && *e; ++e) {
@@ -261,7 +279,8 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   if (auto s = json::parse_document(text, doc, source); !s) return s.err();
   for (const auto& [name, value] : env) {
     if (!std::string_view(name).starts_with(setting_prefix)) continue;
-    if (auto s = apply_override(doc, name, value); !s) return s.err();
+    if (auto s = apply_override(doc, name, value); !s)
+      return error{s.code(), "environment variable " + s.message()};
   }
   json::object_reader top(doc, "");
   const auto* server = top.member("Server");
@@ -273,8 +292,12 @@ result<server_config> parse_settings(std::string_view text, const environment& e
   for (const auto& [name, value] : env)
     if (std::string_view(name).starts_with(setting_prefix)) overridden.emplace_back(key_path_of(name), name);
   auto fail = [&](const status& s) {
+    // The key the error names (up to its colon) is the variable's own, or on its way (an unknown key the variable
+    // made: Server.Clustr for MOONMQ_Server__Clustr__BrokerId).
+    const std::string key = s.message().substr(0, s.message().find(':'));
     for (const auto& [path, name] : overridden)
-      if (s.message().starts_with(path + ":") || s.message().starts_with(path + "."))
+      if (path == key || path.starts_with(key + ".") || path.starts_with(key + "[") ||
+          s.message().starts_with(path + "."))
         return error{s.code(), "environment variable " + name + " (" + s.message() + ")"};
     return error{s.code(), std::string(source) + ": " + s.message()};
   };

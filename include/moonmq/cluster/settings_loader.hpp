@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "moonmq/cluster/config.hpp"
@@ -17,6 +18,10 @@ using environment = std::map<std::string, std::string>;
 
 /// The process environment's MOONMQ_Server__* variables.
 environment process_environment();
+/// MOONMQ_* variables of the process environment that configure nothing: not MOONMQ_Server__* and not a tool's own
+/// (MOONMQ_FAULTS, MOONMQ_BROKER, MOONMQ_TOKEN). moonmqd warns of each at start: a misspelled override
+/// (MOONMQ_Server_Port, one underscore) would otherwise be silently ignored.
+std::vector<std::string> unused_environment();
 
 /// Parses the document `json` (named `source` in messages) with `env` applied on top.
 result<server_config> parse_settings(std::string_view json, const environment& env, std::string_view source);

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <algorithm>
+#include <cstdlib>
 #include <iterator>
 
 #include "moonmq/cluster/settings_loader.hpp"
@@ -128,6 +130,28 @@ TEST_CASE("settings: an override of the wrong type is reported naming the key", 
   REQUIRE_FALSE(file);
   CHECK_THAT(file.message(), Catch::Contains("MOONMQ_Server__Cluster__PeerTimeout"));
   CHECK_THAT(file.message(), !Catch::Contains("MOONMQ_Server__Port"));
+}
+
+TEST_CASE("settings: an override's unknown key or an index past the list's end names the variable, not the file",
+          "[settings]") {
+  auto typo = parse(full, {{"MOONMQ_Server__Clustr__BrokerId", "b9"}});
+  REQUIRE_FALSE(typo);
+  CHECK_THAT(typo.message(), Catch::StartsWith("environment variable MOONMQ_Server__Clustr__BrokerId") &&
+                                 Catch::Contains("Server.Clustr"));
+  auto past = parse(full, {{"MOONMQ_Server__Cluster__Peers__5__Address", "127.0.0.1:9500"}});
+  REQUIRE_FALSE(past);
+  CHECK_THAT(past.message(), Catch::StartsWith("environment variable MOONMQ_Server__Cluster__Peers__5__Address") &&
+                                 Catch::Contains("past the end"));
+}
+
+TEST_CASE("settings: MOONMQ_ variables that configure nothing are found, the tools' own are not", "[settings]") {
+  ::setenv("MOONMQ_Server_Port", "abc", 1);
+  ::setenv("MOONMQ_BROKER", "127.0.0.1:9092", 1);
+  const auto unused = cluster::unused_environment();
+  ::unsetenv("MOONMQ_Server_Port");
+  ::unsetenv("MOONMQ_BROKER");
+  CHECK(std::find(unused.begin(), unused.end(), "MOONMQ_Server_Port") != unused.end());
+  CHECK(std::find(unused.begin(), unused.end(), "MOONMQ_BROKER") == unused.end());
 }
 
 TEST_CASE("settings: faults are errors naming the key", "[settings]") {
