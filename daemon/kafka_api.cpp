@@ -12,6 +12,7 @@
 
 #include "kafka_admin.hpp"
 #include "kafka_groups.hpp"
+#include "kafka_txn.hpp"
 #include "moonmq/core/token.hpp"
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/kafka/messages.hpp"
@@ -94,6 +95,7 @@ struct kafka_api::impl {
   std::string scram_secret;  ///< drawn at start: an unknown user's stable, unmatchable credential
   kafka_admin admin{kafka_admin_parts{}};
   kafka_groups groups{kafka_groups_parts{}};
+  kafka_txn txn{kafka_txn_parts{}};
 
   explicit impl(kafka_api_parts parts) : p(std::move(parts)) {
     // Node ids: each broker's place in the sorted list of the cluster's broker ids, from 1, so that every broker of
@@ -115,6 +117,11 @@ struct kafka_api::impl {
     groups = kafka_groups(kafka_groups_parts{p.group_routes, p.offsets, [this](const broker_id& b) {
       return locate(b);
     }});
+    txn = kafka_txn(kafka_txn_parts{p.txns, [this](const broker_id& b) { return locate(b); },
+                                    p.cfg->transactions.timeout_ms,
+                                    [this](const std::string& g, const std::string& member, std::int32_t generation) {
+                                      return groups.check_member(g, member, generation);
+                                    }});
     if (tokens) {
       scram_secret = random_bytes(32);
       for (const auto& t : p.cfg->auth->tokens) {
@@ -313,7 +320,7 @@ struct kafka_api::impl {
   // ---- Produce ----
 
   kafka::produce_response::partition produce_one(const std::string& topic, const kafka::produce_request::partition& in,
-                                                 bool authorized) {
+                                                 const std::optional<std::string>& transactional_id, bool authorized) {
     kafka::produce_response::partition out;
     out.index = in.index;
     if (!authorized) {
@@ -330,20 +337,28 @@ struct kafka_api::impl {
       return out;
     }
     auto& batch = std::get<kafka::produced_batch>(decoded);
-    if (batch.transactional) {
-      out.error = ec::invalid_txn_state;  // Kafka transactions: docs/kafka.md
+    if (batch.transactional && (!transactional_id || !batch.producer)) {
+      out.error = ec::invalid_txn_state;  // a transactional batch names its transactional id and producer
       return out;
     }
     frontend::produce_request req;
+    if (batch.transactional) {
+      req.transactional_id = *transactional_id;
+      req.join_on_open = true;
+    }
     req.topic = topic;
     req.partition = in.index;
     req.records = std::move(batch.records);
     req.producer = batch.producer;
     req.forward = false;
     req.one_batch = true;
+    const bool transactional = batch.transactional;
     auto done = p.produce->produce(std::move(req));
     if (!done) {
       out.error = partition_code(done.code());
+      // The transaction's coordinator refused the partition: its own codes, as AddPartitionsToTxn has them.
+      if (transactional && done.refused().by_coordinator) out.error = ec::coordinator_not_available;
+      else if (transactional && done.code() == errc::conflict) out.error = ec::invalid_txn_state;
       return out;
     }
     out.base_offset = done->offsets.empty() ? -1 : static_cast<std::int64_t>(done->offsets.front());
@@ -367,7 +382,7 @@ struct kafka_api::impl {
       kafka::produce_response::topic rt;
       rt.name = t.name;
       const bool authorized = may(s, role::client);
-      for (const auto& part : t.partitions) rt.partitions.push_back(produce_one(t.name, part, authorized));
+      for (const auto& part : t.partitions) rt.partitions.push_back(produce_one(t.name, part, req.transactional_id, authorized));
       out.topics.push_back(std::move(rt));
     }
     if (req.acks == 0) return {};
@@ -511,28 +526,6 @@ struct kafka_api::impl {
         rt.partitions.push_back(list_one({t.name, part.index}, part.timestamp, req.read_committed));
       }
       out.topics.push_back(std::move(rt));
-    }
-    return frame(h, out);
-  }
-
-  // ---- InitProducerId ----
-
-  reply init_producer_id(const kafka::request_header& h, kafka::reader& r, const session& s) {
-    kafka::init_producer_id_request req;
-    if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
-    kafka::init_producer_id_response out;
-    if (!may(s, role::client)) {
-      out.error = ec::cluster_authorization_failed;
-    } else if (req.transactional_id) {
-      out.error = 53;  // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: Kafka transactions are not answered yet (docs/kafka.md)
-    } else {
-      auto id = p.txns->init(std::nullopt);
-      if (!id) {
-        out.error = ec::unknown_server_error;
-      } else {
-        out.producer_id = static_cast<std::int64_t>(id->producer_id);
-        out.producer_epoch = static_cast<std::int16_t>(id->epoch);
-      }
     }
     return frame(h, out);
   }
@@ -712,7 +705,22 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
     case api::list_offsets:
       return m.list_offsets(h, r, s);
     case api::init_producer_id:
-      return m.init_producer_id(h, r, s);
+      return m.admin_request<kafka::init_producer_id_request>(h, r, [&](const auto& req) {
+        return m.txn.init_producer_id(req, h.api_version, m.may(s, role::client));
+      });
+    case api::add_partitions_to_txn:
+      return m.admin_request<kafka::add_partitions_to_txn_request>(
+          h, r, [&](const auto& req) { return m.txn.add_partitions(req, m.may(s, role::client)); });
+    case api::add_offsets_to_txn:
+      return m.admin_request<kafka::add_offsets_to_txn_request>(
+          h, r, [&](const auto& req) { return m.txn.add_offsets(req, m.may(s, role::client)); });
+    case api::txn_offset_commit:
+      return m.admin_request<kafka::txn_offset_commit_request>(h, r, [&](const auto& req) {
+        return m.txn.commit_offsets(req, h.api_version, m.may(s, role::client));
+      });
+    case api::end_txn:
+      return m.admin_request<kafka::end_txn_request>(
+          h, r, [&](const auto& req) { return m.txn.end(req, m.may(s, role::client)); });
     case api::offset_for_leader_epoch:
       return m.offset_for_leader_epoch(h, r, s);
     case api::create_topics:
@@ -726,7 +734,10 @@ kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool fina
           h, r, [&](const auto& req) { return m.admin.delete_topics(req, m.may(s, role::admin)); });
     case api::find_coordinator:
       return m.admin_request<kafka::find_coordinator_request>(
-          h, r, [&](const auto& req) { return m.groups.find_coordinator(req, m.may(s, role::client)); });
+          h, r, [&](const auto& req) {
+            return req.key_type == 1 ? m.txn.find_coordinator(req, m.may(s, role::client))
+                                     : m.groups.find_coordinator(req, m.may(s, role::client));
+          });
     case api::join_group:
       return m.admin_request<kafka::join_group_request>(
           h, r, [&](const auto& req) { return m.groups.join(req, h.api_version, m.may(s, role::client)); });

@@ -168,6 +168,13 @@ kafka::heartbeat_response kafka_groups::heartbeat(const kafka::heartbeat_request
   return out;
 }
 
+std::int16_t kafka_groups::check_member(const std::string& group_id, const std::string& member_id,
+                                        std::int32_t generation) {
+  auto beat = member_step(groups::classic_call::step::heartbeat, group_id, member_id, generation, true);
+  if (auto* refused = std::get_if<std::int16_t>(&beat)) return *refused == ec::rebalance_in_progress ? ec::none : *refused;
+  return ec::none;
+}
+
 kafka::leave_group_response kafka_groups::leave(const kafka::leave_group_request& req, bool authorized) {
   kafka::leave_group_response out;
   if (!authorized) {

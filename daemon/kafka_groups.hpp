@@ -45,6 +45,9 @@ class kafka_groups {
   kafka::offset_commit_response commit(const kafka::offset_commit_request& req, bool authorized);
   kafka::offset_fetch_response fetch_offsets(const kafka::offset_fetch_request& req, std::int16_t version,
                                              bool authorized);
+  /// Whether `member_id` is the group's member at `generation` (TxnOffsetCommit v3): 0, or the code a heartbeat
+  /// would get (a rebalance under way is no refusal here).
+  std::int16_t check_member(const std::string& group_id, const std::string& member_id, std::int32_t generation);
 
  private:
   /// A member's SyncGroup or Heartbeat on the coordinator, or the Kafka code that refuses it (checked here first:

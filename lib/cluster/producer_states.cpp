@@ -7,8 +7,9 @@ constexpr std::size_t catch_up_chunk = 4u << 20;
 
 /// A control record. A commit or abort marker's sequence field carries the epoch of the coordinator that wrote it.
 storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker,
-                        std::uint32_t coordinator_epoch = 0) {
+                        std::uint32_t coordinator_epoch = 0, std::uint32_t number = 0) {
   storage::record r;
+  if (number != 0) r.key = std::to_string(number);
   r.value = std::string(marker);
   r.timestamp_ms = 0;
   r.attributes = storage::attr_control;
@@ -25,13 +26,21 @@ producer_states::slot& producer_states::slot_of(const topic_partition& tp) {
 }
 
 void producer_states::learn(slot& s, const std::optional<storage::producer_stamp>& producer, std::uint8_t attributes,
-                            std::string_view value, std::uint64_t offset) {
+                            const std::optional<std::string_view>& key, std::string_view value, std::uint64_t offset) {
   if (!producer) return;
   if (attributes & storage::attr_control) {
     s.table.observe_epoch(producer->id, producer->epoch);
-    // A transaction's records count their sequences from 0, whatever the producer wrote before at this epoch.
-    if (value == txn::marker_begin) s.table.restart_sequences(producer->id);
-    else s.table.observe_coordinator(producer->id, producer->sequence);
+    if (value == txn::marker_begin) {
+      // A transaction's records count their sequences from 0, whatever the producer wrote before at this epoch,
+      // unless its producer's sequences run on across transactions (sequence field 1).
+      if (producer->sequence == 0) s.table.restart_sequences(producer->id);
+    } else {
+      s.table.observe_coordinator(producer->id, producer->sequence);
+      std::uint32_t number = 0;
+      if (key)
+        for (char c : *key) number = c >= '0' && c <= '9' && number < UINT32_MAX / 10 ? number * 10 + (c - '0') : 0;
+      if (number != 0) s.table.observe_marker_number(producer->id, number);
+    }
     s.txns.observe_control(producer->id, producer->epoch, value, offset);
     s.any_open.store(!s.txns.open_transactions().empty(), std::memory_order_relaxed);
   } else {
@@ -78,7 +87,7 @@ status producer_states::catch_up(const topic_partition& tp, slot& s) {
     if (!r) return r.err();
     if (r->next_offset <= s.table.applied()) break;
     for (const auto& v : storage::decode_frames(r->bytes.view(), s.table.applied()))
-      learn(s, v.producer, v.attributes, v.value, v.offset);
+      learn(s, v.producer, v.attributes, v.key, v.value, v.offset);
     s.table.set_applied(r->next_offset);
   }
   return {};
@@ -89,14 +98,17 @@ result<std::vector<std::uint64_t>> producer_states::write(const topic_partition&
   auto offsets = store_.append(tp, records);
   if (!offsets) return offsets;
   for (std::size_t i = 0; i < records.size(); ++i)
-    learn(s, records[i].producer, records[i].attributes, records[i].value, (*offsets)[i]);
+    learn(s, records[i].producer, records[i].attributes,
+          records[i].key ? std::optional<std::string_view>(*records[i].key) : std::nullopt, records[i].value,
+          (*offsets)[i]);
   // Appends to a served partition all pass here, so the log ends where this batch does.
   s.table.set_applied(offsets->back() + storage::frame_size(records.back()));
   return offsets;
 }
 
 result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
-                                                           const std::vector<storage::record>& records) {
+                                                           const std::vector<storage::record>& records,
+                                                           bool must_be_open) {
   if (records.empty()) return error{errc::invalid_argument, "no records"};
   const auto& first = records.front().producer;
   const bool transactional = records.front().attributes & storage::attr_transactional;
@@ -119,8 +131,12 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
     // The first batch of a transaction here opens it: the router had the coordinator record this partition first,
     // so its marker will come. The begin record restarts the producer's sequences, so it is written before judging.
     if (transactional)
-      if (auto open = s.txns.open(first->id); !open || open->epoch != first->epoch)
-        if (auto e = enroll_locked(tp, s, first->id, first->epoch); !e) return e.err();
+      if (auto open = s.txns.open(first->id); !open || open->epoch != first->epoch) {
+        if (must_be_open)
+          return error{errc::not_found, name_of(tp) + ": producer " + std::to_string(first->id) +
+                                            " has no transaction open here at epoch " + std::to_string(first->epoch)};
+        if (auto e = enroll_locked(tp, s, first->id, first->epoch, first->sequence != 0); !e) return e.err();
+      }
     auto verdict = s.table.check(*first, records.size());
     if (!verdict) return error{verdict.code(), name_of(tp) + ": " + verdict.message()};
     if (verdict->duplicate) return std::move(verdict->offsets);
@@ -132,11 +148,11 @@ status producer_states::enroll(const topic_partition& tp, std::uint64_t producer
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);
   if (auto c = catch_up(tp, s); !c) return c;
-  return enroll_locked(tp, s, producer_id, epoch);
+  return enroll_locked(tp, s, producer_id, epoch, false);
 }
 
 status producer_states::enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id,
-                                      std::uint32_t epoch) {
+                                      std::uint32_t epoch, bool sequences_run_on) {
   if (auto known = s.table.epoch_of(producer_id); known && *known > epoch)
     return {errc::producer_fenced, name_of(tp) + ": producer " + std::to_string(producer_id) + " epoch " +
                                        std::to_string(epoch) + " is fenced by epoch " + std::to_string(*known)};
@@ -146,31 +162,37 @@ status producer_states::enroll_locked(const topic_partition& tp, slot& s, std::u
                                    "'s transaction at epoch " + std::to_string(open->epoch) +
                                    " is still open here (its marker is on its way); retry"};
   }
-  auto w = write(tp, s, {control(producer_id, epoch, txn::marker_begin)});
+  auto w = write(tp, s, {control(producer_id, epoch, txn::marker_begin, sequences_run_on ? 1 : 0)});
   if (!w) return w.err();
   return {};
 }
 
 status producer_states::end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch,
-                                        bool commit, std::uint32_t coordinator_epoch) {
+                                        bool commit, std::uint32_t coordinator_epoch, std::uint32_t number) {
   slot& s = slot_of(tp);
   std::lock_guard lock(s.mu);
   if (auto c = catch_up(tp, s); !c) return c;
   auto open = s.txns.open(producer_id);
   auto known = s.table.epoch_of(producer_id);
-  // A marker stamped E ends a transaction of an epoch below E; one at E or later is the next transaction, which
-  // a late (re-sent, delayed) marker must not close.
-  if (open && open->epoch >= epoch) return {};
-  if (!open && known && *known >= epoch) return {};         // seen already
+  if (number == 0) {
+    // A marker stamped E ends a transaction of an epoch below E; one at E or later is the next transaction, which
+    // a late (re-sent, delayed) marker must not close.
+    if (open && open->epoch >= epoch) return {};
+    if (!open && known && *known >= epoch) return {};  // seen already
+  } else {
+    // Numbered: it ends the transaction at its own epoch, once.
+    if (known && *known > epoch) return {};                        // a newer session's init ended what was open
+    if (s.table.marker_number_of(producer_id) >= number) return {};  // seen already: a late copy
+  }
   // A coordinator that was replaced (a newer one wrote a marker for this producer here) writes no more.
   if (const auto newest = s.table.coordinator_epoch_of(producer_id); coordinator_epoch < newest)
     return {errc::conflict, name_of(tp) + ": coordinator epoch " + std::to_string(coordinator_epoch) +
                                 " is fenced by " + std::to_string(newest)};
   // A commit marker commits only the transaction it ends (the epoch right below its own). An older one still open
   // here was orphaned (its end never reached this partition): it is aborted, never committed by someone else's end.
-  const bool commits = commit && (!open || open->epoch + 1 == epoch);
-  auto w = write(tp, s,
-                 {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort, coordinator_epoch)});
+  const bool commits = commit && (!open || (number != 0 ? open->epoch == epoch : open->epoch + 1 == epoch));
+  auto w = write(tp, s, {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort,
+                                 coordinator_epoch, number)});
   if (!w) return w.err();
   return {};
 }

@@ -72,7 +72,10 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
     at.elsewhere = *owner;
   }
   at.joined_owner = at.elsewhere ? *at.elsewhere : cluster::owner_as_seen_by(*p_.ownership, at.tp, p_.self);
-  if (transactional) {
+  if (transactional && req.join_on_open) {
+    if (req.forward) return error{errc::invalid_argument, "join_on_open is for a produce appended where it arrives"};
+    at.joined_owner = p_.self;  // joined in produce(), if at all, for an append here
+  } else if (transactional) {
     auto joined = p_.txns->join(req.transactional_id, req.producer->id, req.producer->epoch, at.tp, at.joined_owner);
     if (!joined) {
       if (joined.code() == errc::producer_fenced && p_.metrics) p_.metrics->add(txn::metrics::producer_fenced, 1);
@@ -120,8 +123,21 @@ outcome<produced> produce_frontend::produce(produce_request req) {
   if (!at) return at.refused();
   if (!req.forward && at->elsewhere) return served_elsewhere(at->tp, *at->elsewhere);
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
+  const bool join_on_open = req.join_on_open && !req.transactional_id.empty();
   auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
-                             : p_.router->try_local(at->tp, req.records);
+                             : p_.router->try_local(at->tp, req.records, join_on_open);
+  if (auto* here = std::get_if<result<cluster::produce_result>>(&local);
+      join_on_open && here && !*here && here->code() == errc::not_found) {
+    // The batch opens the transaction here: the coordinator records the partition first (asked afresh: what this
+    // broker remembers joining may be an earlier transaction of the same epoch).
+    auto joined = p_.txns->join(req.transactional_id, req.producer->id, req.producer->epoch, at->tp, p_.self, false);
+    if (!joined) {
+      if (joined.code() == errc::producer_fenced && p_.metrics) p_.metrics->add(txn::metrics::producer_fenced, 1);
+      return joined.err();
+    }
+    at->joined_owner = *joined;
+    local = p_.router->try_local(at->tp, req.records);
+  }
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) return finish(req, *at, std::move(*here));
   // On this thread, straight to the owner: no hop to the reactor and back for every forwarded produce.
   const broker_id owner = std::get<broker_id>(local);
@@ -133,6 +149,7 @@ outcome<produced> produce_frontend::produce(produce_request req) {
 }
 
 asio::awaitable<outcome<produced>> produce_frontend::produce_async(produce_request req) {
+  if (req.join_on_open) co_return error{errc::invalid_argument, "join_on_open is for produce()"};
   auto at = prepare(req);
   if (!at) co_return at.refused();
   if (!req.forward && at->elsewhere) co_return served_elsewhere(at->tp, *at->elsewhere);

@@ -11,9 +11,10 @@ std::uint64_t fresh_producer_id() {
   return id;
 }
 
-outcome<txn::producer_identity> transactions_frontend::init(const std::optional<std::string>& transactional_id) {
+outcome<txn::producer_identity> transactions_frontend::init(const std::optional<std::string>& transactional_id,
+                                                           const txn::init_options& options) {
   if (!transactional_id) return txn::producer_identity{fresh_producer_id(), 0};
-  return p_.txns->init(*transactional_id);
+  return p_.txns->init(*transactional_id, options);
 }
 
 outcome<done> transactions_frontend::declare(const std::string& transactional_id, std::uint64_t producer_id,

@@ -45,6 +45,11 @@ std::int16_t first_flexible(api key) {
       return 4;
     case api::create_partitions:
       return 2;
+    case api::add_partitions_to_txn:
+    case api::add_offsets_to_txn:
+    case api::end_txn:
+    case api::txn_offset_commit:
+      return 3;
   }
   return 100;
 }
@@ -60,6 +65,8 @@ const std::vector<version_range>& supported_versions() {
       {api::offset_commit, 0, 7},   {api::offset_fetch, 0, 5},    {api::find_coordinator, 0, 2},
       {api::join_group, 0, 4},      {api::heartbeat, 0, 3},       {api::leave_group, 0, 3},
       {api::sync_group, 0, 3},
+      {api::add_partitions_to_txn, 0, 1}, {api::add_offsets_to_txn, 0, 1}, {api::end_txn, 0, 1},
+      {api::txn_offset_commit, 0, 3},
   };
   return all;
 }

@@ -17,6 +17,10 @@ constexpr std::pair<txn_phase, const char*> phase_names[] = {
 /// Every transaction needs one epoch above its own for its markers: a session at this epoch gets a new id instead.
 constexpr std::uint32_t max_epoch = UINT32_MAX - 2;
 
+/// A session that keeps its epoch is a Kafka client's, whose epochs are 16-bit: the last one leaves room for a bump
+/// by the coordinator (a timeout).
+constexpr std::uint32_t max_kept_epoch = INT16_MAX - 2;
+
 /// Partitions one transaction spans, and group offsets it commits: what a client may make a coordinator hold.
 constexpr std::size_t max_entries = 10000;
 
@@ -36,7 +40,8 @@ std::optional<txn_phase> phase_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now) {
+result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now,
+                                      const session_options& options) {
   auto it = txns_.find(id);
   if (it == txns_.end()) {
     if (txns_.size() >= max_ids_)
@@ -45,6 +50,8 @@ result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh
     t.id = id;
     t.producer_id = fresh_producer_id;
     t.started_ms = now;
+    t.keeps_epoch = options.keeps_epoch;
+    t.timeout_ms = options.timeout_ms;
     return txns_[id] = std::move(t);
   }
   transaction& t = it->second;
@@ -54,7 +61,7 @@ result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh
     prepare(t, false, "fenced by a new producer session");
     return t;
   }
-  if (t.epoch >= max_epoch) {  // the epoch space is spent: a new producer id starts over
+  if (t.epoch >= (options.keeps_epoch ? max_kept_epoch : max_epoch)) {  // spent: a new producer id starts over
     t.producer_id = fresh_producer_id;
     t.epoch = 0;
   } else {
@@ -65,6 +72,9 @@ result<transaction> coordinator::init(const std::string& id, std::uint64_t fresh
   t.offsets.clear();
   t.offset_owners.clear();
   t.reason.clear();
+  t.keeps_epoch = options.keeps_epoch;
+  t.timeout_ms = options.timeout_ms;
+  t.marker_number = 0;
   return t;
 }
 
@@ -148,34 +158,47 @@ result<transaction> coordinator::end(const std::string& id, std::uint64_t produc
   const bool wanted_commit = commit;
   // A repeat of an end already taken: the same transaction, one epoch on. Not when the coordinator ended it (a
   // timeout, a new session): that producer is fenced and must not learn the new epoch.
-  if (producer_id == t.producer_id && t.epoch > 0 && epoch == t.epoch - 1 && (preparing(t.phase) || complete(t.phase))) {
+  // For a session that keeps its epoch: an end at the epoch it has, of a transaction its producer ended (numbered),
+  // with nothing added since.
+  const bool repeat = t.keeps_epoch && t.reason.empty() ? epoch == t.epoch && t.marker_number != 0
+                                                        : t.epoch > 0 && epoch == t.epoch - 1;
+  if (producer_id == t.producer_id && repeat && (preparing(t.phase) || complete(t.phase))) {
     if (!t.reason.empty())
       return error{errc::producer_fenced, "transaction " + id + " was aborted by its coordinator (" + t.reason +
                                               "); producer " + std::to_string(producer_id) + " epoch " +
                                               std::to_string(epoch) + " is fenced"};
     const bool committed = t.phase == txn_phase::prepare_commit || t.phase == txn_phase::complete_commit;
     if (committed == wanted_commit) return t;
-    return error{errc::conflict, "transaction " + id + " was " + (committed ? "committed" : "aborted") +
-                                     (t.reason.empty() ? std::string() : " (" + t.reason + ")")};
+    // A session that keeps its epoch cannot tell a retry from the end of an empty transaction: the other decision
+    // on a complete one is the latter, ended at once below.
+    if (!t.keeps_epoch || preparing(t.phase))
+      return error{errc::conflict, "transaction " + id + " was " + (committed ? "committed" : "aborted") +
+                                       (t.reason.empty() ? std::string() : " (" + t.reason + ")")};
   }
   auto s = session(id, producer_id, epoch);
   if (!s) return s.err();
   if (t.epoch >= max_epoch) return error{errc::conflict, "producer " + std::to_string(producer_id) +
                                                      " has used its epochs; POST /v1/producers again for a new id"};
   if (t.phase == txn_phase::empty || complete(t.phase)) {
-    // Nothing was added: ended at once (the epoch still moves on, like any end).
+    // Nothing was added: ended at once (the epoch still moves on, or the number, like any end).
     t.partitions.clear();
     t.offsets.clear();
+    t.offset_owners.clear();
     t.started_ms = now;
   } else if (preparing(t.phase)) {
     return error{errc::unavailable, "transaction " + id + " is being completed; retry"};
   }
-  prepare(t, commit, "");
+  prepare(t, commit, "", t.keeps_epoch);
   return t;
 }
 
-void coordinator::prepare(transaction& t, bool commit, std::string reason) {
-  ++t.epoch;
+void coordinator::prepare(transaction& t, bool commit, std::string reason, bool keep_epoch) {
+  if (keep_epoch && t.ends < UINT32_MAX) {
+    t.marker_number = ++t.ends;
+  } else {
+    ++t.epoch;
+    t.marker_number = 0;
+  }
   t.phase = commit ? txn_phase::prepare_commit : txn_phase::prepare_abort;
   t.reason = std::move(reason);
   t.markers_pending.clear();
@@ -213,7 +236,7 @@ void coordinator::offsets_written(const std::string& id, std::uint32_t epoch) {
 std::vector<std::string> coordinator::expire(time_ms now, time_ms timeout_ms) {
   std::vector<std::string> out;
   for (auto& [id, t] : txns_)
-    if (t.phase == txn_phase::ongoing && now - t.started_ms > timeout_ms) {
+    if (t.phase == txn_phase::ongoing && now - t.started_ms > (t.timeout_ms > 0 ? t.timeout_ms : timeout_ms)) {
       prepare(t, false, "timeout");
       out.push_back(id);
     }

@@ -40,6 +40,8 @@ void write_txn(json::writer& w, const transaction& t, std::int64_t now) {
   json::put(w, "producer_epoch", t.epoch);
   json::put(w, "state", to_string(t.phase));
   json::put(w, "age_ms", t.phase == txn_phase::ongoing ? now - t.started_ms : 0);
+  if (t.keeps_epoch) json::put(w, "transactions_ended", t.ends);
+  if (t.timeout_ms > 0) json::put(w, "timeout_ms", t.timeout_ms);
   write_holdings(w, t);
   if (!t.reason.empty()) json::put(w, "reason", t.reason);
 }
@@ -55,6 +57,12 @@ std::string render_transaction(const transaction& t) {
     json::put(w, "started_ms", t.started_ms);
     json::put(w, "reason", t.reason);
     json::put(w, "offsets_pending", t.offsets_pending);
+    if (t.keeps_epoch) {  // written only when set: a log of sessions that bump their epochs reads as it did
+      json::put(w, "keeps_epoch", true);
+      json::put(w, "ends", t.ends);
+      json::put(w, "marker_number", t.marker_number);
+    }
+    if (t.timeout_ms > 0) json::put(w, "timeout_ms", t.timeout_ms);
     write_holdings(w, t);
   });
 }
@@ -76,6 +84,17 @@ result<transaction> parse_transaction(const std::string& text, const std::string
   t.get("started_ms", x.started_ms, true);
   t.get("reason", x.reason);
   t.get("offsets_pending", x.offsets_pending);
+  std::uint64_t ends = 0, marker_number = 0;
+  std::int64_t timeout_ms = 0;
+  t.get("keeps_epoch", x.keeps_epoch);
+  t.get("ends", ends);
+  t.get("marker_number", marker_number);
+  t.get("timeout_ms", timeout_ms);
+  if (t.ok() && (ends > UINT32_MAX || marker_number > ends)) t.fail("ends", "out of range");
+  if (t.ok() && timeout_ms < 0) t.fail("timeout_ms", "must not be negative");
+  x.ends = static_cast<std::uint32_t>(ends);
+  x.marker_number = static_cast<std::uint32_t>(marker_number);
+  x.timeout_ms = timeout_ms;
   auto p = phase_from_string(phase);
   if (t.ok() && !p) t.fail("phase", "unknown phase '" + phase + "'");
   if (t.ok() && epoch > UINT32_MAX) t.fail("epoch", "out of range");

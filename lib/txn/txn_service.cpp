@@ -196,9 +196,17 @@ outcome<T> answered(result<T> r) {
 
 }  // namespace
 
-outcome<producer_identity> txn_service::init(const std::string& id) {
-  if (coordinator_of(id) == self()) return answered(init_here(id));
-  auto r = forward(id, "init", json::object([&](json::writer& w) { json::put(w, "transactional_id", id); }));
+outcome<producer_identity> txn_service::init(const std::string& id, const init_options& o) {
+  if (coordinator_of(id) == self()) return answered(init_here(id, o));
+  auto r = forward(id, "init", json::object([&](json::writer& w) {
+    json::put(w, "transactional_id", id);
+    if (o.session.keeps_epoch) json::put(w, "keeps_epoch", true);
+    if (o.session.timeout_ms > 0) json::put(w, "timeout_ms", o.session.timeout_ms);
+    if (o.expected) {
+      json::put(w, "producer_id", o.expected->producer_id);
+      json::put(w, "producer_epoch", o.expected->epoch);
+    }
+  }));
   if (!r) return r.refused();
   return answered(wire::read_identity(r->body));
 }
@@ -301,8 +309,18 @@ response txn_service::coordinator_route(const std::string& route, const request&
   const auto e32 = static_cast<std::uint32_t>(epoch);
 
   if (route == "init") {
+    init_options o;
+    r.get("keeps_epoch", o.session.keeps_epoch);
+    r.get("timeout_ms", o.session.timeout_ms);
+    if (r.ok() && o.session.timeout_ms < 0) r.fail("timeout_ms", "must not be negative");
+    if (r.member("producer_id")) {
+      r.get("producer_id", producer_id, true);
+      r.get("producer_epoch", epoch, true);
+      if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
+      o.expected = producer_identity{producer_id, static_cast<std::uint32_t>(epoch)};
+    }
     if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    auto p = init_here(id);
+    auto p = init_here(id, o);
     if (!p) return from_error(p.err());
     return json_ok(wire::identity_body(*p));
   }
@@ -356,13 +374,21 @@ result<std::string> txn_service::describe_here(const std::string& id) {
   });
 }
 
-result<producer_identity> txn_service::init_here(const std::string& id) {
+result<producer_identity> txn_service::init_here(const std::string& id, const init_options& o) {
+  if (o.expected) {
+    std::lock_guard lock(mu_);
+    const transaction* t = coord_.find(id);
+    if (!t || t->producer_id != o.expected->producer_id || t->epoch != o.expected->epoch)
+      return fenced(error{errc::producer_fenced,
+                          "producer " + std::to_string(o.expected->producer_id) + " epoch " +
+                              std::to_string(o.expected->epoch) + " is not the current session of " + id});
+  }
   for (int round = 0; round < 2; ++round) {
     {
       std::lock_guard lock(mu_);
       const std::optional<transaction> before =
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
-      auto t = coord_.init(id, opt_.fresh_producer_id(), opt_.clock());
+      auto t = coord_.init(id, opt_.fresh_producer_id(), opt_.clock(), o.session);
       if (!t) {
         if (t.code() != errc::unavailable) return t.err();
       } else {
@@ -525,6 +551,7 @@ bool txn_service::complete_now(const std::string& id) {
       json::put(w, "producer_epoch", t.epoch);
       json::put(w, "coordinator_epoch", coordinator_epoch_);
       json::put(w, "commit", commit);
+      if (t.marker_number != 0) json::put(w, "number", t.marker_number);
     });
     auto [answer, at] = to_owner(tp, t.partitions.at(tp), "markers", body);
     // Between markers: this one delivered (or not), the others maybe not yet. An error forgets this delivery.
@@ -616,10 +643,10 @@ std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, 
 }
 
 result<broker_id> txn_service::join(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
-                                    const topic_partition& tp, const broker_id& owner) {
+                                    const topic_partition& tp, const broker_id& owner, bool remembered) {
   // Once per transaction (an epoch is one transaction) and partition: the owner opens the transaction with the
   // first batch it takes, and fences the epoch when the marker closes it, so a later batch needs no round trip.
-  {
+  if (remembered) {
     std::lock_guard lock(joined_mu_);
     if (auto it = joined_.find(joined_key{id, producer_id, epoch, tp}); it != joined_.end()) return it->second;
   }
@@ -683,7 +710,7 @@ response txn_service::owner_route(const std::string& route, const request& req) 
   json::object_reader r(d, "");
   std::string topic, group;
   std::int64_t partition = -1;
-  std::uint64_t producer_id = 0, epoch = 0, offset = 0, coordinator_epoch = 0;
+  std::uint64_t producer_id = 0, epoch = 0, offset = 0, coordinator_epoch = 0, number = 0;
   bool commit = false;
   r.get("topic", topic, true);
   r.get("partition", partition, true);
@@ -698,6 +725,8 @@ response txn_service::owner_route(const std::string& route, const request& req) 
       r.get("commit", commit, true);
       r.get("coordinator_epoch", coordinator_epoch);  // absent: 0, as from a coordinator that predates it
       if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
+      r.get("number", number);  // absent: 0, a marker above the transaction's epoch
+      if (r.ok() && number > UINT32_MAX) r.fail("number", "out of range");
     }
     if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
   }
@@ -723,7 +752,7 @@ response txn_service::owner_route(const std::string& route, const request& req) 
     s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
   else if (route == "markers") {
     s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit,
-                                      static_cast<std::uint32_t>(coordinator_epoch));
+                                      static_cast<std::uint32_t>(coordinator_epoch), static_cast<std::uint32_t>(number));
     if (s) s = MOONMQ_FAULT("txn.after_marker_write");  // written on the owner, the answer lost
   }
   else if (auto raised = st_.offsets.commit_if_higher(group, tp, offset); !raised)

@@ -3,7 +3,9 @@
 // that partition's producer_table (duplicate: the original offsets; fenced or out of order: refused) before it is
 // written. A transactional batch is taken only inside its producer's transaction at its epoch: the first one opens
 // it (a begin record, unless an enrolment did), and a marker ends it and fences the epoch, so a delayed batch of an
-// ended transaction cannot join the next one.
+// ended transaction cannot join the next one. A producer whose transactions share an epoch (a Kafka client's: see
+// txn::coordinator) is told apart by its sequences, which run on across its transactions: a begin record whose
+// sequence field is 1 says so, and keeps them where the record before left them (0: they restart at 0).
 //
 // The state is never stored on its own: it follows the log. Before judging, it reads whatever the log holds past the
 // point it has seen (everything after a restart, the copied bytes after a move in, a log rewritten shorter: from
@@ -34,7 +36,11 @@ class producer_states {
   /// with producer stamps must be one producer's, with consecutive sequences; a duplicate of what was written
   /// returns the offsets it was written at, and writes nothing. A transactional batch enrols first (see enroll()):
   /// the caller has had the coordinator record `tp` in the producer's transaction.
-  result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records);
+  /// With `must_be_open`, a transactional batch that would open its producer's transaction here is refused
+  /// (not_found) instead: the caller skipped the coordinator's join because the transaction was open, and must join
+  /// after all.
+  result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records,
+                                            bool must_be_open = false);
 
   /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
   /// epoch already). producer_fenced for an older epoch than the partition knows; unavailable while a transaction
@@ -46,8 +52,14 @@ class producer_states {
   /// partition has seen (its producer is at `epoch` or later, nothing open) writes nothing. `coordinator_epoch` is
   /// recorded in the marker; a marker from an older coordinator than one that wrote here before is refused
   /// (conflict).
+  ///
+  /// A `number` (not 0) marks the end of a session that keeps its epoch (txn::coordinator): the marker, stamped with
+  /// the transaction's own epoch, ends the transaction open at it; a number the partition has seen already is a
+  /// late copy and writes nothing, as does a marker of an epoch older than the partition knows. It is written even
+  /// with nothing open (the partition was declared and not written), so that its number is known here. The number
+  /// is kept in the marker's key.
   status end_transaction(const topic_partition& tp, std::uint64_t producer_id, std::uint32_t epoch, bool commit,
-                         std::uint32_t coordinator_epoch = 0);
+                         std::uint32_t coordinator_epoch = 0, std::uint32_t number = 0);
 
   /// What a read_committed fetch of [from, ...) needs: the last stable offset and the aborted ranges from `from` on.
   struct committed_view {
@@ -100,9 +112,11 @@ class producer_states {
   /// Appends and learns what was appended. Under s.mu, caught up.
   result<std::vector<std::uint64_t>> write(const topic_partition& tp, slot& s, const std::vector<storage::record>& records);
   /// enroll() under s.mu, caught up.
-  status enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id, std::uint32_t epoch);
+  /// `sequences_run_on`: the begin record keeps the producer's sequences where they are (see above).
+  status enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id, std::uint32_t epoch,
+                       bool sequences_run_on);
   static void learn(slot& s, const std::optional<storage::producer_stamp>& producer, std::uint8_t attributes,
-                    std::string_view value, std::uint64_t offset);
+                    const std::optional<std::string_view>& key, std::string_view value, std::uint64_t offset);
 
   storage::partition_store& store_;
   std::size_t max_producers_;

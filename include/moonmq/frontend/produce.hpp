@@ -46,6 +46,11 @@ struct produce_request {
   /// The records are one Kafka batch: numbered in it (storage::number_batch) once stamped, so that a Kafka client
   /// knows them as base, base+1, … (only where they are appended here: never with `forward`).
   bool one_batch = false;
+  /// A transactional produce asks the coordinator only when its batch opens the transaction on the partition (a
+  /// batch of a transaction open there needs no round trip). For a Kafka client, whose transactions share one epoch,
+  /// so that a join remembered from the last one proves nothing about this one. Only with a local append (`forward`
+  /// false) and produce().
+  bool join_on_open = false;
 };
 
 struct produced {

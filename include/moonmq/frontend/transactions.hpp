@@ -47,7 +47,8 @@ class transactions_frontend {
   /// Topics one declaration may name (a topic this broker does not hold costs a question to every peer).
   static constexpr std::size_t max_declared_topics = 16;
 
-  outcome<txn::producer_identity> init(const std::optional<std::string>& transactional_id);
+  outcome<txn::producer_identity> init(const std::optional<std::string>& transactional_id,
+                                       const txn::init_options& options = {});
   outcome<done> declare(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
                         const std::vector<topic_partition>& partitions);
   outcome<done> add_offsets(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
@@ -55,6 +56,7 @@ class transactions_frontend {
   outcome<txn::end_answer> end(const txn::end_call& c) { return p_.txns->end(c); }
   outcome<std::string> describe(const std::string& transactional_id) { return p_.txns->describe(transactional_id); }
   std::string list() { return p_.txns->list_document(); }
+  broker_id coordinator_of(const std::string& transactional_id) const { return p_.txns->coordinator_of(transactional_id); }
 
  private:
   transactions_parts p_;

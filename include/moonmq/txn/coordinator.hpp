@@ -12,6 +12,12 @@
 //
 // Every end bumps the epoch (as KIP-890 does), so a produce or enrolment delayed from an ended transaction carries
 // an epoch that every partition that saw the marker refuses, and cannot join the next transaction.
+//
+// A session that keeps its epoch (a Kafka client's: EndTxn v0-1 tells it no new epoch, and its sequences run on
+// across transactions) is the exception: its own ends leave the epoch alone and give the transaction a number
+// instead (the session's count of such ends), which its markers carry. A partition ends the open transaction at
+// that epoch with it, and takes no marker of a number it has seen already, so a late copy of one cannot close the
+// next transaction. Whatever the coordinator aborts on its own (a timeout, a new session) still bumps the epoch.
 // Thread safety: none (the service holds its lock).
 #pragma once
 
@@ -52,7 +58,17 @@ struct transaction {
   std::set<topic_partition> markers_pending;  ///< in prepare: partitions whose marker is not acknowledged yet
   bool offsets_pending = false;               ///< in prepare_commit: offsets not yet written
   std::string reason;                         ///< why it was aborted, when the coordinator aborted it
+  bool keeps_epoch = false;       ///< the session keeps its epoch across its own ends (see above)
+  std::uint32_t ends = 0;         ///< ends of this id that kept the epoch, so far
+  std::uint32_t marker_number = 0;  ///< in prepare: the number its markers carry (0: their epoch is above its own)
+  time_ms timeout_ms = 0;         ///< the session's own transaction timeout (0: the coordinator's)
   bool operator==(const transaction&) const = default;
+};
+
+/// What a producer session asks for at init.
+struct session_options {
+  bool keeps_epoch = false;
+  time_ms timeout_ms = 0;  ///< 0: the coordinator's
 };
 
 class coordinator {
@@ -62,7 +78,8 @@ class coordinator {
   /// Starts a producer session for `id` (`fresh_producer_id` is used for an id seen for the first time). With a
   /// transaction open, it is aborted first: the answer is then in prepare_abort, and init must be called again once
   /// it completes. unavailable while a transaction of `id` is being completed.
-  result<transaction> init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now);
+  result<transaction> init(const std::string& id, std::uint64_t fresh_producer_id, time_ms now,
+                           const session_options& options = {});
 
   /// Adds `partitions` to the open transaction (opening one if none is). A partition already in it keeps the owner
   /// it has, unless `replace_owners`: an owner learned from where records landed corrects a stale one, while a
@@ -83,7 +100,7 @@ class coordinator {
   void owner_moved(const std::string& id, const topic_partition& tp, const broker_id& owner);
   void offsets_written(const std::string& id, std::uint32_t epoch);
 
-  /// Aborts open transactions older than `timeout_ms`; their ids.
+  /// Aborts open transactions older than their session's timeout, or `timeout_ms` without one; their ids.
   std::vector<std::string> expire(time_ms now, time_ms timeout_ms);
 
   const transaction* find(const std::string& id) const;
@@ -95,7 +112,8 @@ class coordinator {
 
  private:
   result<transaction*> session(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch);
-  void prepare(transaction& t, bool commit, std::string reason);
+  /// Decides `t`: its epoch is bumped, unless `keep_epoch` (then it is numbered).
+  void prepare(transaction& t, bool commit, std::string reason, bool keep_epoch = false);
   static void maybe_complete(transaction& t);
 
   std::size_t max_ids_;

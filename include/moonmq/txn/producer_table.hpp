@@ -52,6 +52,16 @@ class producer_table {
     auto it = producers_.find(producer_id);
     if (it != producers_.end()) it->second.coordinator_epoch = std::max(it->second.coordinator_epoch, coordinator_epoch);
   }
+  /// Learns a marker that ended a transaction of a session keeping its epoch, numbered `number`.
+  void observe_marker_number(std::uint64_t producer_id, std::uint32_t number) {
+    auto it = producers_.find(producer_id);
+    if (it != producers_.end()) it->second.marker_number = std::max(it->second.marker_number, number);
+  }
+  /// The highest such number a marker of `producer_id` carried here (0: none).
+  std::uint32_t marker_number_of(std::uint64_t producer_id) const {
+    auto it = producers_.find(producer_id);
+    return it == producers_.end() ? 0 : it->second.marker_number;
+  }
   /// The newest coordinator epoch a marker of `producer_id` carried here (0: none).
   std::uint32_t coordinator_epoch_of(std::uint64_t producer_id) const {
     auto it = producers_.find(producer_id);
@@ -84,6 +94,7 @@ class producer_table {
     std::int64_t last_sequence = -1;   ///< -1: nothing written at this epoch
     std::deque<std::uint64_t> recent;  ///< offsets of sequences last_sequence - size + 1 .. last_sequence
     std::uint32_t coordinator_epoch = 0;  ///< of the newest marker seen
+    std::uint32_t marker_number = 0;      ///< of the newest numbered marker seen
   };
   const std::map<std::uint64_t, producer>& producers() const noexcept { return producers_; }
 

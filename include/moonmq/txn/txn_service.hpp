@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -63,6 +64,14 @@ struct txn_service_options {
 struct producer_identity {
   std::uint64_t producer_id = 0;
   std::uint32_t epoch = 0;
+};
+
+/// What a producer asks for when its session starts.
+struct init_options {
+  session_options session;
+  /// The session the producer has (Kafka's InitProducerId v3+ bump of its own epoch): refused as fenced unless it
+  /// is the id's current one.
+  std::optional<producer_identity> expected;
 };
 
 /// A producer's end of its transaction (Kafka's EndTxn).
@@ -103,7 +112,7 @@ class txn_service {
   /// serialised over /cluster/txn/* only when the call leaves the process. Errors as the coordinator gives them
   /// (producer_fenced, conflict for a transaction that is ending, unavailable while the previous one completes, ...);
   /// a coordinator that does not answer is refusal::coordinator_silent (the only refusal marked by_coordinator).
-  outcome<producer_identity> init(const std::string& transactional_id);
+  outcome<producer_identity> init(const std::string& transactional_id, const init_options& options = {});
   outcome<end_answer> end(const end_call& c);
   outcome<done> add_offsets(const offsets_call& c);
   /// The transaction as `GET /v1/transactions/{id}` shows it (a JSON document).
@@ -117,8 +126,9 @@ class txn_service {
   /// coordinator holds for `tp` (one it held already is kept), so that the caller can correct it with join_again()
   /// when the records land elsewhere. Errors as the coordinator gave them (producer_fenced, conflict for a
   /// transaction that is ending, unavailable, ...).
+  /// `remembered` false: the coordinator is asked even if this broker joined `tp` at this epoch before.
   result<broker_id> join(const std::string& transactional_id, std::uint64_t producer_id, std::uint32_t epoch,
-                         const topic_partition& tp, const broker_id& owner);
+                         const topic_partition& tp, const broker_id& owner, bool remembered = true);
 
   /// A client's declaration of the partitions its transaction will write, before it writes them (Kafka's
   /// AddPartitionsToTxn): the coordinator records them all in one round trip, and a later produce to any of them
@@ -163,7 +173,7 @@ class txn_service {
   transport::response coordinator_route(const std::string& route, const transport::request& req);
   /// `route` with `body` sent to the coordinator of `id`.
   outcome<transport::response> forward(const std::string& id, const std::string& route, std::string body);
-  result<producer_identity> init_here(const std::string& id);
+  result<producer_identity> init_here(const std::string& id, const init_options& options);
   result<std::map<topic_partition, broker_id>> add_here(const std::string& id, std::uint64_t producer_id,
                                                         std::uint32_t epoch, std::map<topic_partition, broker_id> owners,
                                                         bool replace_owners);

