@@ -108,7 +108,7 @@ result<std::vector<std::uint64_t>> producer_states::write(const topic_partition&
 
 result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
                                                            const std::vector<storage::record>& records,
-                                                           bool must_be_open) {
+                                                           const txn_append& how) {
   if (records.empty()) return error{errc::invalid_argument, "no records"};
   const auto& first = records.front().producer;
   const bool transactional = records.front().attributes & storage::attr_transactional;
@@ -129,14 +129,20 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
   if (auto c = catch_up(tp, s); !c) return c.err();
   if (first) {
     // The first batch of a transaction here opens it: the router had the coordinator record this partition first,
-    // so its marker will come. The begin record restarts the producer's sequences, so it is written before judging.
-    if (transactional)
-      if (auto open = s.txns.open(first->id); !open || open->epoch != first->epoch) {
-        if (must_be_open)
-          return error{errc::not_found, name_of(tp) + ": producer " + std::to_string(first->id) +
-                                            " has no transaction open here at epoch " + std::to_string(first->epoch)};
-        if (auto e = enroll_locked(tp, s, first->id, first->epoch, first->sequence != 0); !e) return e.err();
-      }
+    // so its marker will come. A begin record that restarts the producer's sequences is written before judging;
+    // where they run on, the batch is judged first, so that a late retry opens nothing.
+    const auto open = s.txns.open(first->id);
+    const bool opens = transactional && (!open || open->epoch != first->epoch);
+    if (opens && how.must_be_open)
+      return error{errc::not_found, name_of(tp) + ": producer " + std::to_string(first->id) +
+                                        " has no transaction open here at epoch " + std::to_string(first->epoch)};
+    if (opens && how.sequences_run_on) {
+      auto early = s.table.check(*first, records.size());
+      if (!early) return error{early.code(), name_of(tp) + ": " + early.message()};
+      if (early->duplicate) return std::move(early->offsets);
+    }
+    if (opens)
+      if (auto e = enroll_locked(tp, s, first->id, first->epoch, how.sequences_run_on); !e) return e.err();
     auto verdict = s.table.check(*first, records.size());
     if (!verdict) return error{verdict.code(), name_of(tp) + ": " + verdict.message()};
     if (verdict->duplicate) return std::move(verdict->offsets);

@@ -20,13 +20,13 @@ constexpr int max_hints = 2;
 
 std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
                                                                   const std::vector<storage::record>& records,
-                                                                  bool must_be_open) {
+                                                                  const txn_append& how) {
   const broker_id& self = peers_.directory().self;
   std::shared_lock gate(st_.gates.gate(tp));
   // Not served here: the owner to forward to, or this broker itself while it waits to serve (a handover to it, or
   // catching up after a start), which the forward loop waits out.
   if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);
-  auto offsets = st_.producers.append(tp, records, must_be_open);
+  auto offsets = st_.producers.append(tp, records, how);
   if (!offsets) return result<produce_result>(offsets.err());
   std::uint64_t bytes = 0;
   for (const auto& r : records) bytes += storage::frame_size(r);

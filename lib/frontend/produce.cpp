@@ -125,7 +125,7 @@ outcome<produced> produce_frontend::produce(produce_request req) {
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
   const bool join_on_open = req.join_on_open && !req.transactional_id.empty();
   auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
-                             : p_.router->try_local(at->tp, req.records, join_on_open);
+                             : p_.router->try_local(at->tp, req.records, {join_on_open, join_on_open});
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local);
       join_on_open && here && !*here && here->code() == errc::not_found) {
     // The batch opens the transaction here: the coordinator records the partition first (asked afresh: what this
@@ -136,7 +136,7 @@ outcome<produced> produce_frontend::produce(produce_request req) {
       return joined.err();
     }
     at->joined_owner = *joined;
-    local = p_.router->try_local(at->tp, req.records);
+    local = p_.router->try_local(at->tp, req.records, {false, true});
   }
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) return finish(req, *at, std::move(*here));
   // On this thread, straight to the owner: no hop to the reactor and back for every forwarded produce.

@@ -27,6 +27,17 @@
 
 namespace moonmq::cluster {
 
+/// How a transactional batch meets its producer's transaction on the partition.
+struct txn_append {
+  /// A batch that would open the transaction here is refused (not_found) instead: the caller skipped the
+  /// coordinator's join because it found the transaction open, and must join after all.
+  bool must_be_open = false;
+  /// The producer's sequences run on across its transactions (a Kafka client's): the batch is judged before the
+  /// transaction opens (a retry of a batch written in an earlier transaction is a duplicate, and opens nothing), and
+  /// its begin record keeps the sequences.
+  bool sequences_run_on = false;
+};
+
 class producer_states {
  public:
   explicit producer_states(storage::partition_store& store, std::size_t max_producers_per_partition = 10000)
@@ -36,11 +47,8 @@ class producer_states {
   /// with producer stamps must be one producer's, with consecutive sequences; a duplicate of what was written
   /// returns the offsets it was written at, and writes nothing. A transactional batch enrols first (see enroll()):
   /// the caller has had the coordinator record `tp` in the producer's transaction.
-  /// With `must_be_open`, a transactional batch that would open its producer's transaction here is refused
-  /// (not_found) instead: the caller skipped the coordinator's join because the transaction was open, and must join
-  /// after all.
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records,
-                                            bool must_be_open = false);
+                                            const txn_append& how = {});
 
   /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
   /// epoch already). producer_fenced for an older epoch than the partition knows; unavailable while a transaction

@@ -41,11 +41,11 @@ class router {
       : st_(state), peers_(peers), opt_(options) {}
 
   /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to (this broker
-  /// itself while it waits to serve `tp`: forward() then waits, as for a handover). `must_be_open`: see
+  /// itself while it waits to serve `tp`: forward() then waits, as for a handover). `how`: see
   /// producer_states::append.
   std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
                                                             const std::vector<storage::record>& records,
-                                                            bool must_be_open = false);
+                                                            const txn_append& how = {});
 
   /// Forwards to `owner` (see above for hints and handovers).
   asio::awaitable<result<produce_result>> forward(topic_partition tp, std::vector<storage::record> records,

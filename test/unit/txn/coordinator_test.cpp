@@ -140,3 +140,49 @@ TEST_CASE("txn coordinator: a partition added again keeps the owner it has, unle
   CHECK(t->partitions.at(t0) == broker_id("b2"));
   CHECK(t->partitions.at(t1) == broker_id("b3"));
 }
+
+TEST_CASE("txn coordinator: a session that keeps its epoch numbers its ends, answers a repeated end, ends an empty "
+          "transaction the other way, and is bumped only by what the coordinator aborts",
+          "[txn]") {
+  coordinator c;
+  auto s = c.init("k", 42, 0, session_options{true, 5'000});
+  REQUIRE(s);
+  CHECK(s->keeps_epoch);
+  REQUIRE(c.add_partitions("k", 42, 0, on_b1({t0}), 10));
+  auto e = c.end("k", 42, 0, true, 20);
+  REQUIRE(e);
+  CHECK(e->phase == txn_phase::prepare_commit);
+  CHECK(e->epoch == 0);  // kept
+  CHECK(e->marker_number == 1);
+  // A repeat while the markers are out: the same answer; the other decision is refused.
+  CHECK(c.end("k", 42, 0, true, 21)->marker_number == 1);
+  CHECK(c.end("k", 42, 0, false, 21).code() == errc::conflict);
+  CHECK(c.add_partitions("k", 42, 0, on_b1({t0}), 22).code() == errc::unavailable);  // the next waits
+  c.marker_written("k", 0, t0);
+  CHECK(c.find("k")->phase == txn_phase::complete_commit);
+  // Complete: the same decision again is answered; the other one ends an empty transaction, numbered 2.
+  CHECK(c.end("k", 42, 0, true, 23)->marker_number == 1);
+  auto empty = c.end("k", 42, 0, false, 24);
+  REQUIRE(empty);
+  CHECK(empty->phase == txn_phase::complete_abort);
+  CHECK(empty->marker_number == 2);
+  // The next transaction at the same epoch, timed out by the session's own timeout (5 s, not the 60 s given).
+  REQUIRE(c.add_partitions("k", 42, 0, on_b1({t1}), 100));
+  CHECK(c.expire(4'000, 60'000).empty());
+  CHECK(c.expire(5'200, 60'000) == std::vector<std::string>{"k"});
+  CHECK(c.find("k")->epoch == 1);  // bumped: the producer is fenced
+  CHECK(c.find("k")->marker_number == 0);
+  CHECK(c.end("k", 42, 0, true, 5'300).code() == errc::producer_fenced);
+}
+
+TEST_CASE("txn coordinator: a session that keeps its epoch stays within Kafka's 16-bit epochs", "[txn]") {
+  coordinator c;
+  REQUIRE(c.init("k", 1, 0, session_options{true, 0}));
+  transaction t = *c.find("k");
+  t.epoch = INT16_MAX - 2;
+  c.restore(t);
+  auto next = c.init("k", 2, 1, session_options{true, 0});
+  REQUIRE(next);
+  CHECK(next->producer_id == 2);
+  CHECK(next->epoch == 0);
+}

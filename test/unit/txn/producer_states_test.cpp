@@ -213,3 +213,73 @@ TEST_CASE("partition transactions: a marker records its coordinator's epoch, and
   REQUIRE(restarted.end_transaction(tp, 4, 2, true, 8));
   CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r0"});
 }
+
+TEST_CASE("partition transactions: a session that keeps its epoch (a Kafka client's) runs its sequences on across "
+          "transactions, a numbered marker ends the one open at its epoch, and a late copy of it never closes the "
+          "next, also after a restart",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  const cluster::txn_append kafka{false, true};
+  // Transaction 1 at epoch 0: sequences 0..1, committed by marker number 1, stamped with the same epoch.
+  REQUIRE(states.append(tp, txn_batch(6, 0, 0, 2), kafka));
+  REQUIRE(states.end_transaction(tp, 6, 0, true, 0, 1));
+  // Transaction 2 at the same epoch: its first batch continues the sequences (2), and opens it.
+  // A late retry of transaction 1's first batch is a duplicate: it opens nothing.
+  const auto before_retry = *store.end_offset(tp);
+  REQUIRE(states.append(tp, txn_batch(6, 0, 0, 1), kafka));
+  CHECK(*store.end_offset(tp) == before_retry);
+  CHECK(states.committed(tp, 0)->open.empty());
+  REQUIRE(states.append(tp, txn_batch(6, 0, 2, 1), kafka));
+  // The retry of transaction 2's batch is a duplicate: nothing more is written.
+  const auto end = *store.end_offset(tp);
+  REQUIRE(states.append(tp, txn_batch(6, 0, 2, 1), kafka));
+  CHECK(*store.end_offset(tp) == end);
+  // Marker 1 again (a late copy): transaction 2 stays open.
+  REQUIRE(states.end_transaction(tp, 6, 0, true, 0, 1));
+  CHECK(*store.end_offset(tp) == end);
+  auto view = states.committed(tp, 0);
+  REQUIRE(view);
+  CHECK(view->open.count(6));
+  CHECK(committed_values(store, states, tp) == std::vector<std::string>{"r0", "r1"});
+  // After a restart the numbers and sequences are read back from the log.
+  cluster::producer_states restarted(store);
+  REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 1));
+  CHECK(*store.end_offset(tp) == end);
+  REQUIRE(restarted.append(tp, txn_batch(6, 0, 3, 1), kafka));
+  REQUIRE(restarted.end_transaction(tp, 6, 0, false, 0, 2));  // transaction 2 aborted
+  CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r1"});
+  // A partition declared but not written gets marker 3 too, so that a late copy of it is known.
+  REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 3));
+  const auto after_three = *store.end_offset(tp);
+  REQUIRE(restarted.append(tp, txn_batch(6, 0, 4, 1), kafka));
+  REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 3));
+  view = restarted.committed(tp, 0);
+  REQUIRE(view);
+  CHECK(view->open.count(6));  // transaction 4 is open still
+  CHECK(*store.end_offset(tp) > after_three);
+  // A new session (epoch 1, as InitProducerId bumps it) aborts what is open with an unnumbered marker; the old
+  // session's numbered markers write nothing after it.
+  REQUIRE(restarted.end_transaction(tp, 6, 1, false));
+  const auto fenced_end = *store.end_offset(tp);
+  REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 4));
+  CHECK(*store.end_offset(tp) == fenced_end);
+  CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r1"});
+  CHECK(restarted.append(tp, txn_batch(6, 0, 5, 1), kafka).code() == errc::producer_fenced);
+}
+
+TEST_CASE("producer states: a batch that must find its transaction open is refused where it would open one",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  CHECK(states.append(tp, txn_batch(2, 0, 0, 1), {true, false}).code() == errc::not_found);
+  CHECK(*store.end_offset(tp) == 0);  // nothing written, not even a begin record
+  REQUIRE(states.append(tp, txn_batch(2, 0, 0, 1)));
+  REQUIRE(states.append(tp, txn_batch(2, 0, 1, 1), {true, false}));  // open: taken
+  REQUIRE(states.end_transaction(tp, 2, 0, true, 0, 1));
+  CHECK(states.append(tp, txn_batch(2, 0, 2, 1), {true, false}).code() == errc::not_found);
+}
