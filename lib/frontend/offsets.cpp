@@ -31,14 +31,20 @@ transport::response refusal_response(const refusal& r) {
             json::put(w, "error", errc_name(r.code()));
             json::put(w, "message", r.message());
             json::put(w, "by_coordinator", r.by_coordinator);
+            if (r.owner) json::put(w, "owner", r.owner->value());
           }),
           "application/json"};
 }
 
 /// The owner's answer, or what its silence or refusal means to the caller.
+/// The most brokers a relay follows: each one that no longer serves the partition names the one it believes does
+/// (without Raft, a broker's word on a partition that moved between two others may be stale).
+constexpr int max_relay_hops = 3;
+
 result<rapidjson::Document> relayed(const std::optional<transport::response>& a, const broker_id& owner,
-                                    bool& by_coordinator) {
+                                    bool& by_coordinator, std::optional<broker_id>* next = nullptr) {
   by_coordinator = false;
+  if (next) next->reset();
   if (!a || a->status == 0)
     return error{errc::unavailable, owner.value() + ", which serves the partition, did not answer"};
   rapidjson::Document d;
@@ -46,6 +52,8 @@ result<rapidjson::Document> relayed(const std::optional<transport::response>& a,
     if (json::parse_object(a->body, d)) {
       json::object_reader r(d, "");
       r.get("by_coordinator", by_coordinator);
+      std::string hint;
+      if (next && r.get("owner", hint) && !hint.empty()) *next = broker_id(hint);
     }
     return transport::error_of(*a);
   }
@@ -126,7 +134,7 @@ outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
   if (here || here.code() != errc::not_owner || !here.refused().owner || !p_.peers ||
       *here.refused().owner == p_.self)
     return here;
-  const broker_id owner = *here.refused().owner;
+  broker_id owner = *here.refused().owner;
   transport::request r;
   r.path = relay_path;
   r.body = json::object([&](json::writer& w) {
@@ -139,7 +147,14 @@ outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
     json::put(w, "member_epoch", req.member_epoch);
   });
   bool by_coordinator = false;
-  auto d = relayed(p_.peers->call_now(owner.value(), std::move(r)), owner, by_coordinator);
+  std::optional<broker_id> next;
+  auto d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
+  for (int hop = 1; !d && d.code() == errc::not_owner && next && *next != owner && *next != p_.self &&
+                    hop < max_relay_hops;
+       ++hop) {
+    owner = *next;
+    d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
+  }
   if (!d) return refusal{d.err(), d.code() == errc::not_owner ? std::nullopt : std::optional(owner), {}, by_coordinator};
   return done{};
 }
@@ -150,11 +165,18 @@ outcome<std::optional<storage::committed_offset>> offsets_frontend::committed_at
   if (here || here.code() != errc::not_owner || !here.refused().owner || !p_.peers ||
       *here.refused().owner == p_.self)
     return here;
-  const broker_id owner = *here.refused().owner;
+  broker_id owner = *here.refused().owner;
   auto r = transport::get_request(relay_path);
   r.params = {{"group", group}, {"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
   bool by_coordinator = false;
-  auto d = relayed(p_.peers->call_now(owner.value(), std::move(r)), owner, by_coordinator);
+  std::optional<broker_id> next;
+  auto d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
+  for (int hop = 1; !d && d.code() == errc::not_owner && next && *next != owner && *next != p_.self &&
+                    hop < max_relay_hops;
+       ++hop) {
+    owner = *next;
+    d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
+  }
   if (!d) return refusal{d.err(), std::nullopt, {}, by_coordinator};
   json::object_reader reader(*d, owner.value() + "'s answer");
   const auto* offset = reader.member("offset");

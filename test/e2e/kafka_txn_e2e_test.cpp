@@ -109,3 +109,35 @@ TEST_CASE("e2e kafka txn: a second producer with the same transactional id fence
     if (m.HasMember("key")) keys.push_back(m["key"].GetString());
   CHECK(keys == std::vector<std::string>{"live"});
 }
+
+TEST_CASE("e2e kafka txn: exactly once while partitions of both topics move and a broker is killed -9 and started "
+          "again: every input record is copied once, nothing aborted is read",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  std::vector<moonmqd_process*> all{&c.b1, &c.b2, &c.b3};
+  REQUIRE(client({"create", c.bootstrap(c.b1), "xin", "3"}).exit_code == 0);
+  REQUIRE(client({"create", c.bootstrap(c.b2), "xout", "3"}).exit_code == 0);
+  REQUIRE(client({"produce", c.bootstrap(c.b1), "xin", "3000"}).exit_code == 0);
+
+  process_result copied;
+  std::thread copier([&] {
+    copied = client({"txn-copy", c.bootstrap(c.b2), "xin", "xout", "xcopier", "copy-2", "3000", "40", "4", "40"});
+  });
+  // While it copies: every partition of both topics moves once, then b3 is killed -9 and started again, then each
+  // output partition moves once more.
+  for (int p = 0; p < 3; ++p) {
+    move_on(all, "xin", p);
+    move_on(all, "xout", p);
+  }
+  c.b3.kill9();
+  c.b3.start();
+  for (int p = 0; p < 3; ++p) move_on(all, "xout", p);
+  copier.join();
+  INFO(tail(copied.out) << tail(copied.err));
+  REQUIRE(copied.exit_code == 0);
+
+  auto read = client({"consume", c.bootstrap(c.b1), "xout", "3", "5"});
+  INFO(tail(read.err));
+  REQUIRE(read.exit_code == 0);
+  check_copied_once(read.out, 3000, 3);
+}

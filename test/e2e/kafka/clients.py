@@ -406,34 +406,60 @@ def txn_copy(bootstrap, source, target, group_id, txn_id, count, every, abort_ev
     p = Producer(dict(settings(bootstrap), **{'transactional.id': txn_id, 'linger.ms': 5,
                                                'transaction.timeout.ms': 60000}))
     p.init_transactions(30)
-    c.subscribe([source])
     committed, transactions, aborted_on_purpose, aborted_on_error = 0, 0, 0, 0
+    in_transaction = False
     started = {}  # partition -> the offset this transaction began reading it at
     pending = 0
 
     def rewind():
         for partition, offset in started.items():
-            c.seek(TopicPartition(source, partition, offset))
+            try:
+                c.seek(TopicPartition(source, partition, offset))
+            except KafkaException as e:  # no longer assigned: the next owner starts from the committed offset
+                print(json.dumps({'seek_error': str(e.args[0])}), flush=True)
+
+    def patiently(what, op):
+        # A retriable error (a coordinator killed, a partition moving) leaves the call to be made again.
+        for attempt in range(20):
+            try:
+                return op()
+            except KafkaException as e:
+                err = e.args[0]
+                if not err.retriable() or err.txn_requires_abort() or err.fatal() or attempt == 19:
+                    raise
+                print(json.dumps({'retry': what, 'error': str(err)}), flush=True)
+                time.sleep(0.5)
 
     def end_transaction():
         nonlocal committed, transactions, aborted_on_purpose, pending
         transactions += 1
         if abort_every and transactions % abort_every == 0:
-            p.abort_transaction(30)
+            patiently('abort', lambda: p.abort_transaction(30))
             aborted_on_purpose += 1
             rewind()
             print(json.dumps({'aborted': pending}), flush=True)
         else:
             positions = c.position([TopicPartition(source, part) for part in started])
-            p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 30)
-            p.commit_transaction(30)
+            patiently('send_offsets', lambda: p.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 30))
+            patiently('commit', lambda: p.commit_transaction(30))
             committed += pending
             print(json.dumps({'committed': pending, 'total': committed}), flush=True)
         started.clear()
         pending = 0
 
+    def revoked(consumer, partitions):
+        # What this member read and did not commit goes back to the group: its transaction is aborted.
+        nonlocal pending, in_transaction, aborted_on_error
+        print(json.dumps({'revoked': sorted(tp.partition for tp in partitions)}), flush=True)
+        if in_transaction:
+            patiently('abort', lambda: p.abort_transaction(30))
+            aborted_on_error += 1
+            in_transaction = False
+        started.clear()
+        pending = 0
+
+    c.subscribe([source], on_revoke=revoked)
     idle_since = time.time()
-    in_transaction = False
     while committed < count and time.time() - idle_since < float(idle):
         m = c.poll(0.2)
         try:
@@ -461,8 +487,8 @@ def txn_copy(bootstrap, source, target, group_id, txn_id, count, every, abort_ev
                               'retriable': err.retriable(), 'fatal': err.fatal()}), flush=True)
             if err.fatal():
                 return 1
-            if err.txn_requires_abort() or not err.retriable():
-                p.abort_transaction(30)
+            if in_transaction:
+                patiently('abort', lambda: p.abort_transaction(30))
                 aborted_on_error += 1
                 rewind()
                 started.clear()
