@@ -120,7 +120,8 @@ status client_api::build() {
                                                                                    p.metrics,
                                                                                    {},
                                                                                    p.link->peers.get(),
-                                                                                   p.link->peer_ids});
+                                                                                   p.link->peer_ids,
+                                                                                   &directory});
   m.topic_peers = std::make_unique<frontend::http_topic_peers>(*p.link->peers, p.link->peer_ids);
   frontend::topic_admin_parts tp{p.self,
                                  {},

@@ -66,6 +66,18 @@ bool exists(storage::partition_store& store, const topic_partition& tp) {
   return count && tp.partition >= 0 && tp.partition < *count;
 }
 
+/// For a topic this broker does not have: the broker the placement says serves `tp` (a refusal naming it, so that a
+/// relay goes there), or why none can be named. nullopt: this broker has the topic.
+std::optional<refusal> served_elsewhere(const offsets_parts& p, const topic_partition& tp) {
+  if (!p.placement || p.store->partition_count(tp.topic)) return std::nullopt;
+  auto owner = p.placement->owner_of(tp);
+  if (owner && *owner != p.self)
+    return refusal{{errc::not_owner, name_of(tp) + " is served by " + owner->value()}, owner, {}};
+  if (!owner)
+    if (auto silent = unplaced_while_silent(p.placement, name_of(tp))) return refusal{*silent, {}, {}};
+  return std::nullopt;
+}
+
 }  // namespace
 
 offsets_frontend::offsets_frontend(offsets_parts parts) : p_(std::move(parts)) {
@@ -83,6 +95,7 @@ outcome<done> offsets_frontend::commit(const commit_request& req) {
     return error{errc::invalid_argument, "metadata: at most " + std::to_string(storage::max_commit_metadata) +
                                              " bytes of UTF-8"};
   // Where the partition is not served or does not exist, say so before asking the coordinator anything.
+  if (auto elsewhere = served_elsewhere(p_, tp)) return *elsewhere;
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
   if (!exists(*p_.store, tp)) return no_partition(tp);
   if (auto end = p_.store->end_offset(tp); !end)
@@ -120,8 +133,11 @@ outcome<done> offsets_frontend::commit(const commit_request& req) {
 
 outcome<std::optional<storage::committed_offset>> offsets_frontend::committed(const std::string& group,
                                                                    const topic_partition& tp) const {
-  // Like a commit: a broker that moved the partition away answers with its owner, never a stale offset.
+  // Like a commit: a broker that moved the partition away answers with its owner, never a stale offset; one that
+  // does not have the partition never answers "nothing committed".
+  if (auto elsewhere = served_elsewhere(p_, tp)) return *elsewhere;
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
+  if (!exists(*p_.store, tp)) return no_partition(tp);
   return p_.offsets->committed_with_metadata(group, tp);
 }
 

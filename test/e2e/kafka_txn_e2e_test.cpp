@@ -141,3 +141,71 @@ TEST_CASE("e2e kafka txn: exactly once while partitions of both topics move and 
   REQUIRE(read.exit_code == 0);
   check_copied_once(read.out, 3000, 3);
 }
+
+TEST_CASE("e2e kafka txn: bad transactional requests get Kafka's codes: a timeout past the maximum, an unknown "
+          "transactional id, an unknown topic, stale epochs",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "tr", "1"}).exit_code == 0);
+  auto raw = client({"raw-txn", c.bootstrap(c.b2), "tr"});
+  INFO(raw.out << tail(raw.err));
+  REQUIRE(raw.exit_code == 0);
+  auto lines = json_lines(raw.out);
+  REQUIRE(lines.size() == 1);
+  const auto& o = lines[0];
+  CHECK(o["init_timeout_too_long"].GetInt() == 50);  // INVALID_TRANSACTION_TIMEOUT
+  CHECK(o["init"].GetInt() == 0);
+  CHECK(o["end_unknown_id"].GetInt() == 49);  // INVALID_PRODUCER_ID_MAPPING
+  CHECK(o["add_unknown_topic"]["tr-nope-0"].GetInt() == 3);  // UNKNOWN_TOPIC_OR_PARTITION
+  CHECK(o["add_unknown_topic"]["tr-0"].GetInt() == 55);      // OPERATION_NOT_ATTEMPTED
+  CHECK(o["add"]["tr-0"].GetInt() == 0);
+  CHECK(o["txn_offsets"].GetInt() == 0);
+  CHECK(o["end_commit"].GetInt() == 0);
+  CHECK(o["second_init_epoch_bumped"].GetBool());
+  CHECK(o["add_stale_epoch"]["tr-0"].GetInt() == 47);  // INVALID_PRODUCER_EPOCH
+  CHECK(o["txn_offsets_stale_epoch"].GetInt() == 47);
+  CHECK(o["end_stale_epoch"].GetInt() == 47);
+  // The committed transaction's offset reached the group: each broker answers it, or names the owner that does
+  // (never "nothing committed" from one that does not have the partition).
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    auto fetched = b->api().Get("/v1/groups/raw-group/offsets?topic=tr&partition=0");
+    REQUIRE(fetched);
+    INFO(b->id << ": " << fetched->body);
+    if (fetched->status == 421) {
+      rapidjson::Document d;
+      d.Parse(fetched->body.c_str());
+      const std::string owner = d["owner"].GetString();
+      CHECK(owner != b->id);
+      fetched = (owner == "b1" ? c.b1 : owner == "b2" ? c.b2 : c.b3).api().Get(
+          "/v1/groups/raw-group/offsets?topic=tr&partition=0");
+      REQUIRE(fetched);
+    }
+    CHECK(fetched->status == 200);
+    CHECK_THAT(fetched->body, Catch::Contains("\"offset\":0"));
+  }
+}
+
+TEST_CASE("e2e kafka txn: records of Kafka transactions read over HTTP: read_committed sees the committed ones only",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "th", "1"}).exit_code == 0);
+  // The zombie's open transaction is aborted by the second producer's init; the second one commits.
+  REQUIRE(client({"txn-zombie", c.bootstrap(c.b2), "th", "http-read"}).exit_code == 0);
+  std::vector<moonmqd_process*> all{&c.b1, &c.b2, &c.b3};
+  std::string owner;
+  REQUIRE(eventually([&] { return !(owner = owner_of(all, "th", 0)).empty(); }, std::chrono::seconds(10)));
+  moonmqd_process* at = owner == "b1" ? &c.b1 : owner == "b2" ? &c.b2 : &c.b3;
+  auto values = [&](const char* isolation) {
+    auto r = at->api().Get((std::string("/v1/topics/th/partitions/0/records?offset=0&isolation=") + isolation).c_str());
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    rapidjson::Document d;
+    d.Parse(r->body.c_str());
+    std::vector<std::string> out;
+    for (const auto& rec : d["records"].GetArray()) out.push_back(rec["value"].GetString());
+    return out;
+  };
+  CHECK(values("read_committed") == std::vector<std::string>{"from the second producer"});
+  CHECK(values("read_uncommitted") ==
+        std::vector<std::string>{"from the first producer", "from the second producer"});
+}

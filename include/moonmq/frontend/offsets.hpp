@@ -24,6 +24,7 @@
 #include "moonmq/cluster/partition_gates.hpp"
 #include "moonmq/core/metrics_sink.hpp"
 #include "moonmq/frontend/outcome.hpp"
+#include "moonmq/frontend/placement.hpp"
 #include "moonmq/storage/offset_store.hpp"
 #include "moonmq/storage/partition_store.hpp"
 #include "moonmq/transport/message.hpp"
@@ -70,6 +71,8 @@ struct offsets_parts {
   transport::peer_client* peers = nullptr;
   /// Every other broker (asked by all_committed).
   std::vector<std::string> peer_ids = {};
+  /// Where a partition of a topic this broker does not have is served (null: such a partition is not found).
+  placement_source* placement = nullptr;
 };
 
 class offsets_frontend {

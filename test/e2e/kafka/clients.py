@@ -38,6 +38,9 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
                                                COUNT records were committed, or after IDLE s without a record
   txn-zombie BOOTSTRAP TOPIC TXN              two transactional producers with one id: the second's init fences
                                                the first, whose open transaction is aborted and whose commit fails
+  raw-txn HOST:PORT TOPIC                      InitProducerId, AddPartitionsToTxn, TxnOffsetCommit and EndTxn
+                                               written by hand: a timeout past the maximum, an unknown id, an
+                                               unknown topic, stale epochs; prints each answer's error code
   admin BOOTSTRAP TOPIC                        confluent-kafka's AdminClient on an existing TOPIC: topic configs
                                                refused at create, CreatePartitions (grow, then a shrink refused),
                                                DescribeConfigs of the topic and of a broker, DeleteTopics, then
@@ -296,6 +299,83 @@ def raw_group(address, group_id, topic):
     return 0
 
 
+def raw_txn(address, topic):
+    import socket
+    import struct
+    host, port = address.rsplit(':', 1)
+    s = socket.create_connection((host, int(port)), timeout=30)
+    correlation = [0]
+
+    def string(v):
+        if v is None:
+            return struct.pack('>h', -1)
+        b = v.encode()
+        return struct.pack('>h', len(b)) + b
+
+    def call(key, version, body):
+        correlation[0] += 1
+        header = struct.pack('>hhi', key, version, correlation[0]) + string('raw')
+        frame = header + body
+        s.sendall(struct.pack('>i', len(frame)) + frame)
+        size = struct.unpack('>i', s.recv(4, socket.MSG_WAITALL))[0]
+        data = s.recv(size, socket.MSG_WAITALL)
+        return data[4:]  # the correlation id
+
+    def init(txn_id, timeout):
+        data = call(22, 1, string(txn_id) + struct.pack('>i', timeout))  # throttle, error, producer id, epoch
+        _, error, pid, epoch = struct.unpack('>ihqh', data[:16])
+        return error, pid, epoch
+
+    def producer(txn_id, pid, epoch):
+        return string(txn_id) + struct.pack('>qh', pid, epoch)
+
+    def add_partitions(txn_id, pid, epoch, topics):
+        body = producer(txn_id, pid, epoch) + struct.pack('>i', len(topics))
+        for name, partitions in topics:
+            body += string(name) + struct.pack('>i', len(partitions))
+            for p in partitions:
+                body += struct.pack('>i', p)
+        data = call(24, 1, body)  # throttle, results [name results [index error]]
+        at, out = 8, {}
+        for _ in range(struct.unpack('>i', data[4:8])[0]):
+            n = struct.unpack('>h', data[at:at + 2])[0]
+            name = data[at + 2:at + 2 + n].decode()
+            at += 2 + n
+            for _ in range(struct.unpack('>i', data[at:at + 4])[0]):
+                index, error = struct.unpack('>ih', data[at + 4:at + 10])
+                out['%s-%d' % (name, index)] = error
+                at += 6
+            at += 4
+        return out
+
+    def end(txn_id, pid, epoch, commit):
+        return struct.unpack('>ih', call(26, 1, producer(txn_id, pid, epoch) + struct.pack('>b', commit))[:6])[1]
+
+    def txn_offsets(txn_id, group, pid, epoch, partition, offset):
+        body = string(txn_id) + string(group) + struct.pack('>qh', pid, epoch)
+        body += struct.pack('>i', 1) + string(topic) + struct.pack('>iiqi', 1, partition, offset, -1) + string(None)
+        data = call(28, 2, body)
+        at = 4 + 4 + 2 + len(topic.encode()) + 4
+        return struct.unpack('>ih', data[at:at + 6])[1]
+
+    out = {}
+    out['init_timeout_too_long'] = init('raw-txn', 3600 * 1000)[0]
+    error, pid, epoch = init('raw-txn', 10000)
+    out['init'] = error
+    out['end_unknown_id'] = end('raw-txn-nobody', 5, 0, True)
+    out['add_unknown_topic'] = add_partitions('raw-txn', pid, epoch, [(topic + '-nope', [0]), (topic, [0])])
+    out['add'] = add_partitions('raw-txn', pid, epoch, [(topic, [0])])
+    out['txn_offsets'] = txn_offsets('raw-txn', 'raw-group', pid, epoch, 0, 0)
+    out['end_commit'] = end('raw-txn', pid, epoch, True)
+    error2, pid2, epoch2 = init('raw-txn', 10000)
+    out['second_init_epoch_bumped'] = error2 == 0 and pid2 == pid and epoch2 == epoch + 1
+    out['add_stale_epoch'] = add_partitions('raw-txn', pid, epoch, [(topic, [0])])
+    out['txn_offsets_stale_epoch'] = txn_offsets('raw-txn', 'raw-group', pid, epoch, 0, 0)
+    out['end_stale_epoch'] = end('raw-txn', pid, epoch, True)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
 def kafka_python(bootstrap, topic):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     p = KafkaProducer(acks='all', **kafka_python_settings(bootstrap))
@@ -526,5 +606,6 @@ def txn_zombie(bootstrap, topic, txn_id):
 if __name__ == '__main__':
     commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin,
                 'raw-batches': raw_batches, 'group': group, 'kafka-python-group': kafka_python_group,
-                'raw-group': raw_group, 'txn-copy': txn_copy, 'txn-zombie': txn_zombie}
+                'raw-group': raw_group, 'txn-copy': txn_copy, 'txn-zombie': txn_zombie,
+                'raw-txn': raw_txn}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))
