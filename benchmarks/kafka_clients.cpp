@@ -13,6 +13,9 @@
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
 // them back with GET, 1 MiB per request.
 //
+// Transactions: the producer idempotent, then with a transactional.id committing every 100 ms and every 10 ms,
+// RECORDS / 2 records each; records/s and the ratio to the idempotent run, and each commit's latency (p50, p99).
+//
 //   kafka_clients [RECORDS]      (default 60000)
 // For looking closer, the consumer takes KAFKA_CLIENTS_DEBUG (librdkafka's debug contexts, e.g. "fetch") and
 // KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) from the environment; KAFKA_CLIENTS_STATS=1 has the
@@ -29,6 +32,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -282,6 +286,70 @@ figures measure_http(const std::vector<moonmqd_process*>& brokers, const std::st
   return f;
 }
 
+/// A transactional producer (transactional.id set, otherwise produce()'s settings): `count` records as fast as it
+/// takes them, committing whenever `interval_ms` has passed since its transaction began; the records/s from the
+/// first send to the last commit, and each commit's latency in `commit_ms`. nullopt: a transactional call failed.
+std::optional<double> produce_transactional(const std::string& bootstrap, const std::string& topic, long count,
+                                            int interval_ms, const std::string& txn_id,
+                                            std::vector<double>& commit_ms) {
+  char error[512];
+  rd_kafka_conf_t* conf = settings(bootstrap, {{"acks", "all"},
+                                               {"transactional.id", txn_id},
+                                               {"linger.ms", "5"},
+                                               {"message.timeout.ms", "120000"},
+                                               {"queue.buffering.max.kbytes", "262144"}});
+  delivery_state state;
+  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rd_kafka_conf_set_opaque(conf, &state);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
+  if (!rk) {
+    std::fprintf(stderr, "kafka_clients: transactional producer: %s
+", error);
+    std::exit(1);
+  }
+  auto ok = [&](rd_kafka_error_t* e, const char* what) {
+    if (!e) return true;
+    std::fprintf(stderr, "kafka_clients: %s: %s\n", what, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return false;
+  };
+  std::optional<double> out;
+  const std::string value(record_bytes, 'v');
+  if (ok(rd_kafka_init_transactions(rk, 30'000), "init_transactions")) {
+    const auto start = clock_type::now();
+    bool failed = false;
+    long i = 0;
+    while (i < count && !failed) {
+      if (!ok(rd_kafka_begin_transaction(rk), "begin_transaction")) break;
+      const auto began = clock_type::now();
+      while (i < count && seconds_since(began) * 1000 < interval_ms) {
+        const std::string key = "k" + std::to_string(i);
+        const rd_kafka_resp_err_t err = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(static_cast<std::int32_t>(i % partitions)),
+            RD_KAFKA_V_KEY(key.data(), key.size()), RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+        if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+          rd_kafka_poll(rk, 10);
+          continue;
+        }
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          std::fprintf(stderr, "kafka_clients: transactional produce: %s\n", rd_kafka_err2str(err));
+          failed = true;
+          break;
+        }
+        ++i;
+        rd_kafka_poll(rk, 0);
+      }
+      const auto committing = clock_type::now();
+      if (!failed && !ok(rd_kafka_commit_transaction(rk, 60'000), "commit_transaction")) failed = true;
+      commit_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - committing).count());
+    }
+    if (!failed && i == count) out = static_cast<double>(state.delivered.load()) / seconds_since(start);
+  }
+  rd_kafka_destroy(rk);
+  return out;
+}
+
 void print_row(const char* way, const figures& f) {
   std::printf("%-28s %12.0f %12.0f %14.0f %9.2f %9.2f %7ld\n", way, f.produce_per_s, f.consume_per_s, f.latency_rate,
               f.p50_ms, f.p99_ms, f.failed);
@@ -342,5 +410,39 @@ int main(int argc, char** argv) {
               "\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f}\n",
               records, moon.produce_per_s / mocked.produce_per_s, moon.consume_per_s / mocked.consume_per_s,
               moon.p99_ms, mocked.p99_ms, http.produce_per_s / moon.produce_per_s);
-  return moon.failed || mocked.failed || http.failed ? 1 : 0;
+
+  // Transactions (issue 31): the same producer idempotent, then transactional committing every 100 ms and every
+  // 10 ms, each on a topic of its own, in this run.
+  const long txn_records = records / 2;
+  bool txn_failed = false;
+  if (make_topic(b1, "bench-idem").size() != partitions) return 1;
+  delivery_state idem;
+  const double idem_per_s = produce("127.0.0.1:" + std::to_string(b1.kafka_port), "bench-idem", txn_records, 0, idem);
+  std::printf("\n%-34s %12s %8s %12s %12s\n", "transactions (librdkafka -> moonmqd)", "records/s", "ratio",
+              "commit p50", "commit p99");
+  std::printf("%-34s %12.0f %8s %12s %12s\n", "idempotent, no transactions", idem_per_s, "1.00", "-", "-");
+  double ratio_100 = 0, p50_100 = 0, p99_100 = 0;
+  for (int interval : {100, 10}) {
+    const std::string topic = "bench-txn-" + std::to_string(interval);
+    if (make_topic(b1, topic).size() != partitions) return 1;
+    std::vector<double> commit_ms;
+    auto per_s = produce_transactional("127.0.0.1:" + std::to_string(b1.kafka_port), topic, txn_records, interval,
+                                       "bench-" + std::to_string(interval), commit_ms);
+    if (!per_s) {
+      txn_failed = true;
+      continue;
+    }
+    const std::string way = "transactional, commit every " + std::to_string(interval) + " ms";
+    std::printf("%-34s %12.0f %8.2f %9.2f ms %9.2f ms\n", way.c_str(), *per_s, *per_s / idem_per_s,
+                percentile(commit_ms, 0.50), percentile(commit_ms, 0.99));
+    if (interval == 100) {
+      ratio_100 = *per_s / idem_per_s;
+      p50_100 = percentile(commit_ms, 0.50);
+      p99_100 = percentile(commit_ms, 0.99);
+    }
+  }
+  std::printf("{\"bench\":\"kafka_clients_transactions\",\"records\":%ld,\"ratio_at_100ms\":%.2f,"
+              "\"commit_p50_ms\":%.2f,\"commit_p99_ms\":%.2f}\n",
+              txn_records, ratio_100, p50_100, p99_100);
+  return moon.failed || mocked.failed || http.failed || idem.failed || txn_failed ? 1 : 0;
 }

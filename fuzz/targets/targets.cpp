@@ -14,6 +14,7 @@
 #include "moonmq/kafka/messages.hpp"
 #include "moonmq/kafka/record_batch.hpp"
 #include "moonmq/kafka/scram.hpp"
+#include "moonmq/kafka/txn_messages.hpp"
 #include "moonmq/storage/record.hpp"
 #include "raft/message_json.hpp"
 #include "transport/http1.hpp"
@@ -328,6 +329,41 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
     case kafka::api::offset_fetch: {
       kafka::offset_fetch_request o;
       (void)kafka::decode(r, h.api_version, o);
+      return 0;
+    }
+    case kafka::api::add_partitions_to_txn: {
+      kafka::add_partitions_to_txn_request a;
+      if (!kafka::decode(r, h.api_version, a)) return 0;
+      std::size_t n = 0;
+      for (const auto& t : a.topics) n += t.partitions.size();
+      must(n <= kafka::max_txn_request_entries);
+      return 0;
+    }
+    case kafka::api::add_offsets_to_txn: {
+      kafka::add_offsets_to_txn_request a;
+      (void)kafka::decode(r, h.api_version, a);
+      return 0;
+    }
+    case kafka::api::end_txn: {
+      kafka::end_txn_request e;
+      (void)kafka::decode(r, h.api_version, e);
+      return 0;
+    }
+    case kafka::api::txn_offset_commit: {
+      kafka::txn_offset_commit_request t;
+      if (!kafka::decode(r, h.api_version, t)) return 0;
+      std::size_t n = 0;
+      for (const auto& tp : t.topics) n += tp.partitions.size();
+      must(n <= kafka::max_txn_request_entries);
+      // The answer, one entry per partition asked, encodes in the same version.
+      kafka::txn_offset_commit_response out;
+      for (const auto& tp : t.topics) {
+        out.topics.push_back({tp.name, {}});
+        for (const auto& p : tp.partitions) out.topics.back().partitions.push_back({p.index, 0});
+      }
+      kafka::writer w;
+      kafka::encode(w, h.api_version, out);
+      must(w.size() >= 8);
       return 0;
     }
     case kafka::api::api_versions:

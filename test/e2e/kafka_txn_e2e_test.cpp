@@ -209,3 +209,55 @@ TEST_CASE("e2e kafka txn: records of Kafka transactions read over HTTP: read_com
   CHECK(values("read_uncommitted") ==
         std::vector<std::string>{"from the first producer", "from the second producer"});
 }
+
+TEST_CASE("e2e kafka txn: kafkajs's transactional producer commits and aborts, with its group offsets, and a "
+          "read_committed reader sees the committed records once",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "tjs", "3"}).exit_code == 0);
+  auto made = run_process({"/usr/bin/node", kafkajs, "txn", c.bootstrap(c.b2), "tjs", "3", "7", "js-txn", "js-group"});
+  INFO(made.out << tail(made.err));
+  REQUIRE(made.exit_code == 0);
+  std::set<std::string> committed, aborted;
+  for (const auto& m : json_lines(made.out)) {
+    if (!m.HasMember("transaction")) continue;
+    for (const auto& k : m["keys"].GetArray()) (m["committed"].GetBool() ? committed : aborted).insert(k.GetString());
+  }
+  REQUIRE(committed.size() == 50);
+  REQUIRE(aborted.size() == 20);
+  auto read = client({"consume", c.bootstrap(c.b3), "tjs", "3", "3"});
+  INFO(tail(read.err));
+  REQUIRE(read.exit_code == 0);
+  std::map<std::string, int> seen;
+  for (const auto& m : json_lines(read.out))
+    if (m.HasMember("key")) ++seen[m["key"].GetString()];
+  CHECK(seen.size() == committed.size());
+  for (const auto& [key, n] : seen) {
+    CHECK(committed.count(key) == 1);
+    CHECK(n == 1);
+  }
+  // The last committed transaction (7) set the group's offset of partition 0; the aborted ones (3, 6) set nothing.
+  std::vector<moonmqd_process*> all{&c.b1, &c.b2, &c.b3};
+  const std::string owner = owner_of(all, "tjs", 0);
+  REQUIRE(!owner.empty());
+  auto fetched = (owner == "b1" ? c.b1 : owner == "b2" ? c.b2 : c.b3).api().Get(
+      "/v1/groups/js-group/offsets?topic=tjs&partition=0");
+  REQUIRE(fetched);
+  CHECK_THAT(fetched->body, Catch::Contains("\"offset\":7"));
+}
+
+TEST_CASE("e2e kafka txn: kafkajs copies a topic exactly once, each fetched batch and its offsets in one transaction",
+          "[e2e][kafka][txn]") {
+  kafka_cluster c;
+  REQUIRE(client({"create", c.bootstrap(c.b1), "jin", "3"}).exit_code == 0);
+  REQUIRE(client({"create", c.bootstrap(c.b2), "jout", "3"}).exit_code == 0);
+  REQUIRE(client({"produce", c.bootstrap(c.b1), "jin", "150"}).exit_code == 0);
+  auto copied =
+      run_process({"/usr/bin/node", kafkajs, "txn-copy", c.bootstrap(c.b3), "jin", "jout", "js-copier", "js-copy", "150"});
+  INFO(tail(copied.out) << tail(copied.err));
+  REQUIRE(copied.exit_code == 0);
+  auto read = client({"consume", c.bootstrap(c.b1), "jout", "3", "3"});
+  INFO(tail(read.err));
+  REQUIRE(read.exit_code == 0);
+  check_copied_once(read.out, 150, 3);
+}

@@ -5,12 +5,18 @@
 //   node kafkajs_client.js produce BOOTSTRAP TOPIC PARTITIONS COUNT
 //   node kafkajs_client.js admin BOOTSTRAP TOPIC
 //   node kafkajs_client.js group BOOTSTRAP GROUP TOPIC IDLE
+//   node kafkajs_client.js txn BOOTSTRAP TOPIC PARTITIONS TRANSACTIONS TXN GROUP
+//   node kafkajs_client.js txn-copy BOOTSTRAP IN OUT GROUP TXN COUNT
 //
 // BOOTSTRAP is host:port, or the JSON object of librdkafka settings clients.py takes (bootstrap.servers,
 // security.protocol, sasl.mechanism, sasl.username, sasl.password, ssl.ca.location), translated to kafkajs's.
 // It creates TOPIC (admin), sends COUNT records with an idempotent producer (acks -1; keys "k<i>", a header, partition
 // i % PARTITIONS) in batches of ten, one line per acknowledged batch, then lists the topic's metadata and offsets.
 // `admin` grows an existing TOPIC by one partition, describes its configs and deletes it.
+// `txn` runs TRANSACTIONS transactions of ten records (keys "k<i>", partition i % PARTITIONS) with transactional id
+// TXN, each also committing GROUP's offset of partition 0 (the transaction's number); every third is aborted.
+// `txn-copy` copies IN to OUT exactly once as a member of GROUP: each fetched batch's copies (same partition and key,
+// value "copy:" + value) and the consumer's offsets in one transaction, until COUNT records were copied.
 // `group` consumes TOPIC from the beginning as a member of GROUP (session 6 s, heartbeat 1 s, kafkajs's own commits),
 // one line per record, until IDLE seconds pass without one after the first.
 'use strict';
@@ -106,7 +112,64 @@ async function group([bootstrap, groupId, topic, idle]) {
   await consumer.disconnect();
 }
 
-const commands = { produce, admin, group };
+async function txn([bootstrap, topic, partitions, transactions, txnId, groupId]) {
+  const kafka = new Kafka(config(bootstrap));
+  const producer = kafka.producer({ transactionalId: txnId, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  let i = 0;
+  for (let n = 1; n <= Number(transactions); ++n) {
+    const t = await producer.transaction();
+    const messages = [];
+    for (let k = 0; k < 10; ++k, ++i) messages.push({ key: `k${i}`, value: `value-${i}`, partition: i % Number(partitions) });
+    for (const m of messages) await t.send({ topic, messages: [m] });
+    // Every transaction commits the group's offset of partition 0 with it: the last commit's is what remains.
+    await t.sendOffsets({ consumerGroupId: groupId, topics: [{ topic, partitions: [{ partition: 0, offset: String(n) }] }] });
+    const abort = n % 3 === 0;
+    if (abort) await t.abort();
+    else await t.commit();
+    console.log(JSON.stringify({ transaction: n, keys: messages.map((m) => m.key), committed: !abort }));
+  }
+  await producer.disconnect();
+}
+
+async function txnCopy([bootstrap, source, target, groupId, txnId, count]) {
+  const kafka = new Kafka(config(bootstrap));
+  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000, readUncommitted: false });
+  const producer = kafka.producer({ transactionalId: txnId, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await consumer.connect();
+  await consumer.subscribe({ topic: source, fromBeginning: true });
+  let copied = 0;
+  // One transaction per fetched batch: the copies and the consumer's offsets commit together.
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    eachBatch: async ({ batch, resolveOffset }) => {
+      if (batch.messages.length === 0) return;
+      const t = await producer.transaction();
+      try {
+        for (const m of batch.messages)
+          await t.send({ topic: target, messages: [{ key: m.key, value: 'copy:' + m.value.toString(), partition: batch.partition }] });
+        const next = String(Number(batch.messages[batch.messages.length - 1].offset) + 1);
+        await t.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: next }] }] });
+        await t.commit();
+      } catch (e) {
+        await t.abort();
+        throw e;
+      }
+      for (const m of batch.messages) resolveOffset(m.offset);
+      copied += batch.messages.length;
+      console.log(JSON.stringify({ committed: batch.messages.length, partition: batch.partition, total: copied }));
+    },
+  });
+  const deadline = Date.now() + 60000;
+  while (copied < Number(count) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await consumer.disconnect();
+  await producer.disconnect();
+  if (copied < Number(count)) throw new Error(`copied ${copied} of ${count}`);
+}
+
+const commands = { produce, admin, group, txn, 'txn-copy': txnCopy };
 commands[process.argv[2]](process.argv.slice(3)).then(() => process.exit(0), (e) => {
   console.log(JSON.stringify({ error: String(e), type: e.type || null }));
   process.exit(1);
