@@ -303,8 +303,7 @@ std::optional<double> produce_transactional(const std::string& bootstrap, const 
   rd_kafka_conf_set_opaque(conf, &state);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
   if (!rk) {
-    std::fprintf(stderr, "kafka_clients: transactional producer: %s
-", error);
+    std::fprintf(stderr, "kafka_clients: transactional producer: %s\n", error);
     std::exit(1);
   }
   auto ok = [&](rd_kafka_error_t* e, const char* what) {
