@@ -136,32 +136,65 @@ status balancer_api::set_paused(bool paused) {
 
 void balancer_api::routes(api_routes& api) {
   api.Get("/v1/autobalancer", [this](const httplib::Request&, httplib::Response& res) { status_route(res); });
-  api.Get("/v1/autobalancer/snapshot", [this](const httplib::Request&, httplib::Response& res) {
-    if (!loop_)
-      return reply_error(res, 404, "not_found",
-                         "the balancer is off on this broker (Server.Autobalance.Enabled): it keeps no model");
-    auto doc = loop_->snapshot_document();
-    if (!doc)
-      return reply_error(res, 404, "not_found",
-                         "no pass has measured the cluster yet (or this broker is not the controller)");
-    reply(res, 200, *doc);
-  });
+  api.Get("/v1/autobalancer/snapshot",
+          [this](const httplib::Request&, httplib::Response& res) { snapshot_route(res); });
   api.Post("/v1/autobalancer/pause", [this](const httplib::Request&, httplib::Response& res) { pause_route(true, res); });
   api.Post("/v1/autobalancer/resume",
            [this](const httplib::Request&, httplib::Response& res) { pause_route(false, res); });
 }
 
-void balancer_api::status_route(httplib::Response& res) {
+std::string balancer_api::own_status() const {
   if (!loop_) {
     std::lock_guard lock(mu_);
-    reply(res, 200, json_object([&](json_writer& w) {
-            put(w, "enabled", false);
-            put(w, "dry_run", dry_run_);
-            put(w, "paused", paused_);
-          }));
+    return json_object([&](json_writer& w) {
+      put(w, "enabled", false);
+      put(w, "dry_run", dry_run_);
+      put(w, "paused", paused_);
+    });
+  }
+  return autobalancer_document(loop_->status(), controller_(), goals_);
+}
+
+std::string balancer_api::remote_controller() const {
+  const std::string c = loop_ ? controller_() : std::string();
+  return !c.empty() && c != view_.self().value() && view_.is_peer(c) ? c : std::string();
+}
+
+void balancer_api::status_route(httplib::Response& res) {
+  if (const std::string c = remote_controller(); !c.empty()) {
+    const auto r = view_.ask(c, transport::get_request("/cluster/admin/autobalancer"));
+    if (r.status == 200) return reply(res, 200, r.body);
+    // The controller did not answer: this broker's own view, which says so.
+    rapidjson::Document d;
+    d.Parse(own_status().c_str());
+    if (d.IsObject()) {
+      auto& a = d.GetAllocator();
+      rapidjson::Value silent(rapidjson::kObjectType);
+      silent.AddMember("id", rapidjson::Value(c.c_str(), a), a);
+      silent.AddMember("message", rapidjson::Value(cluster::describe_answer(r).c_str(), a), a);
+      d.AddMember("controller_silent", silent, a);
+      return reply(res, 200, json_object([&](json_writer& w) { d.Accept(w); }));
+    }
+  }
+  reply(res, 200, own_status());
+}
+
+void balancer_api::snapshot_route(httplib::Response& res) {
+  if (const std::string c = remote_controller(); !c.empty()) {
+    const auto r = view_.ask(c, transport::get_request("/cluster/admin/autobalancer/snapshot"));
+    if (r.status == 0)
+      return reply_error(res, 503, "controller_unavailable", "the controller, " + c + ", did not answer");
+    res.status = r.status;
+    res.set_content(r.body, "application/json");
     return;
   }
-  reply(res, 200, autobalancer_document(loop_->status(), controller_(), goals_));
+  if (!loop_)
+    return reply_error(res, 404, "not_found",
+                       "the balancer is off on this broker (Server.Autobalance.Enabled): it keeps no model");
+  auto doc = loop_->snapshot_document();
+  if (!doc)
+    return reply_error(res, 404, "not_found", "no pass has measured the cluster yet");
+  reply(res, 200, *doc);
 }
 
 void balancer_api::pause_route(bool paused, httplib::Response& res) {
@@ -176,6 +209,12 @@ void balancer_api::pause_route(bool paused, httplib::Response& res) {
 }
 
 transport::response balancer_api::handle_cluster(const transport::request& req) {
+  if (req.method == "GET" && req.path == "/cluster/admin/autobalancer") return {200, own_status(), "application/json"};
+  if (req.method == "GET" && req.path == "/cluster/admin/autobalancer/snapshot") {
+    auto doc = loop_ ? loop_->snapshot_document() : std::nullopt;
+    if (!doc) return transport::error_response(404, "not_found", "no pass has measured the cluster here");
+    return {200, std::move(*doc), "application/json"};
+  }
   if (req.method != "POST" || req.path != "/cluster/admin/autobalancer")
     return transport::error_response(404, "not_found", req.method + " " + req.path + " is not a cluster route");
   rapidjson::Document d;

@@ -51,6 +51,7 @@ struct client_api::impl {
   std::unique_ptr<frontend::move_requests> move_requests;
   std::unique_ptr<frontend::transactions_frontend> txns;
   std::unique_ptr<cluster::stray_reconciler> strays;
+  std::unique_ptr<cluster_lists> lists;
   std::unique_ptr<group_api> groups;
   std::unique_ptr<txn_api> transactions;
   std::unique_ptr<record_api> records;
@@ -153,8 +154,9 @@ status client_api::build() {
       }});
 
   // The routes over them, and the operator's.
-  m.groups = std::make_unique<group_api>(p.coordination->group_routes());
-  m.transactions = std::make_unique<txn_api>(*m.txns);
+  m.lists = std::make_unique<cluster_lists>(*m.view);
+  m.groups = std::make_unique<group_api>(p.coordination->group_routes(), *m.lists);
+  m.transactions = std::make_unique<txn_api>(*m.txns, *m.lists);
   m.records = std::make_unique<record_api>(record_api_parts{m.produce.get(), m.fetch.get(), m.offsets.get()});
   m.status = std::make_unique<status_api>(
       status_api_parts{m.view.get(), p.cfg->host + ":" + std::to_string(p.cfg->port), disk.store.get(),

@@ -65,11 +65,15 @@ void group_api::routes(api_routes& api) {
     if (!d) return relay(res, groups::wire::refusal_response(d.err(), "conflict"));
     reply(res, 200, groups::wire::description_json(*d));
   });
-  api.Get("/v1/groups", [this](const httplib::Request&, httplib::Response& res) {
-    reply(res, 200, json_object([&](json::writer& w) {
-            json::put(w, "coordinator", routes_.self().value());
-            json::put(w, "groups", routes_.groups());
-          }));
+  api.Get("/v1/groups", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string own = json_object([&](json::writer& w) {
+      json::put(w, "coordinator", routes_.self().value());
+      json::put(w, "groups", routes_.groups());
+    });
+    if (!req.has_param("scope") || req.get_param_value("scope") == "broker") return reply(res, 200, own);
+    if (req.get_param_value("scope") != "cluster")
+      return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
+    reply(res, 200, lists_.groups(own));
   });
 }
 

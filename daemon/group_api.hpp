@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include "api_routes.hpp"
+#include "cluster_lists.hpp"
 
 #include "moonmq/groups/group_routes.hpp"
 
@@ -14,13 +15,14 @@ namespace moonmq::daemon {
 
 class group_api {
  public:
-  explicit group_api(groups::group_routes& routes) : routes_(routes) {}
+  group_api(groups::group_routes& routes, cluster_lists& lists) : routes_(routes), lists_(lists) {}
 
   /// Registers POST /v1/groups/{g}/{join,heartbeat,leave}, GET /v1/groups and GET /v1/groups/{g}.
   void routes(api_routes& api);
 
  private:
   groups::group_routes& routes_;
+  cluster_lists& lists_;
 };
 
 }  // namespace moonmq::daemon

@@ -144,7 +144,12 @@ void txn_api::routes(api_routes& api) {
     if (!d) return refuse(res, d.refused());
     reply(res, 200, *d);
   });
-  api.Get("/v1/transactions", [this](const httplib::Request&, httplib::Response& res) { reply(res, 200, txns_.list()); });
+  api.Get("/v1/transactions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("scope") || req.get_param_value("scope") == "broker") return reply(res, 200, txns_.list());
+    if (req.get_param_value("scope") != "cluster")
+      return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
+    reply(res, 200, lists_.transactions(txns_.list()));
+  });
 }
 
 }  // namespace moonmq::daemon

@@ -6,7 +6,8 @@
 //                                                        before its produces (one coordinator round trip for all)
 //   POST /v1/transactions/{tid}/offsets                  group offsets committed if and only if the transaction is
 //   POST /v1/transactions/{tid}/commit · /abort          end; answers the state and the producer's next epoch
-//   GET  /v1/transactions · /v1/transactions/{tid}       this broker's transactions / one, from its coordinator
+//   GET  /v1/transactions[?scope=cluster] · /{tid}      this broker's transactions (every broker's) / one, from its
+//                                                        coordinator
 // A coordinator that does not answer is 503 `coordinator_unavailable` naming it.
 // Thread safety: the routes may run concurrently.
 #pragma once
@@ -14,18 +15,20 @@
 #include <httplib.h>
 
 #include "api_routes.hpp"
+#include "cluster_lists.hpp"
 #include "moonmq/frontend/transactions.hpp"
 
 namespace moonmq::daemon {
 
 class txn_api {
  public:
-  explicit txn_api(frontend::transactions_frontend& txns) : txns_(txns) {}
+  txn_api(frontend::transactions_frontend& txns, cluster_lists& lists) : txns_(txns), lists_(lists) {}
 
   void routes(api_routes& api);
 
  private:
   frontend::transactions_frontend& txns_;
+  cluster_lists& lists_;
 };
 
 }  // namespace moonmq::daemon

@@ -153,6 +153,11 @@ response group_routes::handle_cluster(const request& req) {
     if (!d) return error_response(404, "not_found", "no group " + g->second + " on its coordinator " + self().value());
     return json_ok(wire::description_json(*d));
   }
+  if (route == "list" && req.method == "GET")
+    return json_ok(json::object([&](json::writer& w) {
+      json::put(w, "coordinator", self().value());
+      json::put(w, "groups", groups());
+    }));
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   rapidjson::Document d;
   if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());

@@ -579,7 +579,8 @@ TEST_CASE("e2e: a destination's drained copy whose confirm is pending is never r
   CHECK(ctl_json(b1, {"partitions"})["partitions"][0]["size_bytes"].GetUint64() > 100'000);
 }
 
-TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, asking their coordinators",
+TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, asking their coordinators, and "
+          "lists the whole cluster's with each one's coordinator",
           "[e2e][operator]") {
   three_brokers c;
   auto api = c.b1.api();
@@ -602,5 +603,91 @@ TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, a
   }
   CHECK(ctl(c.b2, {"groups", "describe", "nobody"}).exit_code == 1);
   CHECK(ctl(c.b2, {"transactions", "describe", "nothing"}).exit_code == 1);
-  CHECK(ctl(c.b2, {"groups"}).exit_code == 0);  // the list is still there
+
+  // The lists are the cluster's, whichever broker is asked: more groups and ids, so that several coordinators hold
+  // some, each listed once with its coordinator.
+  std::map<std::string, std::string> coordinator_of;
+  for (int i = 0; i < 6; ++i) {
+    const std::string g = "g" + std::to_string(i), t = "t" + std::to_string(i);
+    REQUIRE(api.Post("/v1/groups/" + g + "/join", R"({"topics":["orders"]})", "application/json")->status == 200);
+    REQUIRE(api.Post("/v1/producers", "{\"transactional_id\":\"" + t + "\"}", "application/json")->status == 200);
+    coordinator_of[g] = parse(api.Get(("/v1/groups/" + g).c_str())->body)["coordinator"].GetString();
+    coordinator_of[t] = parse(api.Get(("/v1/transactions/" + t).c_str())->body)["coordinator"].GetString();
+  }
+  std::set<std::string> coordinators;
+  for (const auto& [name, b] : coordinator_of) coordinators.insert(b);
+  CHECK(coordinators.size() >= 2);
+  for (auto* b : {&c.b1, &c.b2, &c.b3}) {
+    auto groups = ctl_json(*b, {"groups"});
+    std::map<std::string, std::string> listed;
+    for (const auto& g : groups["groups"].GetArray()) listed[g["group"].GetString()] = g["coordinator"].GetString();
+    CHECK(listed.size() == 7);  // gd and g0..g5
+    for (int i = 0; i < 6; ++i) CHECK(listed["g" + std::to_string(i)] == coordinator_of["g" + std::to_string(i)]);
+    auto txns = ctl_json(*b, {"transactions"});
+    std::map<std::string, std::string> ids;
+    for (const auto& t : txns["transactions"].GetArray())
+      ids[t["transactional_id"].GetString()] = t["coordinator"].GetString();
+    CHECK(ids.size() == 7);  // td and t0..t5
+    for (int i = 0; i < 6; ++i) CHECK(ids["t" + std::to_string(i)] == coordinator_of["t" + std::to_string(i)]);
+    auto table = ctl(*b, {"transactions"});
+    CHECK_THAT(table.out, Catch::Contains("COORDINATOR") && Catch::Contains("t5"));
+  }
+  CHECK(ctl_json(c.b2, {"groups", "--local"})["coordinator"].GetString() == std::string("b2"));
+  // A broker down: the list says so, on stderr, and lists what the others coordinate.
+  c.b3.kill9();
+  auto partial = ctl(c.b1, {"groups"});
+  INFO(partial.out << partial.err);
+  CHECK(partial.exit_code == 0);
+  CHECK_THAT(partial.err, Catch::Contains("warning: b3 did not answer"));
+  for (int i = 0; i < 6; ++i)
+    if (coordinator_of["g" + std::to_string(i)] != "b3") CHECK_THAT(partial.out, Catch::Contains("g" + std::to_string(i)));
+}
+
+TEST_CASE("e2e: moonmqctl loads, balancer status and plan answer alike from every broker: a broker that is not the "
+          "controller asks it",
+          "[e2e][operator]") {
+  temp_dir dir;
+  moonmqd_process b1{"b1", dir.path()}, b2{"b2", dir.path()}, b3{"b3", dir.path()};
+  const std::string balance =
+      "\"Autobalance\":{\"Enabled\":true,\"IntervalSeconds\":1,\"DryRun\":true,"
+      "\"Goals\":[{\"Name\":\"PARTITION_COUNT\"}]}";
+  for (auto* b : {&b1, &b2, &b3}) b->configure({&b1, &b2, &b3}, "", balance);
+  for (auto* b : {&b1, &b2, &b3}) b->start();
+  REQUIRE(b1.api().Post("/v1/topics", R"({"name":"orders","partitions":3,"placement":"local"})", "application/json")
+              ->status == 200);
+  // A pass has measured the cluster, as the controller says.
+  std::string controller;
+  wait_until([&] {
+    for (auto* b : {&b1, &b2, &b3}) {
+      auto d = ctl_json(*b, {"balancer", "status"});
+      if (d.HasMember("passes") && d["passes"].GetUint64() > 0 && d.HasMember("brokers") && d["brokers"].Size() == 3) {
+        controller = d["controller"]["id"].GetString();
+        return true;
+      }
+    }
+    return false;
+  }, "a balance pass");
+  for (auto* b : {&b1, &b2, &b3}) {
+    auto status = ctl_json(*b, {"balancer", "status"});
+    INFO(b->id);
+    CHECK(std::string(status["controller"]["id"].GetString()) == controller);
+    CHECK(status["passes"].GetUint64() > 0);
+    CHECK_FALSE(status.HasMember("controller_silent"));
+    auto loads = ctl(*b, {"loads"});
+    INFO(loads.out << loads.err);
+    CHECK(loads.exit_code == 0);
+    CHECK_THAT(loads.out, Catch::Contains("b1") && Catch::Contains("b2") && Catch::Contains("b3"));
+    CHECK_THAT(loads.out, !Catch::Contains("no pass"));
+  }
+  // The controller down: a broker that asks it says it answers alone (until another becomes controller).
+  moonmqd_process* down = controller == "b1" ? &b1 : controller == "b2" ? &b2 : &b3;
+  moonmqd_process* other = down == &b1 ? &b2 : &b1;
+  down->kill9();
+  auto alone = ctl(*other, {"balancer", "status"});
+  INFO(alone.out << alone.err);
+  CHECK(alone.exit_code == 0);
+  // Either it still takes the dead one for the controller and says it did not answer, or another took over.
+  const bool said_silent = alone.out.find("did not answer") != std::string::npos;
+  const bool taken_over = alone.out.find("controller:  " + down->id + " ") == std::string::npos;
+  CHECK((said_silent || taken_over));
 }

@@ -29,6 +29,9 @@ void add_balancer(CLI::App& app, const options& o, runner& run) {
         if (d.HasMember("last_pass"))
           std::cout << "last pass:   " << str(d["last_pass"], "result") << " " << str(d["last_pass"], "error") << "\n";
         std::cout << "goals met:   " << (flag(d, "satisfied") ? "yes" : "no") << "\n";
+        if (d.HasMember("controller_silent"))
+          std::cout << "warning:     the controller, " << str(d["controller_silent"], "id")
+                    << ", did not answer; this is the broker asked's own state\n";
         std::cout << "planned:     " << array(d, "plan").Size() << " actions; " << array(d, "moves").Size()
                   << " moves followed\n";
       });

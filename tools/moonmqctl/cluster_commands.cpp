@@ -157,8 +157,11 @@ void add_loads(CLI::App& app, const options& o, runner& run) {
         for (const auto& b : array(d, "brokers").GetArray())
           t.add({str(b, "id"), human_bytes(num(b, "nw_in")) + "/s", human_bytes(num(b, "nw_out")) + "/s",
                  human_bytes(num(b, "disk")), str(b, "partitions")});
-        if (t.empty()) std::cout << "no pass has measured the loads yet (or this broker is not the controller)\n";
+        if (t.empty()) std::cout << "no pass has measured the loads yet\n";
         else std::cout << t.render();
+        if (d.HasMember("controller_silent"))
+          std::cerr << "warning: the controller, " << str(d["controller_silent"], "id")
+                    << ", did not answer; these are the broker asked's own figures\n";
       });
     };
   });

@@ -58,7 +58,8 @@ class group_routes {
   group_routes(group_service& service, transport::peer_client& peers, std::vector<broker_id> brokers,
                std::function<time_ms()> clock = {});
 
-  /// Handles a /cluster/group/ROUTE request (on the coordinator, or `clear` on a partition's owner).
+  /// Handles a /cluster/group/ROUTE request (on the coordinator, `clear` on a partition's owner, `list` on any
+  /// broker: the groups it coordinates).
   transport::response handle_cluster(const transport::request& req);
 
   /// The membership calls, on the group's coordinator. Errors: invalid_argument (the call's shape), not_found (an
