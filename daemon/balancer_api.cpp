@@ -1,6 +1,8 @@
 #include "balancer_api.hpp"
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "api_reply.hpp"
 #include "cluster/wire_json.hpp"
@@ -156,7 +158,10 @@ std::string balancer_api::own_status() const {
 }
 
 std::string balancer_api::remote_controller() const {
-  const std::string c = loop_ ? controller_() : std::string();
+  // A broker whose claim stands answers itself, whatever it last heard of another.
+  if (!loop_) return {};
+  if (const auto s = loop_->status(); s.claim && !s.superseded) return {};
+  const std::string c = controller_();
   return !c.empty() && c != view_.self().value() && view_.is_peer(c) ? c : std::string();
 }
 
@@ -173,7 +178,10 @@ void balancer_api::status_route(httplib::Response& res) {
       silent.AddMember("id", rapidjson::Value(c.c_str(), a), a);
       silent.AddMember("message", rapidjson::Value(cluster::describe_answer(r).c_str(), a), a);
       d.AddMember("controller_silent", silent, a);
-      return reply(res, 200, json_object([&](json_writer& w) { d.Accept(w); }));
+      rapidjson::StringBuffer out;
+      rapidjson::Writer<rapidjson::StringBuffer> w(out);
+      d.Accept(w);
+      return reply(res, 200, std::string(out.GetString(), out.GetSize()));
     }
   }
   reply(res, 200, own_status());

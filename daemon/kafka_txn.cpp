@@ -19,7 +19,7 @@ std::int16_t txn_code(const refusal& r, std::int16_t fenced) {
   switch (r.code()) {
     case errc::producer_fenced:
       return fenced;
-    case errc::not_found:  // the transactional id has no session (or another producer id)
+    case errc::not_found:  // the transactional id has no session on its coordinator
       return ec::invalid_producer_id_mapping;
     case errc::invalid_argument:  // an epoch the coordinator never gave
       return ec::invalid_producer_epoch;
@@ -121,20 +121,34 @@ kafka::add_partitions_to_txn_response kafka_txn::add_partitions(const kafka::add
       else
         asked.push_back({t.name, p});
     }
-  if (unknown.empty() && asked.size() > 0) {
-    auto declared = p_.txns->declare(req.producer.transactional_id, who->first, who->second, asked);
-    if (declared) return answer_all(ec::none);
-    if (declared.code() != errc::not_found || declared.refused().by_coordinator)
-      return answer_all(txn_code(declared.refused(), ec::invalid_producer_epoch));
-    // A partition no broker has: find which topic's, one topic at a time (a declaration names at most
-    // transactions_frontend::max_declared_topics).
+  if (unknown.empty() && !asked.empty()) {
+    // The partitions, a declaration at a time (each names at most transactions_frontend::max_declared_topics
+    // topics; Kafka has no such bound, so a larger request is split here).
     std::map<std::string, std::vector<topic_partition>> by_topic;
     for (const auto& tp : asked) by_topic[tp.topic].push_back(tp);
-    for (const auto& [topic, tps] : by_topic)
-      if (auto one = p_.txns->declare(req.producer.transactional_id, who->first, who->second, tps);
-          !one && one.code() == errc::not_found)
-        for (const auto& tp : tps) unknown.insert({tp.topic, tp.partition});
-    if (unknown.empty()) return answer_all(txn_code(declared.refused(), ec::invalid_producer_epoch));
+    std::vector<std::vector<topic_partition>> declarations(1);
+    std::size_t topics = 0;
+    for (const auto& [topic, tps] : by_topic) {
+      if (topics++ == frontend::transactions_frontend::max_declared_topics) {
+        declarations.emplace_back();
+        topics = 1;
+      }
+      declarations.back().insert(declarations.back().end(), tps.begin(), tps.end());
+    }
+    for (const auto& some : declarations) {
+      auto declared = p_.txns->declare(req.producer.transactional_id, who->first, who->second, some);
+      if (declared) continue;
+      // "no broker has T-n": the session is fine, a partition is not (its topic's partitions are marked below).
+      const bool no_partition = declared.code() == errc::not_found && !declared.refused().by_coordinator &&
+                                declared.message().rfind("no transactional id", 0) != 0;
+      if (!no_partition) return answer_all(txn_code(declared.refused(), ec::invalid_producer_epoch));
+      for (const auto& tp : some) {
+        auto one = p_.txns->declare(req.producer.transactional_id, who->first, who->second, {tp});
+        if (!one && one.code() == errc::not_found) unknown.insert({tp.topic, tp.partition});
+      }
+      if (unknown.empty()) return answer_all(txn_code(declared.refused(), ec::invalid_producer_epoch));
+    }
+    if (unknown.empty()) return answer_all(ec::none);
   }
   for (const auto& t : req.topics) {
     out.topics.push_back({t.name, {}});
@@ -176,7 +190,8 @@ kafka::txn_offset_commit_response kafka_txn::commit_offsets(const kafka::txn_off
     }
     return out;
   };
-  const std::int16_t fenced = version >= 3 ? ec::producer_fenced : ec::invalid_producer_epoch;
+  (void)version;  // v3 adds the member's generation; a fenced producer is INVALID_PRODUCER_EPOCH in every version
+  const std::int16_t fenced = ec::invalid_producer_epoch;
   if (!authorized) return answer_all(ec::transactional_id_authorization_failed);
   const auto who = identity(req.producer);
   if (!who || !valid_client_name(req.producer.transactional_id)) return answer_all(ec::invalid_producer_id_mapping);

@@ -363,7 +363,9 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
       }
       kafka::writer w;
       kafka::encode(w, h.api_version, out);
-      must(w.size() >= 8);
+      kafka::reader back(w.bytes());
+      back.i32();  // throttle
+      must(back.array_count(h.api_version >= 3) == static_cast<std::int32_t>(out.topics.size()) && back.ok());
       return 0;
     }
     case kafka::api::api_versions:

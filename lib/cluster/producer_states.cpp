@@ -1,11 +1,15 @@
 #include "moonmq/cluster/producer_states.hpp"
 
+#include <charconv>
+
 namespace moonmq::cluster {
 
 namespace {
 constexpr std::size_t catch_up_chunk = 4u << 20;
 
-/// A control record. A commit or abort marker's sequence field carries the epoch of the coordinator that wrote it.
+/// A control record. A commit or abort marker's sequence field carries the epoch of the coordinator that wrote it (a
+/// begin record's, whether the producer's sequences run on: `coordinator_epoch` is that field), and a numbered
+/// marker's key its number.
 storage::record control(std::uint64_t producer_id, std::uint32_t epoch, std::string_view marker,
                         std::uint32_t coordinator_epoch = 0, std::uint32_t number = 0) {
   storage::record r;
@@ -37,8 +41,8 @@ void producer_states::learn(slot& s, const std::optional<storage::producer_stamp
     } else {
       s.table.observe_coordinator(producer->id, producer->sequence);
       std::uint32_t number = 0;
-      if (key)
-        for (char c : *key) number = c >= '0' && c <= '9' && number < UINT32_MAX / 10 ? number * 10 + (c - '0') : 0;
+      if (key && std::from_chars(key->data(), key->data() + key->size(), number).ec != std::errc())
+        number = 0;  // no number (or not one): a marker above the transaction's epoch
       if (number != 0) s.table.observe_marker_number(producer->id, number);
     }
     s.txns.observe_control(producer->id, producer->epoch, value, offset);
@@ -133,14 +137,14 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
     // where they run on, the batch is judged first, so that a late retry opens nothing.
     const auto open = s.txns.open(first->id);
     const bool opens = transactional && (!open || open->epoch != first->epoch);
-    if (opens && how.must_be_open)
-      return error{errc::not_found, name_of(tp) + ": producer " + std::to_string(first->id) +
-                                        " has no transaction open here at epoch " + std::to_string(first->epoch)};
     if (opens && how.sequences_run_on) {
       auto early = s.table.check(*first, records.size());
       if (!early) return error{early.code(), name_of(tp) + ": " + early.message()};
       if (early->duplicate) return std::move(early->offsets);
     }
+    if (opens && how.must_be_open)
+      return error{errc::not_found, name_of(tp) + ": producer " + std::to_string(first->id) +
+                                        " has no transaction open here at epoch " + std::to_string(first->epoch)};
     if (opens)
       if (auto e = enroll_locked(tp, s, first->id, first->epoch, how.sequences_run_on); !e) return e.err();
     auto verdict = s.table.check(*first, records.size());

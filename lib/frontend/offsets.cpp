@@ -61,6 +61,21 @@ result<rapidjson::Document> relayed(const std::optional<transport::response>& a,
   return d;
 }
 
+/// `r` relayed to `owner`, then to the owner each broker that no longer serves the partition names, up to
+/// max_relay_hops brokers; `owner` ends as the last broker asked.
+result<rapidjson::Document> relay_following(transport::peer_client& peers, const broker_id& self, broker_id& owner,
+                                            const transport::request& r, bool& by_coordinator) {
+  std::optional<broker_id> next;
+  auto d = relayed(peers.call_now(owner.value(), r), owner, by_coordinator, &next);
+  for (int hop = 1; !d && d.code() == errc::not_owner && next && *next != owner && *next != self &&
+                    hop < max_relay_hops;
+       ++hop) {
+    owner = *next;
+    d = relayed(peers.call_now(owner.value(), r), owner, by_coordinator, &next);
+  }
+  return d;
+}
+
 bool exists(storage::partition_store& store, const topic_partition& tp) {
   auto count = store.partition_count(tp.topic);
   return count && tp.partition >= 0 && tp.partition < *count;
@@ -163,14 +178,7 @@ outcome<done> offsets_frontend::commit_at_owner(const commit_request& req) {
     json::put(w, "member_epoch", req.member_epoch);
   });
   bool by_coordinator = false;
-  std::optional<broker_id> next;
-  auto d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
-  for (int hop = 1; !d && d.code() == errc::not_owner && next && *next != owner && *next != p_.self &&
-                    hop < max_relay_hops;
-       ++hop) {
-    owner = *next;
-    d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
-  }
+  auto d = relay_following(*p_.peers, p_.self, owner, r, by_coordinator);
   if (!d) return refusal{d.err(), d.code() == errc::not_owner ? std::nullopt : std::optional(owner), {}, by_coordinator};
   return done{};
 }
@@ -185,14 +193,7 @@ outcome<std::optional<storage::committed_offset>> offsets_frontend::committed_at
   auto r = transport::get_request(relay_path);
   r.params = {{"group", group}, {"topic", tp.topic}, {"partition", std::to_string(tp.partition)}};
   bool by_coordinator = false;
-  std::optional<broker_id> next;
-  auto d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
-  for (int hop = 1; !d && d.code() == errc::not_owner && next && *next != owner && *next != p_.self &&
-                    hop < max_relay_hops;
-       ++hop) {
-    owner = *next;
-    d = relayed(p_.peers->call_now(owner.value(), r), owner, by_coordinator, &next);
-  }
+  auto d = relay_following(*p_.peers, p_.self, owner, r, by_coordinator);
   if (!d) return refusal{d.err(), std::nullopt, {}, by_coordinator};
   json::object_reader reader(*d, owner.value() + "'s answer");
   const auto* offset = reader.member("offset");

@@ -1,6 +1,5 @@
 // Kafka's transaction messages (include/moonmq/kafka/txn_messages.hpp). AddPartitionsToTxn, AddOffsetsToTxn and
-// EndTxn are answered in versions 0-1, which differ only in what the answer means (v1 may say PRODUCER_FENCED
-// where v0 said INVALID_PRODUCER_EPOCH); TxnOffsetCommit in 0-3, flexible in 3.
+// EndTxn are answered in versions 0-1, whose fields are the same; TxnOffsetCommit in 0-3, flexible in 3.
 #include "moonmq/kafka/txn_messages.hpp"
 
 #include <algorithm>

@@ -57,11 +57,12 @@ std::string render_transaction(const transaction& t) {
     json::put(w, "started_ms", t.started_ms);
     json::put(w, "reason", t.reason);
     json::put(w, "offsets_pending", t.offsets_pending);
-    if (t.keeps_epoch) {  // written only when set: a log of sessions that bump their epochs reads as it did
-      json::put(w, "keeps_epoch", true);
-      json::put(w, "ends", t.ends);
-      json::put(w, "marker_number", t.marker_number);
-    }
+    // Written only when set, so that a log of sessions that bump their epochs reads as it did; `ends` whenever a
+    // session kept its epoch once, even if the id's session now bumps it: a later one that keeps it again must
+    // never number a transaction as one the partitions have seen.
+    if (t.keeps_epoch) json::put(w, "keeps_epoch", true);
+    if (t.ends != 0) json::put(w, "ends", t.ends);
+    if (t.marker_number != 0) json::put(w, "marker_number", t.marker_number);
     if (t.timeout_ms > 0) json::put(w, "timeout_ms", t.timeout_ms);
     write_holdings(w, t);
   });

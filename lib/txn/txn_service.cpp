@@ -348,7 +348,11 @@ response txn_service::coordinator_route(const std::string& route, const request&
     }
     auto held = add_here(id, producer_id, e32, std::move(owners), replace_owners);
     if (!held) return from_error(held.err());
-    return json_ok(json::object([&](json::writer& w) { write_refs(w, "partitions", *held); }));
+    const bool keeps = keeps_epoch(id);
+    return json_ok(json::object([&](json::writer& w) {
+      write_refs(w, "partitions", *held);
+      if (keeps) json::put(w, "keeps_epoch", true);
+    }));
   }
   if (route == "end") {
     end_call c{id, producer_id, e32, false, false};
@@ -375,17 +379,22 @@ result<std::string> txn_service::describe_here(const std::string& id) {
 }
 
 result<producer_identity> txn_service::init_here(const std::string& id, const init_options& o) {
-  if (o.expected) {
-    std::lock_guard lock(mu_);
-    const transaction* t = coord_.find(id);
-    if (!t || t->producer_id != o.expected->producer_id || t->epoch != o.expected->epoch)
-      return fenced(error{errc::producer_fenced,
-                          "producer " + std::to_string(o.expected->producer_id) + " epoch " +
-                              std::to_string(o.expected->epoch) + " is not the current session of " + id});
-  }
   for (int round = 0; round < 2; ++round) {
     {
       std::lock_guard lock(mu_);
+      if (o.expected && round == 0) {
+        // KIP-360: the producer names its session. Its own bump answered before (the answer lost, the request
+        // sent again) is answered again; any other session than the current one is fenced.
+        const transaction* t = coord_.find(id);
+        const bool current = t && t->producer_id == o.expected->producer_id && t->epoch == o.expected->epoch;
+        const bool retried = t && t->producer_id == o.expected->producer_id && t->epoch == o.expected->epoch + 1 &&
+                             t->phase == txn_phase::empty && t->keeps_epoch == o.session.keeps_epoch;
+        if (retried) return producer_identity{t->producer_id, t->epoch};
+        if (!current)
+          return fenced(error{errc::producer_fenced,
+                              "producer " + std::to_string(o.expected->producer_id) + " epoch " +
+                                  std::to_string(o.expected->epoch) + " is not the current session of " + id});
+      }
       const std::optional<transaction> before =
           coord_.find(id) ? std::optional<transaction>(*coord_.find(id)) : std::nullopt;
       auto t = coord_.init(id, opt_.fresh_producer_id(), opt_.clock(), o.session);
@@ -663,6 +672,12 @@ status txn_service::join_all(const std::string& id, std::uint64_t producer_id, s
   return add(id, producer_id, epoch, partitions).to_status();
 }
 
+bool txn_service::keeps_epoch(const std::string& id) {
+  std::lock_guard lock(mu_);
+  const transaction* t = coord_.find(id);
+  return t && t->keeps_epoch;
+}
+
 void txn_service::remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                                  const std::map<topic_partition, broker_id>& partitions) {
   std::lock_guard lock(joined_mu_);
@@ -674,10 +689,12 @@ result<std::map<topic_partition, broker_id>> txn_service::add(
     const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
     const std::vector<std::pair<topic_partition, broker_id>>& partitions, bool replace_owners) {
   std::map<topic_partition, broker_id> held(partitions.begin(), partitions.end());
+  bool keeps = false;
   if (coordinator_of(id) == self()) {
     auto added = add_here(id, producer_id, epoch, held, replace_owners);
     if (!added) return added.err();
     held = std::move(*added);
+    keeps = keeps_epoch(id);
   } else {
     auto added = forward(id, "add", wire::producer_body(id, producer_id, epoch, [&](json::writer& w) {
                            if (replace_owners) json::put(w, "replace_owners", true);
@@ -692,9 +709,12 @@ result<std::map<topic_partition, broker_id>> txn_service::add(
       if (auto refs = read_refs(r, "partitions", false); refs && r.ok())
         for (const auto& ref : *refs)
           if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
+      r.get("keeps_epoch", keeps);
     }
   }
-  remember_joins(id, producer_id, epoch, held);
+  // A join is remembered for the epoch's one transaction; a session that keeps its epoch has many, so a join of
+  // one proves nothing about the next.
+  if (!keeps) remember_joins(id, producer_id, epoch, held);
   return held;
 }
 

@@ -162,6 +162,8 @@ class txn_service {
                                                    std::uint32_t epoch,
                                                    const std::vector<std::pair<topic_partition, broker_id>>& partitions,
                                                    bool replace_owners = false);
+  /// Whether `id`'s session keeps its epoch across its transactions (on its coordinator).
+  bool keeps_epoch(const std::string& id);
   void remember_joins(const std::string& id, std::uint64_t producer_id, std::uint32_t epoch,
                       const std::map<topic_partition, broker_id>& partitions);
   /// Writes transaction `id` as it now is; `commit_point` forces a sync.

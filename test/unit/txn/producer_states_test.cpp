@@ -252,14 +252,16 @@ TEST_CASE("partition transactions: a session that keeps its epoch (a Kafka clien
   REQUIRE(restarted.end_transaction(tp, 6, 0, false, 0, 2));  // transaction 2 aborted
   CHECK(committed_values(store, restarted, tp) == std::vector<std::string>{"r0", "r1"});
   // A partition declared but not written gets marker 3 too, so that a late copy of it is known.
+  const auto before_three = *store.end_offset(tp);
   REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 3));
-  const auto after_three = *store.end_offset(tp);
+  CHECK(*store.end_offset(tp) > before_three);  // written with nothing open
   REQUIRE(restarted.append(tp, txn_batch(6, 0, 4, 1), kafka));
+  const auto with_four = *store.end_offset(tp);
   REQUIRE(restarted.end_transaction(tp, 6, 0, true, 0, 3));
+  CHECK(*store.end_offset(tp) == with_four);  // the late copy of marker 3 writes nothing
   view = restarted.committed(tp, 0);
   REQUIRE(view);
   CHECK(view->open.count(6));  // transaction 4 is open still
-  CHECK(*store.end_offset(tp) > after_three);
   // A new session (epoch 1, as InitProducerId bumps it) aborts what is open with an unnumbered marker; the old
   // session's numbered markers write nothing after it.
   REQUIRE(restarted.end_transaction(tp, 6, 1, false));
@@ -282,4 +284,11 @@ TEST_CASE("producer states: a batch that must find its transaction open is refus
   REQUIRE(states.append(tp, txn_batch(2, 0, 1, 1), {true, false}));  // open: taken
   REQUIRE(states.end_transaction(tp, 2, 0, true, 0, 1));
   CHECK(states.append(tp, txn_batch(2, 0, 2, 1), {true, false}).code() == errc::not_found);
+  // A Kafka producer's late retry of a batch written in the ended transaction is a duplicate before it would need
+  // the transaction open: answered with its offset, nothing joined, nothing written.
+  const auto end = *store.end_offset(tp);
+  auto retried = states.append(tp, txn_batch(2, 0, 1, 1), {true, true});
+  REQUIRE(retried);
+  CHECK(*store.end_offset(tp) == end);
+  CHECK(states.append(tp, txn_batch(2, 0, 2, 1), {true, true}).code() == errc::not_found);
 }
