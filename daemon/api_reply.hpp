@@ -11,6 +11,7 @@
 
 #include "json/parse.hpp"
 #include "json/writer.hpp"
+#include "moonmq/cluster/peer_fanout.hpp"
 #include "moonmq/core/result.hpp"
 #include "moonmq/core/utf8.hpp"
 #include "moonmq/transport/message.hpp"
@@ -48,6 +49,23 @@ inline bool valid_client_id(const std::string& id, const char* what, httplib::Re
 template <typename F>
 std::string json_object(F&& fill) {
   return json::object(std::forward<F>(fill));
+}
+
+/// A refusal because of a peer: {"error","message","peer":{"id","error","message"}}, the peer's own code and
+/// message as fields (never its body inside the message).
+inline void reply_peer_error(httplib::Response& res, int status, const std::string& code, const std::string& message,
+                             const std::string& peer, const transport::response& answer) {
+  const auto e = cluster::read_peer_error(answer);
+  reply(res, status, json_object([&](json::writer& w) {
+          json::put(w, "error", code);
+          json::put(w, "message", message);
+          w.Key("peer");
+          w.StartObject();
+          json::put(w, "id", peer);
+          json::put(w, "error", e.error);
+          json::put(w, "message", e.message);
+          w.EndObject();
+        }));
 }
 
 /// A whole number in [0, max]; nullopt for anything else (no exceptions, no silent wrap).

@@ -137,7 +137,14 @@ status balancer_api::set_paused(bool paused) {
 }
 
 void balancer_api::routes(api_routes& api) {
-  api.Get("/v1/autobalancer", [this](const httplib::Request&, httplib::Response& res) { status_route(res); });
+  // ?scope=broker: this broker's own (its loop's view: standing by, superseded), not the controller's.
+  auto own_only = [](const httplib::Request& req) {
+    return req.has_param("scope") && req.get_param_value("scope") == "broker";
+  };
+  api.Get("/v1/autobalancer", [this, own_only](const httplib::Request& req, httplib::Response& res) {
+    if (own_only(req)) return reply(res, 200, own_status());
+    status_route(res);
+  });
   api.Get("/v1/autobalancer/snapshot",
           [this](const httplib::Request&, httplib::Response& res) { snapshot_route(res); });
   api.Post("/v1/autobalancer/pause", [this](const httplib::Request&, httplib::Response& res) { pause_route(true, res); });

@@ -1,7 +1,8 @@
 // moonmqd's balance-loop routes:
 //   GET  /v1/autobalancer                  the loop's state: controller, last pass, plan, broker loads, moves; a
 //                                          broker that is not the controller asks the controller
-//                                          (GET /cluster/admin/autobalancer), so any broker answers alike
+//                                          (GET /cluster/admin/autobalancer), so any broker answers alike;
+//                                          ?scope=broker: the broker's own loop (standing by, superseded)
 //   GET  /v1/autobalancer/snapshot         the controller's model, asked of it the same way
 //   POST /v1/autobalancer/pause · /resume  on every broker (whichever becomes controller stays paused): no pass
 //                                          runs, so nothing new is planned or started; moves in flight finish

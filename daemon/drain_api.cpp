@@ -184,7 +184,7 @@ void drain_api::routes(api_routes& api) {
     if (id == view_.self().value()) return reply(res, 200, progress_document());
     if (!view_.is_peer(id)) return reply_error(res, 404, "not_found", "unknown broker '" + id + "'");
     auto r = view_.ask(id, transport::get_request("/cluster/admin/drain"));
-    if (r.status == 0) return reply_error(res, 503, "unavailable", id + " did not answer: " + r.body);
+    if (r.status == 0) return reply_peer_error(res, 503, "unavailable", id + " did not answer", id, r);
     relay(res, r);
   });
 }

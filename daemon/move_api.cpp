@@ -161,7 +161,7 @@ void move_api::cancel(const httplib::Request& req, httplib::Response& res) {
   ask.params["id"] = std::to_string(*id);
   auto r = view_.ask(source, ask);
   if (r.ok()) return accepted(source);
-  if (r.status == 0) return reply_error(res, 503, "unavailable", source + " did not answer: " + r.body);
+  if (r.status == 0) return reply_peer_error(res, 503, "unavailable", source + " did not answer", source, r);
   relay(res, r);
 }
 

@@ -169,7 +169,7 @@ void reclaim_api::routes(api_routes& api) {
     r.method = method;
     r.path = "/cluster/admin/reclaim";
     auto a = view_.ask(id, r);
-    if (a.status == 0) return reply_error(res, 503, "unavailable", id + " did not answer: " + a.body);
+    if (a.status == 0) return reply_peer_error(res, 503, "unavailable", id + " did not answer", id, a);
     relay(res, a);
   };
   api.Get(R"(/v1/brokers/([^/]+)/reclaim)", [this, forward](const httplib::Request& req, httplib::Response& res) {

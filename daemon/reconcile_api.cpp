@@ -114,7 +114,9 @@ transport::response reconcile_api::step(const std::string& broker, const std::st
   });
   if (broker == view_.self().value()) return handle_cluster(r);
   auto a = view_.ask(broker, r);
-  if (a.status == 0) return transport::error_response(503, "unavailable", broker + " did not answer: " + a.body);
+  if (a.status == 0)
+    return transport::error_response(503, "unavailable",
+                                     broker + " did not answer: " + cluster::read_peer_error(a).message);
   return a;
 }
 

@@ -2,7 +2,8 @@
 // put into the page as text, never as markup.
 'use strict';
 
-const state = { token: sessionStorage.getItem('moonmq-token') || '' };
+// `lastLoads`: each broker's figures from the last pass that measured it, kept for when it stops answering.
+const state = { token: sessionStorage.getItem('moonmq-token') || '', lastLoads: {} };
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -27,15 +28,45 @@ function seconds(s) {
   return s + 's';
 }
 
-async function api(path) {
+async function api(path, method, body) {
   const headers = state.token ? { Authorization: 'Bearer ' + state.token } : {};
-  const r = await fetch(path, { headers });
+  const init = { headers, method: method || 'GET' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
   if (r.status === 401 || r.status === 403) {
     document.getElementById('login').hidden = false;
     throw new Error(r.status === 401 ? 'this broker needs a token' : 'this token may not read ' + path);
   }
-  if (!r.ok) throw new Error(path + ': HTTP ' + r.status);
+  if (!r.ok) {
+    let why = 'HTTP ' + r.status;
+    try { const e = await r.json(); if (e.message) why += ' ' + (e.error || '') + ': ' + e.message; } catch (_) { }
+    throw new Error(path + ': ' + why);
+  }
   return r.json();
+}
+
+// An operator's action (admin token): the page is redrawn after it, and a refusal is shown like any error.
+async function act(method, path, body) {
+  const error = document.getElementById('error');
+  try {
+    await api(path, method, body);
+    error.hidden = true;
+  } catch (e) {
+    error.textContent = e.message;
+    error.hidden = false;
+  }
+  refresh();
+}
+
+// Text cut to `n` characters, the whole of it in the tooltip (an error must not widen the page).
+function short(text, n, cls) {
+  text = String(text || '');
+  const e = el('span', text.length > n ? text.slice(0, n - 1) + '…' : text, cls);
+  e.title = text;
+  return e;
 }
 
 function fill(tbody, rows) {
@@ -52,8 +83,10 @@ function row(cells) {
   return tr;
 }
 
-// A load bar: the broker's value against the largest, the mean as a line and the band around it shaded.
-function loadBar(value, mean, max, deviation) {
+// A load bar: the broker's value against the largest, the mean as a line and the band around it shaded, and the
+// value in figures beside it. `stale`: the broker did not answer, so these are its last measured figures.
+function loadBar(value, mean, max, deviation, format, stale) {
+  const wrap = el('span', null, 'loadcell');
   const bar = el('span', null, 'load');
   const scale = v => Math.max(0, Math.min(100, max > 0 ? v / max * 100 : 0));
   const band = el('span', null, 'band');
@@ -65,23 +98,47 @@ function loadBar(value, mean, max, deviation) {
   m.style.left = scale(mean) + '%';
   bar.append(band, f, m);
   if (mean > 0 && Math.abs(value - mean) > mean * deviation) bar.classList.add('out');
-  bar.title = value.toFixed(0) + ' (mean ' + mean.toFixed(0) + ', band ±' + Math.round(deviation * 100) + '%)';
-  return bar;
+  bar.title = format(value) + ' (mean ' + format(mean) + ', band ±' + Math.round(deviation * 100) + '%)' +
+              (stale ? '; last measured before the broker stopped answering' : '');
+  wrap.append(bar, el('span', format(value) + (stale ? ' (stale)' : ''), 'figure'));
+  if (stale) wrap.classList.add('stale');
+  return wrap;
 }
 
+const resources = {
+  nw_in: { goal: 'NW_IN', format: v => bytes(v) + '/s' },
+  nw_out: { goal: 'NW_OUT', format: v => bytes(v) + '/s' },
+  disk: { goal: 'DISK', format: v => bytes(v) },
+  partitions: { goal: 'PARTITION_COUNT', format: v => String(Math.round(v)) },
+};
+
 function deviationOf(balancer, resource) {
-  const names = { nw_in: 'NW_IN', nw_out: 'NW_OUT', disk: 'DISK' };
   for (const g of balancer.goals || [])
-    if (g.name && g.name.toUpperCase().startsWith(names[resource]) && g.deviation !== undefined) return g.deviation;
+    if (g.name && g.name.toUpperCase().startsWith(resources[resource].goal) && g.deviation !== undefined)
+      return g.deviation;
   return 0.1;
+}
+
+// A drain's progress: what waits for a slot is queued, not blocked.
+function drainText(b) {
+  if (!b.draining) return '';
+  const d = b.drain || {};
+  if (d.done) return 'drained';
+  const waiting = (d.blocked || []).filter(x => String(x.reason || '').startsWith('waiting')).length;
+  const blocked = (d.blocked || []).length - waiting;
+  return 'draining: ' + (d.partitions_left ?? '?') + ' left, ' + bytes(d.bytes_left) + ', ETA ' +
+         seconds(d.eta_seconds) + (waiting ? ', ' + waiting + ' queued' : '') + (blocked ? ', ' + blocked + ' blocked' : '');
 }
 
 function drawBrokers(brokers, balancer) {
   const loads = {};
-  for (const b of balancer.brokers || []) loads[b.id] = b;
-  const resources = ['nw_in', 'nw_out', 'disk'];
+  for (const b of balancer.brokers || []) loads[b.id] = state.lastLoads[b.id] = b;
+  // A broker that does not answer keeps its last measured figures (drawn as stale).
+  for (const b of brokers.brokers)
+    if (!b.reachable && !loads[b.id] && state.lastLoads[b.id]) loads[b.id] = state.lastLoads[b.id];
+  const names = Object.keys(resources);
   const stats = {};
-  for (const r of resources) {
+  for (const r of names) {
     const vals = Object.values(loads).filter(b => b.active !== false).map(b => Number(b[r]) || 0);
     stats[r] = { mean: vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : 0,
                  max: vals.length ? Math.max(...vals) * 1.1 : 0 };
@@ -89,21 +146,17 @@ function drawBrokers(brokers, balancer) {
   const rows = brokers.brokers.map(b => {
     const l = loads[b.id];
     const cells = [b.id + (b.controller ? ' (controller)' : '') + (b.self ? ' · asked' : ''),
-                   b.reachable ? el('span', 'up') : el('span', 'unreachable: ' + (b.error || ''), 'down'),
+                   b.reachable ? el('span', 'up') : short('unreachable: ' + (b.error || ''), 40, 'down'),
                    !b.reachable ? '' : b.strays ? el('span', b.partitions + ' + ' + b.strays + ' stray (not served)', 'down')
                                                 : b.partitions,
                    b.reachable ? bytes(b.bytes) : ''];
-    for (const r of resources)
-      cells.push(l ? loadBar(Number(l[r]) || 0, stats[r].mean, stats[r].max, deviationOf(balancer, r)) : '');
-    let drain = '';
-    if (b.draining) {
-      const d = b.drain || {};
-      drain = d.done ? 'drained' : 'draining: ' + (d.partitions_left ?? '?') + ' left, ' + bytes(d.bytes_left) +
-              ', ETA ' + seconds(d.eta_seconds) + ((d.blocked || []).length ? ', ' + d.blocked.length + ' blocked' : '');
-    }
-    cells.push(drain);
+    for (const r of names)
+      cells.push(l ? loadBar(Number(l[r]) || 0, stats[r].mean, stats[r].max, deviationOf(balancer, r),
+                             resources[r].format, !b.reachable) : '');
+    cells.push(drainText(b));
     const tr = row(cells);
     tr.dataset.broker = b.id;
+    tr.dataset.reachable = b.reachable ? 'yes' : 'no';
     return tr;
   });
   fill(document.querySelector('#brokers tbody'), rows);
@@ -113,13 +166,23 @@ function drawBrokers(brokers, balancer) {
 function drawMoves(moves) {
   const rows = moves.reassignments.slice().reverse().slice(0, 50).map(m => {
     const p = el('progress');
-    p.max = Math.max(1, Number(m.bytes_total) || 0);
-    p.value = m.finished && m.succeeded ? p.max : Number(m.bytes_copied) || 0;
-    const note = m.stalled ? el('span', 'stalled: ' + m.stalled_reason, 'stalled')
-                           : (m.error || (m.cancel_requested && !m.finished ? 'cancelling' : ''));
-    const tr = row([m.id, m.topic + '-' + m.partition, m.source, m.dest, m.step, p,
+    const total = Number(m.bytes_total) || 0, copied = m.finished && m.succeeded ? total : Number(m.bytes_copied) || 0;
+    p.max = Math.max(1, total);
+    p.value = m.finished && m.succeeded ? p.max : copied;
+    const progress = el('span', null, 'progresscell');
+    progress.append(p, el('span', (total ? Math.floor(copied / total * 100) : 0) + '% · ' + bytes(copied) + ' / ' +
+                                  bytes(total), 'figure'));
+    const note = m.stalled ? short('stalled: ' + m.stalled_reason, 60, 'stalled')
+                           : short(m.error || (m.cancel_requested && !m.finished ? 'cancelling' : ''), 60);
+    let control = '';
+    if (!m.finished && !m.cancel_requested) {
+      control = el('button', 'cancel', 'small');
+      control.addEventListener('click', () => act('DELETE', '/v1/reassignments/' + m.id + '?source=' +
+                                                               encodeURIComponent(m.source)));
+    }
+    const tr = row([m.id, m.topic + '-' + m.partition, m.source, m.dest, m.step, progress,
                     m.finished ? '' : bytes(m.rate_bytes_per_sec) + '/s', m.finished ? '' : seconds(m.eta_seconds),
-                    note]);
+                    note, control]);
     tr.dataset.move = m.id;
     tr.dataset.step = m.step;
     tr.dataset.copied = m.bytes_copied;
@@ -134,9 +197,39 @@ function drawBalancer(b) {
   let text = !b.enabled ? 'off on this broker' : (b.paused ? 'paused' : 'on') + (b.dry_run ? ' (dry run)' : '');
   if (b.enabled) text += ' · controller ' + ((b.controller || {}).id || 'none') + ' · ' + (b.passes || 0) +
                          ' passes · goals ' + (b.satisfied ? 'met' : 'not met');
+  if (b.controller_silent) text += ' · the controller (' + b.controller_silent.id + ') did not answer: this broker\'s own state';
   document.getElementById('balancer').textContent = text;
+  document.getElementById('pause').textContent = b.paused ? 'resume' : 'pause';
+  document.getElementById('pause').dataset.paused = b.paused ? 'yes' : 'no';
   fill(document.querySelector('#plan tbody'),
-       (b.plan || []).map(a => row([a.type, a.topic + '-' + a.partition, a.src, a.dest])));
+       (b.plan || []).map(a => row([a.type, a.topic + '-' + a.partition, a.src, a.dest, short(a.chosen_by, 60)])));
+  const out = (b.out_of_band || []).map(o => el('li', o.broker + ' ' + o.goal + ' ' + Number(o.value).toFixed(0) +
+                                                     ' outside [' + Number(o.lower).toFixed(0) + ', ' +
+                                                     Number(o.upper).toFixed(0) + ']: ' + (o.why || '')));
+  document.getElementById('out_of_band').replaceChildren(...out);
+}
+
+// Every partition of every topic the catalog lists: its owner and size, marked when two brokers have it (a stray
+// or a second server) or when no broker that answered serves it.
+function drawPartitions(topics, partitions) {
+  const served = new Map();
+  for (const p of partitions.partitions || []) served.set(p.topic + '-' + p.partition, p);
+  const rows = [];
+  for (const t of (topics.topics || []).filter(t => t.catalog !== false && !t.deleted)) {
+    for (let i = 0; i < (Number(t.partitions) || 0); i++) {
+      const p = served.get(t.name + '-' + i);
+      const mark = !p ? el('span', (partitions.unreachable || []).length ? 'not served (or on a broker that did not answer)'
+                                                                           : 'not served', 'down')
+                 : p.conflict ? short('served twice: ' + p.conflict, 60, 'down') : '';
+      const tr = row([t.name + '-' + i, p ? p.owner : '', p ? bytes(p.size_bytes) : '',
+                      p && p.open_transactions ? 'yes' : '', mark]);
+      tr.dataset.partition = t.name + '-' + i;
+      tr.dataset.owner = p ? p.owner : '';
+      rows.push(tr);
+    }
+  }
+  fill(document.querySelector('#partitions tbody'), rows.slice(0, 500));
+  document.getElementById('partitions_more').textContent = rows.length > 500 ? 'the first 500 of ' + rows.length : '';
 }
 
 function drawCluster(c, groups) {
@@ -144,19 +237,23 @@ function drawCluster(c, groups) {
   document.getElementById('raft').textContent = r.enabled
       ? 'leader ' + (r.leader || 'none') + ' · term ' + r.term + ' · this broker ' + r.role
       : 'off (controller fenced by epochs; epoch ' + ((c.controller || {}).epoch ?? '?') + ')';
-  const list = (groups.groups || []).map(g => el('li', g));
-  if (!list.length) list.push(el('li', 'none coordinated by this broker', 'muted'));
+  const list = (groups.groups || []).map(g => el('li', g.group + ' (coordinator ' + g.coordinator + ')'));
+  for (const b of groups.brokers || [])
+    if (!b.answered) list.push(short(b.id + ' did not answer: ' + ((b.error || {}).message || ''), 60, 'down'));
+  if (!list.length) list.push(el('li', 'none', 'muted'));
   document.getElementById('groups').replaceChildren(...list);
 }
 
 async function refresh() {
   const error = document.getElementById('error');
   try {
-    const [brokers, moves, balancer, cluster, groups] = await Promise.all([
-      api('/v1/brokers'), api('/v1/reassignments'), api('/v1/autobalancer'), api('/v1/cluster'), api('/v1/groups')]);
+    const [brokers, moves, balancer, cluster, groups, topics, partitions] = await Promise.all([
+      api('/v1/brokers'), api('/v1/reassignments'), api('/v1/autobalancer'), api('/v1/cluster'),
+      api('/v1/groups?scope=cluster'), api('/v1/topics'), api('/v1/partitions')]);
     drawBrokers(brokers, balancer);
     drawMoves(moves);
     drawBalancer(balancer);
+    drawPartitions(topics, partitions);
     drawCluster(cluster, groups);
     error.hidden = true;
     document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
@@ -172,6 +269,14 @@ document.getElementById('login').addEventListener('submit', ev => {
   sessionStorage.setItem('moonmq-token', state.token);
   document.getElementById('login').hidden = true;
   refresh();
+});
+
+document.getElementById('pause').addEventListener('click', ev =>
+  act('POST', ev.target.dataset.paused === 'yes' ? '/v1/autobalancer/resume' : '/v1/autobalancer/pause'));
+document.getElementById('throttle_form').addEventListener('submit', ev => {
+  ev.preventDefault();
+  const kib = Number(document.getElementById('throttle_kib').value);
+  act('PUT', '/v1/reassignments/throttle', { bytes_per_sec: Math.max(0, Math.round(kib * 1024)) });
 });
 
 refresh();

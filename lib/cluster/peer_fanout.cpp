@@ -1,5 +1,7 @@
 #include "moonmq/cluster/peer_fanout.hpp"
 
+#include <rapidjson/document.h>
+
 #include <future>
 
 #include "cluster/wire_json.hpp"
@@ -44,8 +46,26 @@ std::vector<peer_report> ask_reports_now(transport::peer_client& client, const s
   return out;
 }
 
+peer_error read_peer_error(const transport::response& r) {
+  peer_error out;
+  rapidjson::Document d;
+  d.Parse(r.body.c_str(), r.body.size());
+  if (!d.HasParseError() && d.IsObject()) {
+    if (d.HasMember("error") && d["error"].IsString()) out.error = d["error"].GetString();
+    if (d.HasMember("message") && d["message"].IsString()) out.message = d["message"].GetString();
+  }
+  if (r.status == 0) out.error = "unreachable";
+  if (out.error.empty()) out.error = "http_" + std::to_string(r.status);
+  if (out.message.empty()) {
+    constexpr std::size_t shown = 200;  // of a body that is not the error contract
+    out.message = r.body.size() > shown ? r.body.substr(0, shown) + "..." : r.body;
+  }
+  return out;
+}
+
 std::string describe_answer(const transport::response& r) {
-  return r.status ? "HTTP " + std::to_string(r.status) + ": " + r.body : "no answer: " + r.body;
+  const peer_error e = read_peer_error(r);
+  return r.status ? "HTTP " + std::to_string(r.status) + " " + e.error + ": " + e.message : "no answer: " + e.message;
 }
 
 }  // namespace moonmq::cluster

@@ -1,4 +1,6 @@
 #include "moonmq/cluster/router.hpp"
+
+#include "moonmq/cluster/peer_fanout.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 
 #include <rapidjson/document.h>
@@ -90,7 +92,8 @@ router::step router::interpret(forward_state& f, const transport::response& resp
     return step::again();
   }
   if (resp.status == 0)
-    return step::finish(error{errc::unavailable, "owner " + f.owner.value() + " did not answer: " + resp.body});
+    return step::finish(
+        error{errc::unavailable, "owner " + f.owner.value() + " did not answer: " + read_peer_error(resp).message});
   // The owner's verdict on a producer's batch (fenced, out of order, a limit): the client's to act on, as if local.
   if (resp.status == 409 || resp.status == 429) return step::finish(transport::error_of(resp));
   // The owner does not know the topic or partition: it has not yet applied (Raft) or learned its creation or growth,

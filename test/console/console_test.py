@@ -1,8 +1,12 @@
 #!/usr/bin/python3
-"""The web console in a real browser (headless Chromium through Selenium) against two real moonmqd.
+"""The web console in a real browser (headless Chromium through Selenium, 1,280 px wide) against two real moonmqd.
 
-It loads /ui on a broker with client tokens, gives the page a token, and checks that the page shows both brokers and
-a running move whose progress moves, with no error in the browser's console. Usage: console_test.py MOONMQD
+It loads /ui on a broker with client tokens, gives the page a token, and checks that the page shows both brokers with
+figures beside every load bar, the topic's partitions with their owners, and a running move whose progress moves (in
+percent and bytes); that the throttle and the balancer's pause work from the page; with no error in the browser's
+console. Then one broker is killed: its row says so without widening the page past 1,280 px, and its last load bars
+are marked stale. Screenshots of both states go to MOONMQ_CONSOLE_SCREENSHOTS (a directory) when it is set.
+Usage: console_test.py MOONMQD
 """
 import json
 import os
@@ -94,6 +98,7 @@ def main():
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(service=Service(driver_bin), options=options)
+        driver.set_window_size(1280, 1000)
         driver.get(f"http://127.0.0.1:{b1}/ui")
 
         # Without a token the page asks for one.
@@ -113,7 +118,27 @@ def main():
             int(driver.find_element(By.CSS_SELECTOR, row).get_attribute("data-copied") or 0)))
         bar = driver.find_element(By.CSS_SELECTOR, row + " progress")
         assert int(float(bar.get_attribute("value"))) > 0, "the progress bar is empty"
-        print(f"console test: the move's progress went from {first} to {later} bytes in the page")
+        figure = driver.find_element(By.CSS_SELECTOR, row + " .progresscell .figure").text
+        assert "%" in figure and "KiB" in figure, f"the move's progress in figures: {figure!r}"
+        print(f"console test: the move's progress went from {first} to {later} bytes in the page ({figure})")
+
+        # Every load bar has its figure; the partition-count bar is there too.
+        figures = wait_for("the load figures", lambda: [e.text for e in driver.find_elements(
+            By.CSS_SELECTOR, "#brokers tbody tr[data-broker='b1'] .loadcell .figure")] or None)
+        assert len(figures) == 4 and all(figures), f"b1's load figures: {figures}"
+        # The topic's partitions with their owners.
+        owners = wait_for("the partitions", lambda: {r.get_attribute("data-partition"): r.get_attribute("data-owner")
+                                                     for r in driver.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")}
+                          or None)
+        assert owners.get("orders-1") == "b1" and "orders-0" in owners, f"partitions in the page: {owners}"
+        # The throttle from the page, then the balancer paused and resumed.
+        driver.find_element(By.ID, "throttle_kib").send_keys("64")
+        driver.find_element(By.CSS_SELECTOR, "#throttle_form button").click()
+        wait_for("the throttle set from the page", lambda: "64.0 KiB/s" in driver.find_element(By.ID, "throttle").text)
+        driver.find_element(By.ID, "pause").click()
+        wait_for("the balancer paused", lambda: driver.find_element(By.ID, "balancer").text.startswith("paused"))
+        driver.find_element(By.ID, "pause").click()
+        wait_for("the balancer resumed", lambda: driver.find_element(By.ID, "balancer").text.startswith("on"))
         call(b1, "PUT", "/v1/reassignments/throttle", {"bytes_per_sec": 0})
         wait_for("the move to show done", lambda: driver.find_element(By.CSS_SELECTOR, row).get_attribute(
             "data-step") == "done")
@@ -121,6 +146,30 @@ def main():
         # The 401 the page met before it had a token is the only error expected.
         errors = [e for e in errors if "401" not in e["message"]]
         assert not errors, f"errors in the browser console: {errors}"
+
+        # A broker down: named in its row, the page no wider than the window, its last loads marked stale.
+        shots = os.environ.get("MOONMQ_CONSOLE_SCREENSHOTS")
+        if shots:
+            os.makedirs(shots, exist_ok=True)
+            driver.save_screenshot(os.path.join(shots, "console-all-up.png"))
+        procs[1].send_signal(signal.SIGKILL)
+        procs[1].wait()
+        wait_for("b2 shown as down", lambda: driver.find_element(
+            By.CSS_SELECTOR, "#brokers tbody tr[data-broker='b2']").get_attribute("data-reachable") == "no", 40)
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        window = driver.execute_script("return window.innerWidth")
+        assert width <= window, f"the page is {width} px wide in a {window} px window with a broker down"
+        for table in ("brokers", "moves", "partitions"):
+            fits = driver.execute_script(
+                "const t = document.getElementById(arguments[0]);"
+                "return [t.scrollWidth, t.parentElement.clientWidth];", table)
+            assert fits[0] <= fits[1], f"the {table} table is {fits[0]} px wide in its {fits[1]} px section"
+        stale = driver.find_elements(By.CSS_SELECTOR, "#brokers tbody tr[data-broker='b2'] .loadcell.stale")
+        assert len(stale) == 4, f"b2's load bars marked stale: {len(stale)}"
+        assert not driver.find_element(By.ID, "error").is_displayed(), driver.find_element(By.ID, "error").text
+        if shots:
+            driver.save_screenshot(os.path.join(shots, "console-b2-down.png"))
+        print(f"console test: with b2 down the page is {width} px wide in a {window} px window")
         print("console test: passed")
         return 0
     except Exception as e:

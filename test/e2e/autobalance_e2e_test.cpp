@@ -103,11 +103,11 @@ struct orders_producer {
 /// the traffic started before it), found every goal met, with nothing planned or moving; returns its last status and
 /// whether that happened.
 std::pair<rapidjson::Document, bool> wait_until_balanced(const moonmqd_process& b) {
-  rapidjson::Document status = get_json(b, "/v1/autobalancer");
+  rapidjson::Document status = get_json(b, "/v1/autobalancer?scope=broker");
   const std::uint64_t first = status.IsObject() ? status["passes"].GetUint64() : 0;
   const bool balanced = eventually(
       [&] {
-        status = get_json(b, "/v1/autobalancer");
+        status = get_json(b, "/v1/autobalancer?scope=broker");
         return status.IsObject() && status["passes"].GetUint64() >= first + 3 && status["satisfied"].GetBool() &&
                status["moves"].GetArray().Empty() && status["plan"].GetArray().Empty();
       },
@@ -204,7 +204,7 @@ TEST_CASE("e2e: with capacities stated, a broker twice the size of the others en
   producer.finish();
   {
     auto cl = c.b1.api();
-    auto r = cl.Get("/v1/autobalancer");
+    auto r = cl.Get("/v1/autobalancer?scope=broker");
     INFO("the balance loop's last status: " << (r ? r->body : std::string("no answer")));
     REQUIRE(converged);
   }
@@ -232,8 +232,8 @@ TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting",
   rapidjson::Document s1, s2;
   REQUIRE(eventually(
       [&] {
-        s1 = get_json(c.b1, "/v1/autobalancer");
-        s2 = get_json(c.b2, "/v1/autobalancer");
+        s1 = get_json(c.b1, "/v1/autobalancer?scope=broker");
+        s2 = get_json(c.b2, "/v1/autobalancer?scope=broker");
         return superseded(s1) != superseded(s2);
       },
       std::chrono::seconds(30), std::chrono::milliseconds(500)));
@@ -241,13 +241,13 @@ TEST_CASE("e2e: two brokers with Autobalance enabled, exactly one keeps acting",
   const bool b1_survives = !superseded(s1);
   const moonmqd_process& survivor = b1_survives ? c.b1 : c.b2;
   const moonmqd_process& loser = b1_survives ? c.b2 : c.b1;
-  const auto survivor_passes = get_json(survivor, "/v1/autobalancer")["passes"].GetUint64();
+  const auto survivor_passes = get_json(survivor, "/v1/autobalancer?scope=broker")["passes"].GetUint64();
   rapidjson::Document sv;
   eventually([&] {
-    sv = get_json(survivor, "/v1/autobalancer");
+    sv = get_json(survivor, "/v1/autobalancer?scope=broker");
     return sv["passes"].GetUint64() > survivor_passes + 1;
   });
-  auto ls = get_json(loser, "/v1/autobalancer");
+  auto ls = get_json(loser, "/v1/autobalancer?scope=broker");
   CHECK(sv["passes"].GetUint64() > survivor_passes);
   CHECK(std::string(sv["last_pass"]["result"].GetString()) == "ok");
   CHECK_FALSE(sv["controller"]["superseded"].GetBool());
@@ -300,7 +300,7 @@ TEST_CASE("e2e: with moves waiting for a slot, the next pass starts when a move 
   };
   // Within 50 s: well before the second interval's pass.
   CHECK(eventually([&] { return succeeded() >= 2; }, std::chrono::seconds(50), std::chrono::milliseconds(200)));
-  auto status = get_json(b1, "/v1/autobalancer");
+  auto status = get_json(b1, "/v1/autobalancer?scope=broker");
   REQUIRE(status.IsObject());
   CHECK(status["passes"].GetUint64() >= 3);  // at start, on resume, and after the first move ended
 }

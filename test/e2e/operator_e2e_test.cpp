@@ -131,6 +131,20 @@ TEST_CASE("e2e: moonmqctl moves a partition from a broker that does not hold it,
     CHECK_THAT(human.out, Catch::Contains("orders-0") && Catch::Contains("copy") && Catch::Contains("%"));
   }
 
+  // A watcher, from b3, while the copy runs for two more seconds of progress.
+  process_result watched;
+  std::thread watcher([&] { watched = ctl(c.b3, {"moves", "--watch"}); });
+  struct joiner {
+    std::thread& t;
+    ~joiner() {
+      if (t.joinable()) t.join();
+    }
+  } join_watcher{watcher};
+  for (int more = 0; more < 2; ++more) {
+    const std::uint64_t before = find_move(c.b2, id)["bytes_copied"].GetUint64();
+    wait_until([&] { return find_move(c.b2, id)["bytes_copied"].GetUint64() > before + 200'000; }, "more progress");
+  }
+
   // Cancelled from b2, which is neither the source nor the asked broker of the start.
   auto cancelled = ctl(c.b2, {"cancel", std::to_string(id)});
   INFO(cancelled.out << cancelled.err);
@@ -138,6 +152,19 @@ TEST_CASE("e2e: moonmqctl moves a partition from a broker that does not hold it,
   CHECK_THAT(cancelled.out, Catch::Contains("on b1"));
   wait_until([&] { return std::string(find_move(c.b3, id)["step"].GetString()) == "cancelled"; }, "the rollback");
   CHECK_THAT(find_move(c.b3, id)["error"].GetString(), Catch::Contains("was discarded"));
+  // The watcher ended with the move's outcome; its first frame showed no rate (one sample), later ones did.
+  watcher.join();
+  INFO(watched.out << watched.err);
+  CHECK(watched.exit_code == 1);  // the move it watched did not happen
+  CHECK_THAT(watched.out, Catch::Contains("move " + std::to_string(id) + " of orders-0 to b2: cancelled"));
+  std::vector<std::string> rows;  // the orders-0 row of each frame
+  for (std::size_t at = 0; (at = watched.out.find("\x1b[H\x1b[2J", at)) != std::string::npos; at += 4) {
+    const auto row = watched.out.find("orders-0", at);
+    if (row != std::string::npos) rows.push_back(watched.out.substr(row, watched.out.find('\n', row) - row));
+  }
+  REQUIRE(rows.size() >= 2);
+  CHECK_THAT(rows.front(), !Catch::Contains("/s"));
+  CHECK_THAT(rows[1], Catch::Contains("/s"));
   parts = ctl_json(c.b1, {"partitions", "--topic", "orders"});
   for (const auto& p : parts["partitions"].GetArray()) CHECK(std::string(p["owner"].GetString()) == "b1");
   CHECK(parts["partitions"].Size() == 2);  // one owner each: b2 does not serve its discarded copy
@@ -641,6 +668,20 @@ TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, a
   CHECK_THAT(partial.err, Catch::Contains("warning: b3 did not answer"));
   for (int i = 0; i < 6; ++i)
     if (coordinator_of["g" + std::to_string(i)] != "b3") CHECK_THAT(partial.out, Catch::Contains("g" + std::to_string(i)));
+  // A peer's silence is carried as fields, not as its body inside a message; the CLI shows both.
+  auto silent = c.b1.api().Get("/v1/brokers/b3/drain");
+  REQUIRE(silent);
+  INFO(silent->body);
+  CHECK(silent->status == 503);
+  auto e = parse(silent->body);
+  CHECK(std::string(e["error"].GetString()) == "unavailable");
+  CHECK(std::string(e["message"].GetString()) == "b3 did not answer");
+  CHECK(std::string(e["peer"]["id"].GetString()) == "b3");
+  CHECK(std::string(e["peer"]["error"].GetString()) == "unreachable");
+  CHECK_THAT(e["peer"]["message"].GetString(), !Catch::Contains("{"));
+  auto shown = ctl(c.b1, {"brokers"});
+  INFO(shown.out);
+  CHECK_THAT(shown.out, Catch::Contains("UNREACHABLE") && !Catch::Contains("{\"error"));
 }
 
 TEST_CASE("e2e: moonmqctl loads, balancer status and plan answer alike from every broker: a broker that is not the "
@@ -694,4 +735,34 @@ TEST_CASE("e2e: moonmqctl loads, balancer status and plan answer alike from ever
   const bool said_silent = alone.out.find("did not answer") != std::string::npos;
   const bool taken_over = alone.out.find("controller:  " + down->id + " ") == std::string::npos;
   CHECK((said_silent || taken_over));
+}
+
+TEST_CASE("e2e: moonmqctl topics create, describe, grow and delete, from any broker, for the whole cluster",
+          "[e2e][operator]") {
+  three_brokers c;
+  auto made = ctl(c.b2, {"topics", "create", "ledger", "--partitions", "3"});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  CHECK_THAT(made.out, Catch::Contains("created ledger (3 partitions"));
+  auto again = ctl(c.b3, {"topics", "create", "ledger", "--partitions", "3"});
+  CHECK(again.exit_code == 1);  // the name is taken, whichever broker is asked
+  auto described = ctl(c.b3, {"topics", "describe", "ledger"});
+  INFO(described.out << described.err);
+  REQUIRE(described.exit_code == 0);
+  CHECK_THAT(described.out, Catch::Contains("topic ledger: 3 partitions"));
+  CHECK_THAT(described.out, !Catch::Contains("NOT SERVED"));
+  auto as_json = ctl_json(c.b1, {"topics", "describe", "ledger"});
+  CHECK(as_json["partitions"]["partitions"].Size() == 3);
+  auto grown = ctl(c.b1, {"topics", "grow", "ledger", "5"});
+  INFO(grown.out << grown.err);
+  REQUIRE(grown.exit_code == 0);
+  CHECK_THAT(grown.out, Catch::Contains("ledger has 5 partitions"));
+  CHECK(ctl_json(c.b2, {"topics", "describe", "ledger"})["partitions"]["partitions"].Size() == 5);
+  CHECK(ctl(c.b2, {"topics", "grow", "ledger", "2"}).exit_code == 1);  // never fewer
+  auto deleted = ctl(c.b3, {"topics", "delete", "ledger"});
+  INFO(deleted.out << deleted.err);
+  REQUIRE(deleted.exit_code == 0);
+  auto gone = ctl(c.b1, {"topics", "describe", "ledger"});
+  CHECK(gone.exit_code == 1);
+  CHECK_THAT(gone.err, Catch::Contains("no topic ledger"));
 }

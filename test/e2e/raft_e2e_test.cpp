@@ -78,7 +78,7 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   auto as_expected = [&] {
     leader = wait_for_leader(all, std::chrono::seconds(10));
     for (auto* b : all) {
-      auto s = get_json(*b, "/v1/autobalancer");
+      auto s = get_json(*b, "/v1/autobalancer?scope=broker");
       if (!s.IsObject() || s["passes"].GetUint64() < 2) return false;
       if (std::string(s["last_pass"]["result"].GetString()) != (b->id == leader ? "ok" : "standby")) return false;
     }
@@ -87,7 +87,7 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
   eventually(as_expected, std::chrono::seconds(20));
   REQUIRE_FALSE(leader.empty());
   for (auto* b : all) {
-    auto s = get_json(*b, "/v1/autobalancer");
+    auto s = get_json(*b, "/v1/autobalancer?scope=broker");
     REQUIRE(s.IsObject());
     INFO(b->id);
     CHECK(std::string(s["last_pass"]["result"].GetString()) == (b->id == leader ? "ok" : "standby"));
@@ -142,10 +142,10 @@ TEST_CASE("e2e raft: a leader is elected, ownership is replicated to every broke
       std::chrono::seconds(20));
   REQUIRE_FALSE(next.empty());
   REQUIRE(next != leader);
-  const auto passes = get_json(*by_id.at(next), "/v1/autobalancer")["passes"].GetUint64();
+  const auto passes = get_json(*by_id.at(next), "/v1/autobalancer?scope=broker")["passes"].GetUint64();
   rapidjson::Document s;
   eventually([&] {
-    s = get_json(*by_id.at(next), "/v1/autobalancer");
+    s = get_json(*by_id.at(next), "/v1/autobalancer?scope=broker");
     return s["passes"].GetUint64() > passes;
   });
   CHECK(s["passes"].GetUint64() > passes);

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -108,18 +110,62 @@ void add_moves(CLI::App& app, const options& o, runner& run) {
   };
   auto args = std::make_shared<arguments>();
   auto* moves = app.add_subcommand("moves", "moves in progress with step, bytes, rate and ETA");
-  moves->add_flag("-w,--watch", args->watch, "refresh every second until no move runs");
+  moves->add_flag("-w,--watch", args->watch,
+                  "refresh every second until no move runs, then show how each move watched ended");
   moves->add_flag("-a,--all", args->all, "also the recently finished ones");
   moves->callback([&o, &run, args] {
     run = [&o, args](broker_client& c) {
       const std::string path = args->all ? "/v1/reassignments" : "/v1/reassignments?active=true";
+      if (!args->watch) return show(o, c.get(path), [](const rapidjson::Document& d) { print_moves(d); });
+      // Watching: the rate is measured here, between two samples of a move's copied bytes; the moves seen running
+      // are shown once more, as they ended, when none runs any more.
+      struct sample {
+        double bytes = 0;
+        std::chrono::steady_clock::time_point at;
+      };
+      std::map<std::uint64_t, sample> last;
+      std::set<std::uint64_t> watched;
       while (true) {
         auto a = c.get(path);
-        if (args->watch && !o.json && a.ok()) std::cout << "\x1b[H\x1b[2J" << std::flush;  // clear the screen
-        int rc = show(o, a, [](const rapidjson::Document& d) { print_moves(d); });
-        if (!args->watch || rc != 0 || !any_running(a.body)) return rc;
+        const auto now = std::chrono::steady_clock::now();
+        rapidjson::Document d;
+        d.Parse(a.body.c_str(), a.body.size());
+        measured_rates rates;
+        if (a.ok() && !d.HasParseError())
+          for (const auto& m : array(d, "reassignments").GetArray()) {
+            if (flag(m, "finished") || !m.HasMember("id") || !m["id"].IsUint64()) continue;
+            const auto id = m["id"].GetUint64();
+            watched.insert(id);
+            if (auto it = last.find(id); it != last.end()) {
+              const double seconds = std::chrono::duration<double>(now - it->second.at).count();
+              if (seconds > 0) rates[id] = std::max(0.0, (num(m, "bytes_copied") - it->second.bytes) / seconds);
+            }
+            last[id] = {num(m, "bytes_copied"), now};
+          }
+        if (!o.json && a.ok()) std::cout << "\x1b[H\x1b[2J" << std::flush;  // clear the screen
+        const int rc = show(o, a, [&](const rapidjson::Document& doc) { print_moves(doc, &rates); });
+        if (rc != 0) return rc;
+        if (!any_running(a.body)) break;
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }
+      if (watched.empty()) return 0;
+      // How each watched move ended (finished moves are listed with `all`).
+      auto all = c.get("/v1/reassignments");
+      if (!all.ok()) return failed(all);
+      rapidjson::Document d;
+      d.Parse(all.body.c_str(), all.body.size());
+      int rc = 0;
+      for (const auto& m : array(d, "reassignments").GetArray()) {
+        if (!m.HasMember("id") || !m["id"].IsUint64() || !watched.count(m["id"].GetUint64())) continue;
+        const bool ok = flag(m, "succeeded");
+        if (!ok) rc = exit_refused;
+        if (o.json) continue;
+        std::cout << "move " << str(m, "id") << " of " << str(m, "topic") << "-" << str(m, "partition") << " to "
+                  << str(m, "dest") << ": "
+                  << (ok ? "done" : flag(m, "cancel_requested") ? "cancelled" : "failed: " + str(m, "error")) << "\n";
+      }
+      if (o.json) std::cout << all.body << "\n";
+      return rc;
     };
   });
 }

@@ -87,7 +87,11 @@ int failed(const answer& a) {
     json_error(structured ? str(d, "error") : "http_" + std::to_string(a.status), structured ? str(d, "message") : a.body,
                a.status);
   else if (structured)
-    std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message") << "\n";
+    std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message")
+              << (d.HasMember("peer") && d["peer"].IsObject()
+                      ? " (" + str(d["peer"], "id") + ": " + str(d["peer"], "error") + ": " + str(d["peer"], "message") + ")"
+                      : std::string())
+              << "\n";
   else
     std::cerr << "moonmqctl: HTTP " << a.status << ": " << a.body << "\n";
   return exit_refused;
@@ -146,22 +150,32 @@ std::optional<std::uint64_t> parse_rate(std::string s) {
 
 std::string rate_text(std::uint64_t r) { return r == 0 ? "unlimited" : human_bytes(static_cast<double>(r)) + "/s"; }
 
-void print_moves(const rapidjson::Value& d) {
+void print_moves(const rapidjson::Value& d, const measured_rates* rates) {
   table t({"ID", "SOURCE", "PARTITION", "DEST", "STEP", "PROGRESS", "COPIED", "RATE", "ETA", "NOTE"});
   for (const auto& m : array(d, "reassignments").GetArray()) {
     const bool finished = flag(m, "finished");
     std::string note = str(m, "error");
     if (flag(m, "stalled")) note = "STALLED: " + str(m, "stalled_reason");
     else if (!finished && flag(m, "cancel_requested")) note = "cancelling";
+    std::string rate, eta;
+    if (!finished && !rates) {
+      rate = human_bytes(num(m, "rate_bytes_per_sec")) + "/s";
+      eta = human_seconds(num(m, "eta_seconds") > 0 || num(m, "rate_bytes_per_sec") > 0 ? num(m, "eta_seconds") : -1);
+    } else if (!finished) {
+      const auto id = m.HasMember("id") && m["id"].IsUint64() ? m["id"].GetUint64() : 0;
+      const auto it = rates->find(id);
+      if (it == rates->end()) {
+        rate = eta = "-";  // one sample so far
+      } else {
+        rate = human_bytes(it->second) + "/s";
+        const double left = num(m, "bytes_total") - num(m, "bytes_copied");
+        eta = human_seconds(it->second > 0 ? left / it->second : -1);
+      }
+    }
     t.add({str(m, "id"), str(m, "source"), str(m, "topic") + "-" + str(m, "partition"), str(m, "dest"), str(m, "step"),
            finished && flag(m, "succeeded") ? moonmq::ctl::progress_bar(1, 1)
                                             : moonmq::ctl::progress_bar(num(m, "bytes_copied"), num(m, "bytes_total")),
-           human_bytes(num(m, "bytes_copied")) + " / " + human_bytes(num(m, "bytes_total")),
-           finished ? "" : human_bytes(num(m, "rate_bytes_per_sec")) + "/s",
-           finished ? "" : human_seconds(num(m, "eta_seconds") > 0 || num(m, "rate_bytes_per_sec") > 0
-                                             ? num(m, "eta_seconds")
-                                             : -1),
-           note});
+           human_bytes(num(m, "bytes_copied")) + " / " + human_bytes(num(m, "bytes_total")), rate, eta, note});
   }
   if (t.empty())
     std::cout << "no moves\n";
@@ -185,8 +199,11 @@ std::string drain_text(const rapidjson::Value& b) {
   if (!d.HasMember("partitions_left")) return "draining (starting)";
   std::string s = "draining: " + str(d, "partitions_left") + " left, " + human_bytes(num(d, "bytes_left")) +
                   ", ETA " + human_seconds(num(d, "eta_seconds"));
-  const auto& blocked = array(d, "blocked");
-  if (!blocked.Empty()) s += ", " + std::to_string(blocked.Size()) + " blocked";
+  // What waits for a move slot is queued, not blocked.
+  std::size_t queued = 0, blocked = 0;
+  for (const auto& x : array(d, "blocked").GetArray()) (str(x, "reason").rfind("waiting", 0) == 0 ? queued : blocked)++;
+  if (queued) s += ", " + std::to_string(queued) + " queued";
+  if (blocked) s += ", " + std::to_string(blocked) + " blocked";
   return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -55,7 +56,12 @@ std::optional<std::uint64_t> parse_rate(std::string s);
 
 std::string rate_text(std::uint64_t r);
 
-void print_moves(const rapidjson::Value& d);
+/// Copy rates a watcher measured itself, by move id, between two of its samples (bytes/s).
+using measured_rates = std::map<std::uint64_t, double>;
+
+/// The moves table. With `rates` (a watch), a move's rate and ETA are the watcher's own, and shown only once it has
+/// two samples of that move (the broker's own figure may be a burst at first).
+void print_moves(const rapidjson::Value& d, const measured_rates* rates = nullptr);
 
 /// A broker's drain in a few words: "", "drained", "draining: 3 left, 1.2 GiB, ETA 2m10s".
 std::string drain_text(const rapidjson::Value& b);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "table.hpp"
@@ -172,14 +173,143 @@ CLI::App* add_adopt(CLI::App& topics, const options& o, runner& run) {
   return adopt;
 }
 
+/// "b1 b2 b3 b1" of a topic answer's `owners`.
+std::string owner_list(const rapidjson::Value& d) {
+  std::string owners;
+  for (const auto& b : array(d, "owners").GetArray())
+    owners += (owners.empty() ? "" : " ") + std::string(b.IsString() ? b.GetString() : "?");
+  return owners;
+}
+
+/// topics create | describe | grow | delete: the topic as cluster metadata, from any broker (admin for changes).
+std::vector<CLI::App*> add_topic_admin(CLI::App& topics, const options& o, runner& run) {
+  struct arguments {
+    std::string topic, placement;
+    int partitions = 1;
+    std::vector<std::string> brokers;
+  };
+  auto args = std::make_shared<arguments>();
+  auto* create = topics.add_subcommand("create", "a topic for the whole cluster (admin)");
+  create->add_option("topic", args->topic, "the topic")->required();
+  create->add_option("-p,--partitions", args->partitions, "how many partitions (default 1)")->check(CLI::Range(1, 100000));
+  create->add_option("--placement", args->placement, "spread (default), local (the broker asked) or exact")
+      ->check(CLI::IsMember({"spread", "local", "exact"}));
+  create->add_option("--brokers", args->brokers, "the brokers it may go to (exact: one per partition)")->delimiter(',');
+  create->callback([&o, &run, args] {
+    run = [&o, args](broker_client& c) {
+      rapidjson::StringBuffer body;
+      rapidjson::Writer<rapidjson::StringBuffer> w(body);
+      w.StartObject();
+      w.Key("name");
+      w.String(args->topic.c_str());
+      w.Key("partitions");
+      w.Int(args->partitions);
+      if (!args->placement.empty()) {
+        w.Key("placement");
+        w.String(args->placement.c_str());
+      }
+      if (!args->brokers.empty()) {
+        w.Key("brokers");
+        w.StartArray();
+        for (const auto& b : args->brokers) w.String(b.c_str());
+        w.EndArray();
+      }
+      w.EndObject();
+      return show(o, c.post("/v1/topics", body.GetString()), [](const rapidjson::Document& d) {
+        std::cout << "created " << str(d, "name") << " (" << str(d, "partitions") << " partitions, version "
+                  << str(d, "version") << "): owners " << owner_list(d) << "\n";
+      });
+    };
+  });
+  auto* describe = topics.add_subcommand("describe", "one topic: its catalog entry and each partition's owner");
+  describe->add_option("topic", args->topic, "the topic")->required();
+  describe->callback([&o, &run, args] {
+    run = [&o, args](broker_client& c) {
+      const answer listed = c.get("/v1/topics");
+      if (!listed.ok()) return failed(listed);
+      rapidjson::Document topics_doc;
+      topics_doc.Parse(listed.body.c_str(), listed.body.size());
+      const rapidjson::Value* entry = nullptr;
+      for (const auto& t : array(topics_doc, "topics").GetArray())
+        if (str(t, "name") == args->topic && !flag(t, "deleted")) entry = &t;
+      if (!entry) return failed({404, "{\"error\":\"not_found\",\"message\":\"no topic " + args->topic +
+                                          " in the cluster's catalog\"}"});
+      const answer parts = c.get("/v1/partitions?topic=" + encoded(args->topic));
+      if (!parts.ok()) return failed(parts);
+      if (o.json) {
+        std::cout << "{\"topic\":";
+        rapidjson::StringBuffer b;
+        rapidjson::Writer<rapidjson::StringBuffer> w(b);
+        entry->Accept(w);
+        std::cout << b.GetString() << ",\"partitions\":" << parts.body << "}\n";
+        return 0;
+      }
+      rapidjson::Document pd;
+      pd.Parse(parts.body.c_str(), parts.body.size());
+      std::cout << "topic " << args->topic << ": " << str(*entry, "partitions") << " partitions, version "
+                << str(*entry, "version") << "\n";
+      std::map<int, const rapidjson::Value*> served;
+      for (const auto& p : array(pd, "partitions").GetArray())
+        served[p.HasMember("partition") && p["partition"].IsInt() ? p["partition"].GetInt() : -1] = &p;
+      table t({"PARTITION", "OWNER", "BYTES", "NOTE"});
+      const int count = entry->HasMember("partitions") && (*entry)["partitions"].IsInt() ? (*entry)["partitions"].GetInt() : 0;
+      for (int i = 0; i < count; ++i) {
+        auto it = served.find(i);
+        if (it == served.end())
+          t.add({std::to_string(i), "", "", "NOT SERVED by any broker that answered"});
+        else
+          t.add({std::to_string(i), str(*it->second, "owner"), human_bytes(num(*it->second, "size_bytes")),
+                 str(*it->second, "conflict")});
+      }
+      std::cout << t.render();
+      print_unreachable(pd);
+      return 0;
+    };
+  });
+  auto* grow = topics.add_subcommand("grow", "more partitions for the whole cluster (admin; never fewer)");
+  grow->add_option("topic", args->topic, "the topic")->required();
+  grow->add_option("count", args->partitions, "the new partition count")->required()->check(CLI::Range(1, 100000));
+  grow->callback([&o, &run, args] {
+    run = [&o, args](broker_client& c) {
+      const answer a = c.post("/v1/topics/" + encoded(args->topic) + "/partitions",
+                              "{\"count\":" + std::to_string(args->partitions) + "}");
+      const int rc = show(o, a, [&](const rapidjson::Document& d) {
+        std::cout << args->topic << " has " << str(d, "partitions") << " partitions: owners " << owner_list(d) << "\n";
+      });
+      if (rc != 0) return rc;
+      // A topic never shrinks: asking for fewer than it has changes nothing, which is not what was asked.
+      rapidjson::Document d;
+      d.Parse(a.body.c_str(), a.body.size());
+      if (str(d, "partitions") != std::to_string(args->partitions)) {
+        std::cerr << "moonmqctl: " << args->topic << " has " << str(d, "partitions") << " partitions, not "
+                  << args->partitions << ": a topic never shrinks\n";
+        return exit_refused;
+      }
+      return 0;
+    };
+  });
+  auto* remove = topics.add_subcommand("delete", "a topic, for the whole cluster (admin)");
+  remove->add_option("topic", args->topic, "the topic")->required();
+  remove->callback([&o, &run, args] {
+    run = [&o, args](broker_client& c) {
+      return show(o, c.del("/v1/topics/" + encoded(args->topic)),
+                  [&](const rapidjson::Document&) { std::cout << "deleted " << args->topic << "\n"; });
+    };
+  });
+  return {create, describe, grow, remove};
+}
+
 }  // namespace
 
 void add_topics(CLI::App& app, const options& o, runner& run) {
   auto* topics_cmd = app.add_subcommand("topics", "every topic served in the cluster");
   auto* reconcile = add_reconcile(*topics_cmd, o, run);
   auto* adopt = add_adopt(*topics_cmd, o, run);
-  topics_cmd->callback([&o, &run, reconcile, adopt] {
+  const auto admin = add_topic_admin(*topics_cmd, o, run);
+  topics_cmd->callback([&o, &run, reconcile, adopt, admin] {
     if (reconcile->parsed() || adopt->parsed()) return;
+    for (auto* sub : admin)
+      if (sub->parsed()) return;
     run = [&o](broker_client& c) {
       return show(o, c.get("/v1/partitions"), [](const rapidjson::Document& d) {
         struct agg {

@@ -37,7 +37,15 @@ struct peer_report {
 /// Every one of `peers`' report, asked at once.
 std::vector<peer_report> ask_reports_now(transport::peer_client& client, const std::vector<std::string>& peers);
 
-/// A peer's answer in a few words: "HTTP 409: {...}" or "no answer: ...".
+/// A peer's refusal or silence as fields, never its body inside a string: the error code and message of its JSON
+/// answer, or for no answer `unreachable` and the transport's reason.
+struct peer_error {
+  std::string error;
+  std::string message;
+};
+peer_error read_peer_error(const transport::response& r);
+
+/// A peer's answer in a few words: "HTTP 409 conflict: <its message>" or "no answer: <the reason>".
 std::string describe_answer(const transport::response& r);
 
 }  // namespace moonmq::cluster
