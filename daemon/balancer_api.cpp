@@ -142,6 +142,8 @@ void balancer_api::routes(api_routes& api) {
     return req.has_param("scope") && req.get_param_value("scope") == "broker";
   };
   api.Get("/v1/autobalancer", [this, own_only](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("scope") && req.get_param_value("scope") != "broker" && req.get_param_value("scope") != "cluster")
+      return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
     if (own_only(req)) return reply(res, 200, own_status());
     status_route(res);
   });
@@ -198,7 +200,7 @@ void balancer_api::snapshot_route(httplib::Response& res) {
   if (const std::string c = remote_controller(); !c.empty()) {
     const auto r = view_.ask(c, transport::get_request("/cluster/admin/autobalancer/snapshot"));
     if (r.status == 0)
-      return reply_error(res, 503, "controller_unavailable", "the controller, " + c + ", did not answer");
+      return reply_peer_error(res, 503, "controller_unavailable", "the controller, " + c + ", did not answer", c, r);
     res.status = r.status;
     res.set_content(r.body, "application/json");
     return;

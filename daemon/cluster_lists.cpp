@@ -11,7 +11,8 @@ namespace {
 /// The broker entries of a merged list: who answered, and why not when one did not (its own error fields, or the
 /// transport's when nothing came back).
 void write_brokers(json::writer& w, const std::string& self, const std::vector<std::string>& ids,
-                   const std::vector<int>& statuses, const std::vector<rapidjson::Document>& bodies) {
+                   const std::vector<int>& statuses, const std::vector<rapidjson::Document>& bodies,
+                   const std::vector<transport::response>& responses) {
   w.Key("brokers");
   w.StartArray();
   for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -21,16 +22,11 @@ void write_brokers(json::writer& w, const std::string& self, const std::vector<s
     const bool answered = statuses[i] >= 200 && statuses[i] < 300 && bodies[i].IsObject();
     json::put(w, "answered", answered);
     if (!answered) {
+      const auto e = cluster::read_peer_error(responses[i]);
       w.Key("error");
       w.StartObject();
-      const auto& b = bodies[i];
-      const bool structured = b.IsObject() && b.HasMember("error") && b["error"].IsString();
-      json::put(w, "error", structured ? std::string(b["error"].GetString())
-                                       : std::string(statuses[i] == 0 ? "unreachable" : "unexpected_answer"));
-      json::put(w, "message", structured && b.HasMember("message") && b["message"].IsString()
-                                  ? std::string(b["message"].GetString())
-                                  : statuses[i] == 0 ? ids[i] + " did not answer"
-                                                     : ids[i] + " answered " + std::to_string(statuses[i]));
+      json::put(w, "error", e.error);
+      json::put(w, "message", e.message);
       w.EndObject();
     }
     w.EndObject();
@@ -51,6 +47,12 @@ std::tuple<std::vector<std::string>, std::vector<int>, std::vector<rapidjson::Do
     bodies[i].Parse(parts[i].body.c_str(), parts[i].body.size());
   }
   return {std::move(ids), std::move(statuses), std::move(bodies)};
+}
+
+std::vector<transport::response> cluster_lists::responses_of(const std::vector<part>& parts) {
+  std::vector<transport::response> out;
+  for (const auto& p : parts) out.push_back({p.status, p.body, "application/json"});
+  return out;
 }
 
 std::vector<cluster_lists::part> cluster_lists::ask_all(const std::string& own, const std::string& path) {
@@ -78,7 +80,7 @@ std::string cluster_lists::groups(const std::string& own) {
       }
     }
     w.EndArray();
-    write_brokers(w, view_.self().value(), ids, statuses, bodies);
+    write_brokers(w, view_.self().value(), ids, statuses, bodies, responses_of(parts));
   });
 }
 
@@ -100,7 +102,7 @@ std::string cluster_lists::transactions(const std::string& own) {
       }
     }
     w.EndArray();
-    write_brokers(w, view_.self().value(), ids, statuses, bodies);
+    write_brokers(w, view_.self().value(), ids, statuses, bodies, responses_of(parts));
   });
 }
 

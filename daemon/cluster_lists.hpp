@@ -33,6 +33,8 @@ class cluster_lists {
   };
   /// This broker's part, then every peer's `path`.
   std::vector<part> ask_all(const std::string& own, const std::string& path);
+  /// Each part as the response it was.
+  static std::vector<transport::response> responses_of(const std::vector<part>& parts);
   /// Each part's broker, status and parsed body.
   static std::tuple<std::vector<std::string>, std::vector<int>, std::vector<rapidjson::Document>> read(
       const std::vector<part>& parts);

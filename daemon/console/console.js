@@ -3,7 +3,8 @@
 'use strict';
 
 // `lastLoads`: each broker's figures from the last pass that measured it, kept for when it stops answering.
-const state = { token: sessionStorage.getItem('moonmq-token') || '', lastLoads: {} };
+// `actionError`: why the operator's last action was refused, shown until the next action.
+const state = { token: sessionStorage.getItem('moonmq-token') || '', lastLoads: {}, actionError: '' };
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -36,7 +37,8 @@ async function api(path, method, body) {
     init.body = JSON.stringify(body);
   }
   const r = await fetch(path, init);
-  if (r.status === 401 || r.status === 403) {
+  const write = init.method !== 'GET';
+  if (r.status === 401 || (r.status === 403 && !write)) {
     document.getElementById('login').hidden = false;
     throw new Error(r.status === 401 ? 'this broker needs a token' : 'this token may not read ' + path);
   }
@@ -50,13 +52,11 @@ async function api(path, method, body) {
 
 // An operator's action (admin token): the page is redrawn after it, and a refusal is shown like any error.
 async function act(method, path, body) {
-  const error = document.getElementById('error');
   try {
     await api(path, method, body);
-    error.hidden = true;
+    state.actionError = '';
   } catch (e) {
-    error.textContent = e.message;
-    error.hidden = false;
+    state.actionError = 'refused: ' + e.message;
   }
   refresh();
 }
@@ -215,12 +215,16 @@ function drawPartitions(topics, partitions) {
   const served = new Map();
   for (const p of partitions.partitions || []) served.set(p.topic + '-' + p.partition, p);
   const rows = [];
+  let total = 0;
   for (const t of (topics.topics || []).filter(t => t.catalog !== false && !t.deleted)) {
-    for (let i = 0; i < (Number(t.partitions) || 0); i++) {
+    total += Number(t.partitions) || 0;
+    for (let i = 0; i < (Number(t.partitions) || 0) && rows.length < 500; i++) {
       const p = served.get(t.name + '-' + i);
+      const conflict = p ? String(p.conflict || '') : '';
       const mark = !p ? el('span', (partitions.unreachable || []).length ? 'not served (or on a broker that did not answer)'
                                                                            : 'not served', 'down')
-                 : p.conflict ? short('served twice: ' + p.conflict, 60, 'down') : '';
+                 : conflict.startsWith('served by') ? short('served twice: ' + conflict, 60, 'down')
+                 : conflict ? short(conflict, 60, 'stalled') : '';
       const tr = row([t.name + '-' + i, p ? p.owner : '', p ? bytes(p.size_bytes) : '',
                       p && p.open_transactions ? 'yes' : '', mark]);
       tr.dataset.partition = t.name + '-' + i;
@@ -228,8 +232,8 @@ function drawPartitions(topics, partitions) {
       rows.push(tr);
     }
   }
-  fill(document.querySelector('#partitions tbody'), rows.slice(0, 500));
-  document.getElementById('partitions_more').textContent = rows.length > 500 ? 'the first 500 of ' + rows.length : '';
+  fill(document.querySelector('#partitions tbody'), rows);
+  document.getElementById('partitions_more').textContent = total > rows.length ? 'the first ' + rows.length + ' of ' + total : '';
 }
 
 function drawCluster(c, groups) {
@@ -239,7 +243,11 @@ function drawCluster(c, groups) {
       : 'off (controller fenced by epochs; epoch ' + ((c.controller || {}).epoch ?? '?') + ')';
   const list = (groups.groups || []).map(g => el('li', g.group + ' (coordinator ' + g.coordinator + ')'));
   for (const b of groups.brokers || [])
-    if (!b.answered) list.push(short(b.id + ' did not answer: ' + ((b.error || {}).message || ''), 60, 'down'));
+    if (!b.answered) {
+      const li = el('li');
+      li.appendChild(short(b.id + ' did not answer: ' + ((b.error || {}).message || ''), 60, 'down'));
+      list.push(li);
+    }
   if (!list.length) list.push(el('li', 'none', 'muted'));
   document.getElementById('groups').replaceChildren(...list);
 }
@@ -255,12 +263,20 @@ async function refresh() {
     drawBalancer(balancer);
     drawPartitions(topics, partitions);
     drawCluster(cluster, groups);
-    error.hidden = true;
+    error.textContent = state.actionError;
+    error.hidden = !state.actionError;
     document.getElementById('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
   } catch (e) {
     error.textContent = e.message;
     error.hidden = false;
   }
+}
+
+// The next refresh is scheduled once this one has ended, so that a slow cluster (a peer that does not answer
+// costs a peer timeout) never has refreshes pile up, or an older answer drawn over a newer one.
+async function refreshLoop() {
+  await refresh();
+  setTimeout(refreshLoop, 2000);
 }
 
 document.getElementById('login').addEventListener('submit', ev => {
@@ -275,9 +291,14 @@ document.getElementById('pause').addEventListener('click', ev =>
   act('POST', ev.target.dataset.paused === 'yes' ? '/v1/autobalancer/resume' : '/v1/autobalancer/pause'));
 document.getElementById('throttle_form').addEventListener('submit', ev => {
   ev.preventDefault();
-  const kib = Number(document.getElementById('throttle_kib').value);
-  act('PUT', '/v1/reassignments/throttle', { bytes_per_sec: Math.max(0, Math.round(kib * 1024)) });
+  const text = document.getElementById('throttle_kib').value.trim();
+  const kib = Number(text);
+  if (text === '' || !Number.isFinite(kib) || kib < 0) {
+    state.actionError = 'the throttle is a number of KiB/s, 0 for none';
+    refresh();
+    return;
+  }
+  act('PUT', '/v1/reassignments/throttle', { bytes_per_sec: Math.round(kib * 1024) });
 });
 
-refresh();
-setInterval(refresh, 2000);
+refreshLoop();

@@ -57,8 +57,10 @@ peer_error read_peer_error(const transport::response& r) {
   if (r.status == 0) out.error = "unreachable";
   if (out.error.empty()) out.error = "http_" + std::to_string(r.status);
   if (out.message.empty()) {
-    constexpr std::size_t shown = 200;  // of a body that is not the error contract
-    out.message = r.body.size() > shown ? r.body.substr(0, shown) + "..." : r.body;
+    // The start of a body that is not the error contract, cut at a character's first byte (never inside UTF-8).
+    std::size_t shown = std::min<std::size_t>(r.body.size(), 200);
+    while (shown < r.body.size() && shown > 0 && (static_cast<unsigned char>(r.body[shown]) & 0xC0) == 0x80) --shown;
+    out.message = r.body.substr(0, shown) + (shown < r.body.size() ? "..." : "");
   }
   return out;
 }

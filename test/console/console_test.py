@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """The web console in a real browser (headless Chromium through Selenium, 1,280 px wide) against two real moonmqd.
 
-It loads /ui on a broker with client tokens, gives the page a token, and checks that the page shows both brokers with
+It loads /ui on a broker with tokens, gives the page the admin token, and checks that the page shows both brokers with
 figures beside every load bar, the topic's partitions with their owners, and a running move whose progress moves (in
-percent and bytes); that the throttle and the balancer's pause work from the page; with no error in the browser's
-console. Then one broker is killed: its row says so without widening the page past 1,280 px, and its last load bars
+percent and bytes); that the throttle and the balancer's pause work from the page, and that with a client token the
+refusal stays in view; with no error in the browser's console but the refused request. Then one broker is killed: its row says so without widening the page past 1,280 px, and its last load bars
 are marked stale. Screenshots of both states go to MOONMQ_CONSOLE_SCREENSHOTS (a directory) when it is set.
 Usage: console_test.py MOONMQD
 """
@@ -20,6 +20,7 @@ import time
 import urllib.request
 
 TOKEN = "console-test-admin-token-0123"
+CLIENT_TOKEN = "console-test-client-token-4567"
 
 
 def free_port():
@@ -74,7 +75,8 @@ def main():
             other = "b2" if b == "b1" else "b1"
             config = {"Server": {
                 "Port": api, "DataDir": f"{work}/{b}",
-                "Auth": {"Tokens": [{"Name": "ops", "Token": TOKEN, "Role": "admin"}]},
+                "Auth": {"Tokens": [{"Name": "ops", "Token": TOKEN, "Role": "admin"},
+                                    {"Name": "app", "Token": CLIENT_TOKEN, "Role": "client"}]},
                 "Cluster": {"BrokerId": b, "Port": cluster, "Token": "console-cluster-secret",
                             "BatchBytes": 65536,
                             "Peers": [{"Id": other, "Address": f"127.0.0.1:{ports[other][1]}"}]},
@@ -125,7 +127,7 @@ def main():
         # Every load bar has its figure; the partition-count bar is there too.
         figures = wait_for("the load figures", lambda: [e.text for e in driver.find_elements(
             By.CSS_SELECTOR, "#brokers tbody tr[data-broker='b1'] .loadcell .figure")] or None)
-        assert len(figures) == 4 and all(figures), f"b1's load figures: {figures}"
+        assert len(figures) == 4 and all(any(ch.isdigit() for ch in f) for f in figures), f"b1's load figures: {figures}"
         # The topic's partitions with their owners.
         owners = wait_for("the partitions", lambda: {r.get_attribute("data-partition"): r.get_attribute("data-owner")
                                                      for r in driver.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")}
@@ -139,12 +141,23 @@ def main():
         wait_for("the balancer paused", lambda: driver.find_element(By.ID, "balancer").text.startswith("paused"))
         driver.find_element(By.ID, "pause").click()
         wait_for("the balancer resumed", lambda: driver.find_element(By.ID, "balancer").text.startswith("on"))
+        # With a client token the page still reads, and an action's refusal stays in view across refreshes.
+        driver.execute_script("state.token = arguments[0]", CLIENT_TOKEN)
+        driver.find_element(By.ID, "pause").click()
+        refused = wait_for("the refusal shown", lambda: (lambda e: e.text if e.is_displayed() and "refused" in e.text
+                                                         else None)(driver.find_element(By.ID, "error")))
+        assert "403" in refused, f"the refusal: {refused!r}"
+        shown_at = driver.find_element(By.ID, "updated").text
+        wait_for("a later refresh", lambda: driver.find_element(By.ID, "updated").text != shown_at)
+        assert driver.find_element(By.ID, "error").is_displayed(), "the refusal vanished at the next refresh"
+        assert not driver.find_element(By.ID, "login").is_displayed(), "a refused action asked for a token"
+        driver.execute_script("state.token = arguments[0]; state.actionError = ''", TOKEN)
         call(b1, "PUT", "/v1/reassignments/throttle", {"bytes_per_sec": 0})
         wait_for("the move to show done", lambda: driver.find_element(By.CSS_SELECTOR, row).get_attribute(
             "data-step") == "done")
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         # The 401 the page met before it had a token is the only error expected.
-        errors = [e for e in errors if "401" not in e["message"]]
+        errors = [e for e in errors if "401" not in e["message"] and "403" not in e["message"]]
         assert not errors, f"errors in the browser console: {errors}"
 
         # A broker down: named in its row, the page no wider than the window, its last loads marked stale.

@@ -123,8 +123,10 @@ void add_moves(CLI::App& app, const options& o, runner& run) {
         double bytes = 0;
         std::chrono::steady_clock::time_point at;
       };
-      std::map<std::uint64_t, sample> last;
-      std::set<std::uint64_t> watched;
+      // A move's id is its source's: (source, id) names it in the cluster.
+      using key = std::pair<std::string, std::uint64_t>;
+      std::map<key, sample> last;
+      std::set<key> watched;
       while (true) {
         auto a = c.get(path);
         const auto now = std::chrono::steady_clock::now();
@@ -134,18 +136,19 @@ void add_moves(CLI::App& app, const options& o, runner& run) {
         if (a.ok() && !d.HasParseError())
           for (const auto& m : array(d, "reassignments").GetArray()) {
             if (flag(m, "finished") || !m.HasMember("id") || !m["id"].IsUint64()) continue;
-            const auto id = m["id"].GetUint64();
-            watched.insert(id);
-            if (auto it = last.find(id); it != last.end()) {
+            const key k{str(m, "source"), m["id"].GetUint64()};
+            watched.insert(k);
+            if (auto it = last.find(k); it != last.end()) {
               const double seconds = std::chrono::duration<double>(now - it->second.at).count();
-              if (seconds > 0) rates[id] = std::max(0.0, (num(m, "bytes_copied") - it->second.bytes) / seconds);
+              if (seconds > 0) rates[k] = std::max(0.0, (num(m, "bytes_copied") - it->second.bytes) / seconds);
             }
-            last[id] = {num(m, "bytes_copied"), now};
+            last[k] = {num(m, "bytes_copied"), now};
           }
         if (!o.json && a.ok()) std::cout << "\x1b[H\x1b[2J" << std::flush;  // clear the screen
         const int rc = show(o, a, [&](const rapidjson::Document& doc) { print_moves(doc, &rates); });
         if (rc != 0) return rc;
-        if (!any_running(a.body)) break;
+        // A broker that did not answer may be running one of the watched moves: not over until it is heard from.
+        if (!any_running(a.body) && array(d, "unreachable").Empty()) break;
         std::this_thread::sleep_for(std::chrono::seconds(1));
       }
       if (watched.empty()) return 0;
@@ -156,7 +159,8 @@ void add_moves(CLI::App& app, const options& o, runner& run) {
       d.Parse(all.body.c_str(), all.body.size());
       int rc = 0;
       for (const auto& m : array(d, "reassignments").GetArray()) {
-        if (!m.HasMember("id") || !m["id"].IsUint64() || !watched.count(m["id"].GetUint64())) continue;
+        if (!m.HasMember("id") || !m["id"].IsUint64() || !watched.count({str(m, "source"), m["id"].GetUint64()}))
+          continue;
         const bool ok = flag(m, "succeeded");
         if (!ok) rc = exit_refused;
         if (o.json) continue;

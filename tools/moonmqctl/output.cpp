@@ -163,7 +163,7 @@ void print_moves(const rapidjson::Value& d, const measured_rates* rates) {
       eta = human_seconds(num(m, "eta_seconds") > 0 || num(m, "rate_bytes_per_sec") > 0 ? num(m, "eta_seconds") : -1);
     } else if (!finished) {
       const auto id = m.HasMember("id") && m["id"].IsUint64() ? m["id"].GetUint64() : 0;
-      const auto it = rates->find(id);
+      const auto it = rates->find({str(m, "source"), id});
       if (it == rates->end()) {
         rate = eta = "-";  // one sample so far
       } else {

@@ -56,8 +56,8 @@ std::optional<std::uint64_t> parse_rate(std::string s);
 
 std::string rate_text(std::uint64_t r);
 
-/// Copy rates a watcher measured itself, by move id, between two of its samples (bytes/s).
-using measured_rates = std::map<std::uint64_t, double>;
+/// Copy rates a watcher measured itself, by move (source, id), between two of its samples (bytes/s).
+using measured_rates = std::map<std::pair<std::string, std::uint64_t>, double>;
 
 /// The moves table. With `rates` (a watch), a move's rate and ETA are the watcher's own, and shown only once it has
 /// two samples of that move (the broker's own figure may be a burst at first).

@@ -148,6 +148,14 @@ CLI::App* add_reconcile(CLI::App& topics, const options& o, runner& run) {
   return reconcile;
 }
 
+/// "b1 b2 b3 b1" of a topic answer's `owners`.
+std::string owner_list(const rapidjson::Value& d) {
+  std::string owners;
+  for (const auto& b : array(d, "owners").GetArray())
+    owners += (owners.empty() ? "" : " ") + std::string(b.IsString() ? b.GetString() : "?");
+  return owners;
+}
+
 /// topics adopt: a topic made before topics were cluster metadata enters the catalog. Returns the subcommand.
 CLI::App* add_adopt(CLI::App& topics, const options& o, runner& run) {
   struct arguments {
@@ -161,24 +169,13 @@ CLI::App* add_adopt(CLI::App& topics, const options& o, runner& run) {
   adopt->callback([&o, &run, args] {
     run = [&o, args](broker_client& c) {
       return show(o, c.post("/v1/topics/" + encoded(args->topic) + "/adopt"), [&](const rapidjson::Document& d) {
-        std::string owners;
-        for (const auto& b : array(d, "owners").GetArray())
-          owners += (owners.empty() ? "" : " ") + std::string(b.IsString() ? b.GetString() : "?");
         std::cout << "adopted " << str(d, "name") << " (" << str(d, "partitions") << " partitions, version "
-                  << str(d, "version") << "): owners " << owners << "\n"
+                  << str(d, "version") << "): owners " << owner_list(d) << "\n"
                   << "then: moonmqctl topics reconcile " << args->topic << " (a duplicate log is a stray now)\n";
       });
     };
   });
   return adopt;
-}
-
-/// "b1 b2 b3 b1" of a topic answer's `owners`.
-std::string owner_list(const rapidjson::Value& d) {
-  std::string owners;
-  for (const auto& b : array(d, "owners").GetArray())
-    owners += (owners.empty() ? "" : " ") + std::string(b.IsString() ? b.GetString() : "?");
-  return owners;
 }
 
 /// topics create | describe | grow | delete: the topic as cluster metadata, from any broker (admin for changes).
@@ -280,11 +277,10 @@ std::vector<CLI::App*> add_topic_admin(CLI::App& topics, const options& o, runne
       // A topic never shrinks: asking for fewer than it has changes nothing, which is not what was asked.
       rapidjson::Document d;
       d.Parse(a.body.c_str(), a.body.size());
-      if (str(d, "partitions") != std::to_string(args->partitions)) {
-        std::cerr << "moonmqctl: " << args->topic << " has " << str(d, "partitions") << " partitions, not "
-                  << args->partitions << ": a topic never shrinks\n";
-        return exit_refused;
-      }
+      if (str(d, "partitions") != std::to_string(args->partitions))
+        return failed({409, "{\"error\":\"conflict\",\"message\":\"" + args->topic + " has " + str(d, "partitions") +
+                                " partitions, not " + std::to_string(args->partitions) +
+                                ": a topic never shrinks\"}"});
       return 0;
     };
   });
