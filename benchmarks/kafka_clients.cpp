@@ -14,7 +14,8 @@
 // them back with GET, 1 MiB per request.
 //
 // Transactions: the producer idempotent, then with a transactional.id committing every 100 ms and every 10 ms,
-// 5 x RECORDS records each, a 16 MiB queue, after an untimed first send; records/s and the ratio to the idempotent run, and each commit's latency (p50, p99).
+// 5 x RECORDS records each, a 16 MiB queue, after an untimed first send; records/s and the ratio to the idempotent
+// run, and each commit's latency (p50, p99).
 //
 //   kafka_clients [RECORDS]      (default 60000)
 // For looking closer, the transactional producer takes KAFKA_CLIENTS_TXN_DEBUG (e.g. "eos,protocol"), the consumer

@@ -142,7 +142,8 @@ void balancer_api::routes(api_routes& api) {
     return req.has_param("scope") && req.get_param_value("scope") == "broker";
   };
   api.Get("/v1/autobalancer", [this, own_only](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_param("scope") && req.get_param_value("scope") != "broker" && req.get_param_value("scope") != "cluster")
+    if (req.has_param("scope") && req.get_param_value("scope") != "broker" &&
+        req.get_param_value("scope") != "cluster")
       return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
     if (own_only(req)) return reply(res, 200, own_status());
     status_route(res);

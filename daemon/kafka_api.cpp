@@ -382,7 +382,8 @@ struct kafka_api::impl {
       kafka::produce_response::topic rt;
       rt.name = t.name;
       const bool authorized = may(s, role::client);
-      for (const auto& part : t.partitions) rt.partitions.push_back(produce_one(t.name, part, req.transactional_id, authorized));
+      for (const auto& part : t.partitions)
+        rt.partitions.push_back(produce_one(t.name, part, req.transactional_id, authorized));
       out.topics.push_back(std::move(rt));
     }
     if (req.acks == 0) return {};

@@ -171,7 +171,8 @@ kafka::heartbeat_response kafka_groups::heartbeat(const kafka::heartbeat_request
 std::int16_t kafka_groups::check_member(const std::string& group_id, const std::string& member_id,
                                         std::int32_t generation) {
   auto beat = member_step(groups::classic_call::step::heartbeat, group_id, member_id, generation, true);
-  if (auto* refused = std::get_if<std::int16_t>(&beat)) return *refused == ec::rebalance_in_progress ? ec::none : *refused;
+  if (auto* refused = std::get_if<std::int16_t>(&beat))
+    return *refused == ec::rebalance_in_progress ? ec::none : *refused;
   return ec::none;
 }
 

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <variant>
 
 #include "moonmq/core/topic_name.hpp"
 #include "moonmq/core/utf8.hpp"
@@ -38,6 +39,16 @@ std::int16_t txn_code(const refusal& r, std::int16_t fenced) {
 std::optional<std::pair<std::uint64_t, std::uint32_t>> identity(const kafka::txn_producer& p) {
   if (p.producer_id < 0 || p.producer_epoch < 0) return std::nullopt;
   return std::pair{static_cast<std::uint64_t>(p.producer_id), static_cast<std::uint32_t>(p.producer_epoch)};
+}
+
+/// The session a producer's request names, or the Kafka code that refuses it before the coordinator is asked (the
+/// connection's role, an id or epoch the coordinator cannot have given).
+std::variant<std::pair<std::uint64_t, std::uint32_t>, std::int16_t> checked(const kafka::txn_producer& p,
+                                                                           bool authorized) {
+  if (!authorized) return ec::transactional_id_authorization_failed;
+  const auto who = identity(p);
+  if (!who || !valid_client_name(p.transactional_id)) return ec::invalid_producer_id_mapping;
+  return *who;
 }
 
 }  // namespace
@@ -108,9 +119,9 @@ kafka::add_partitions_to_txn_response kafka_txn::add_partitions(const kafka::add
     }
     return out;
   };
-  if (!authorized) return answer_all(ec::transactional_id_authorization_failed);
-  const auto who = identity(req.producer);
-  if (!who || !valid_client_name(req.producer.transactional_id)) return answer_all(ec::invalid_producer_id_mapping);
+  const auto session = checked(req.producer, authorized);
+  if (const auto* refused = std::get_if<std::int16_t>(&session)) return answer_all(*refused);
+  const auto* who = &std::get<0>(session);
   // Kafka's rule: a partition that cannot be added fails the request; the others are not attempted.
   std::vector<topic_partition> asked;
   std::set<std::pair<std::string, std::int32_t>> unknown;
@@ -161,15 +172,12 @@ kafka::add_partitions_to_txn_response kafka_txn::add_partitions(const kafka::add
 
 kafka::txn_error_response kafka_txn::add_offsets(const kafka::add_offsets_to_txn_request& req, bool authorized) {
   kafka::txn_error_response out;
-  if (!authorized) {
-    out.error = ec::transactional_id_authorization_failed;
+  const auto session = checked(req.producer, authorized);
+  if (const auto* refused = std::get_if<std::int16_t>(&session)) {
+    out.error = *refused;
     return out;
   }
-  const auto who = identity(req.producer);
-  if (!who || !valid_client_name(req.producer.transactional_id)) {
-    out.error = ec::invalid_producer_id_mapping;
-    return out;
-  }
+  const auto* who = &std::get<0>(session);
   if (!valid_client_name(req.group_id)) {
     out.error = ec::invalid_group_id;
     return out;
@@ -192,9 +200,9 @@ kafka::txn_offset_commit_response kafka_txn::commit_offsets(const kafka::txn_off
   };
   (void)version;  // v3 adds the member's generation; a fenced producer is INVALID_PRODUCER_EPOCH in every version
   const std::int16_t fenced = ec::invalid_producer_epoch;
-  if (!authorized) return answer_all(ec::transactional_id_authorization_failed);
-  const auto who = identity(req.producer);
-  if (!who || !valid_client_name(req.producer.transactional_id)) return answer_all(ec::invalid_producer_id_mapping);
+  const auto session = checked(req.producer, authorized);
+  if (const auto* refused = std::get_if<std::int16_t>(&session)) return answer_all(*refused);
+  const auto* who = &std::get<0>(session);
   if (!valid_client_name(req.group_id)) return answer_all(ec::invalid_group_id);
   // KIP-447: a member that names itself must be the group's current member at that generation, so that a consumer
   // that lost its partitions in a rebalance cannot commit their offsets in a transaction.
@@ -213,15 +221,12 @@ kafka::txn_offset_commit_response kafka_txn::commit_offsets(const kafka::txn_off
 
 kafka::txn_error_response kafka_txn::end(const kafka::end_txn_request& req, bool authorized) {
   kafka::txn_error_response out;
-  if (!authorized) {
-    out.error = ec::transactional_id_authorization_failed;
+  const auto session = checked(req.producer, authorized);
+  if (const auto* refused = std::get_if<std::int16_t>(&session)) {
+    out.error = *refused;
     return out;
   }
-  const auto who = identity(req.producer);
-  if (!who || !valid_client_name(req.producer.transactional_id)) {
-    out.error = ec::invalid_producer_id_mapping;
-    return out;
-  }
+  const auto* who = &std::get<0>(session);
   // Answered once the decision is durable: the markers follow (the producer's next call waits for them), as
   // Kafka's coordinator does.
   auto ended = p_.txns->end({req.producer.transactional_id, who->first, who->second, req.committed, false});

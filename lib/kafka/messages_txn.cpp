@@ -13,6 +13,23 @@ bool read_producer(reader& r, bool compact, txn_producer& p) {
   p.producer_epoch = r.i16();
   return r.ok();
 }
+/// Throttle time, then an error code per partition by topic; COMPACT with tagged fields when `c`.
+void encode_errors(writer& w, const partition_errors& e, bool c) {
+  w.i32(0);
+  w.array_count(e.topics.size(), c);
+  for (const auto& t : e.topics) {
+    w.string(t.name, c);
+    w.array_count(t.partitions.size(), c);
+    for (const auto& p : t.partitions) {
+      w.i32(p.index);
+      w.i16(p.error);
+      if (c) w.tagged_fields();
+    }
+    if (c) w.tagged_fields();
+  }
+  if (c) w.tagged_fields();
+}
+
 }  // namespace
 
 // AddPartitionsToTxn request: transactional_id, producer_id, producer_epoch, topics [name partitions [i32]].
@@ -32,18 +49,7 @@ bool decode(reader& r, std::int16_t, add_partitions_to_txn_request& a) {
 }
 
 // AddPartitionsToTxn response: throttle, results [name results [index error]].
-void encode(writer& w, std::int16_t, const add_partitions_to_txn_response& a) {
-  w.i32(0);
-  w.array_count(a.topics.size(), false);
-  for (const auto& t : a.topics) {
-    w.string(t.name, false);
-    w.array_count(t.partitions.size(), false);
-    for (const auto& p : t.partitions) {
-      w.i32(p.index);
-      w.i16(p.error);
-    }
-  }
-}
+void encode(writer& w, std::int16_t, const add_partitions_to_txn_response& a) { encode_errors(w, a, false); }
 
 // AddOffsetsToTxn request: transactional_id, producer_id, producer_epoch, group_id.
 bool decode(reader& r, std::int16_t, add_offsets_to_txn_request& a) {
@@ -104,20 +110,7 @@ bool decode(reader& r, std::int16_t version, txn_offset_commit_request& t) {
 
 // TxnOffsetCommit response: throttle, topics [name partitions [index error]]; compact with tagged fields in v3.
 void encode(writer& w, std::int16_t version, const txn_offset_commit_response& t) {
-  const bool c = version >= 3;
-  w.i32(0);
-  w.array_count(t.topics.size(), c);
-  for (const auto& tp : t.topics) {
-    w.string(tp.name, c);
-    w.array_count(tp.partitions.size(), c);
-    for (const auto& p : tp.partitions) {
-      w.i32(p.index);
-      w.i16(p.error);
-      if (c) w.tagged_fields();
-    }
-    if (c) w.tagged_fields();
-  }
-  if (c) w.tagged_fields();
+  encode_errors(w, t, version >= 3);
 }
 
 }  // namespace moonmq::kafka

@@ -89,7 +89,8 @@ int failed(const answer& a) {
   else if (structured)
     std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message")
               << (d.HasMember("peer") && d["peer"].IsObject()
-                      ? " (" + str(d["peer"], "id") + ": " + str(d["peer"], "error") + ": " + str(d["peer"], "message") + ")"
+                      ? " (" + str(d["peer"], "id") + ": " + str(d["peer"], "error") + ": " +
+                            str(d["peer"], "message") + ")"
                       : std::string())
               << "\n";
   else

@@ -36,7 +36,8 @@ struct add_partitions_to_txn_request {
 };
 bool decode(reader& r, std::int16_t version, add_partitions_to_txn_request& a);
 
-struct add_partitions_to_txn_response {
+/// An error code per partition, by topic: AddPartitionsToTxn's and TxnOffsetCommit's answers.
+struct partition_errors {
   struct partition {
     std::int32_t index = 0;
     std::int16_t error = error_code::none;
@@ -47,6 +48,8 @@ struct add_partitions_to_txn_response {
   };
   std::vector<topic> topics;
 };
+
+struct add_partitions_to_txn_response : partition_errors {};
 void encode(writer& w, std::int16_t version, const add_partitions_to_txn_response& a);
 
 // ---- AddOffsetsToTxn (25) -------------------------------------------------------------------------------------
@@ -92,17 +95,7 @@ struct txn_offset_commit_request {
 };
 bool decode(reader& r, std::int16_t version, txn_offset_commit_request& t);
 
-struct txn_offset_commit_response {
-  struct partition {
-    std::int32_t index = 0;
-    std::int16_t error = error_code::none;
-  };
-  struct topic {
-    std::string name;
-    std::vector<partition> partitions;
-  };
-  std::vector<topic> topics;
-};
+struct txn_offset_commit_response : partition_errors {};
 void encode(writer& w, std::int16_t version, const txn_offset_commit_response& t);
 
 }  // namespace moonmq::kafka

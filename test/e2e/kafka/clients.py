@@ -197,14 +197,18 @@ def kafka_python_group(bootstrap, group_id, topic, idle):
     return 0
 
 
-def raw_group(address, group_id, topic):
+def raw_connection(address, timeout=10):
+    """A connection for requests written by hand: string(v) encodes a STRING (None: null), call(key, version, body)
+    sends one request (header v1, client id "raw") and returns its answer without the correlation id."""
     import socket
     import struct
     host, port = address.rsplit(':', 1)
-    s = socket.create_connection((host, int(port)), timeout=10)
+    s = socket.create_connection((host, int(port)), timeout=timeout)
     correlation = [0]
 
     def string(v):
+        if v is None:
+            return struct.pack('>h', -1)
         b = v.encode()
         return struct.pack('>h', len(b)) + b
 
@@ -216,6 +220,13 @@ def raw_group(address, group_id, topic):
         size = struct.unpack('>i', s.recv(4, socket.MSG_WAITALL))[0]
         data = s.recv(size, socket.MSG_WAITALL)
         return data[4:]  # the correlation id
+
+    return string, call
+
+
+def raw_group(address, group_id, topic):
+    import struct
+    string, call = raw_connection(address)
 
     subscription = struct.pack('>hi', 0, 1) + string(topic) + struct.pack('>i', 0)
 
@@ -300,26 +311,8 @@ def raw_group(address, group_id, topic):
 
 
 def raw_txn(address, topic):
-    import socket
     import struct
-    host, port = address.rsplit(':', 1)
-    s = socket.create_connection((host, int(port)), timeout=30)
-    correlation = [0]
-
-    def string(v):
-        if v is None:
-            return struct.pack('>h', -1)
-        b = v.encode()
-        return struct.pack('>h', len(b)) + b
-
-    def call(key, version, body):
-        correlation[0] += 1
-        header = struct.pack('>hhi', key, version, correlation[0]) + string('raw')
-        frame = header + body
-        s.sendall(struct.pack('>i', len(frame)) + frame)
-        size = struct.unpack('>i', s.recv(4, socket.MSG_WAITALL))[0]
-        data = s.recv(size, socket.MSG_WAITALL)
-        return data[4:]  # the correlation id
+    string, call = raw_connection(address, timeout=30)
 
     def init(txn_id, timeout):
         data = call(22, 1, string(txn_id) + struct.pack('>i', timeout))  # throttle, error, producer id, epoch
