@@ -12,8 +12,14 @@
 
 namespace moonmq::cluster {
 
-/// move-requests.json: `{"moves": [{"topic", "partition", "dest"}]}`, keyed by partition (a partition has one move
-/// at a time), replaced whole on every change.
+/// move-requests.json: `{"moves": [{"topic", "partition", "dest", "id"}]}`, keyed by partition (a partition has one
+/// move at a time), replaced whole on every change. `id` is the move's, kept so that the move resumes under it after
+/// a restart (absent in files written before ids were kept: the resumed move gets a new one).
+struct listed_move {
+  broker_id dest;
+  std::uint64_t id = 0;  ///< 0: none recorded
+};
+
 class move_requests {
  public:
   explicit move_requests(std::unique_ptr<storage::state_file> f) : file_(std::move(f)) {}
@@ -27,22 +33,24 @@ class move_requests {
     if (!d.IsObject() || !d.HasMember("moves") || !d["moves"].IsArray()) return bad;
     for (const auto& m : d["moves"].GetArray()) {
       if (!m.IsObject() || !m.HasMember("topic") || !m["topic"].IsString() || !m.HasMember("partition") ||
-          !m["partition"].IsInt() || !m.HasMember("dest") || !m["dest"].IsString())
+          !m["partition"].IsInt() || !m.HasMember("dest") || !m["dest"].IsString() ||
+          (m.HasMember("id") && !m["id"].IsUint64()))
         return bad;
-      moves_[{m["topic"].GetString(), m["partition"].GetInt()}] = broker_id(m["dest"].GetString());
+      moves_[{m["topic"].GetString(), m["partition"].GetInt()}] =
+          listed_move{broker_id(m["dest"].GetString()), m.HasMember("id") ? m["id"].GetUint64() : 0};
     }
     return {};
   }
 
-  std::map<topic_partition, broker_id> listed() const {
+  std::map<topic_partition, listed_move> listed() const {
     std::lock_guard lock(mu_);
     return moves_;
   }
 
-  status add(const topic_partition& tp, const broker_id& dest) {
+  status add(const topic_partition& tp, const broker_id& dest, std::uint64_t id) {
     std::lock_guard lock(mu_);
     auto next = moves_;
-    next[tp] = dest;
+    next[tp] = listed_move{dest, id};
     return commit(std::move(next));
   }
 
@@ -56,15 +64,16 @@ class move_requests {
   }
 
  private:
-  status commit(std::map<topic_partition, broker_id> next) {
+  status commit(std::map<topic_partition, listed_move> next) {
     std::string doc = json::object([&](json::writer& w) {
       w.Key("moves");
       w.StartArray();
-      for (const auto& [tp, dest] : next) {
+      for (const auto& [tp, m] : next) {
         w.StartObject();
         json::put(w, "topic", tp.topic);
         json::put(w, "partition", tp.partition);
-        json::put(w, "dest", dest.value());
+        json::put(w, "dest", m.dest.value());
+        if (m.id != 0) json::put(w, "id", m.id);
         w.EndObject();
       }
       w.EndArray();
@@ -76,13 +85,16 @@ class move_requests {
 
   std::unique_ptr<storage::state_file> file_;
   mutable std::mutex mu_;
-  std::map<topic_partition, broker_id> moves_;
+  std::map<topic_partition, listed_move> moves_;
 };
 
 result<std::unique_ptr<hand_moves>> hand_moves::open(hand_moves_parts parts,
                                                      std::unique_ptr<storage::state_file> file) {
   auto requests = std::make_unique<move_requests>(std::move(file));
   if (auto s = requests->load(); !s) return s.err();
+  // Listed moves show in the moves list, under their ids, from now until they resume (or are forgotten).
+  for (const auto& [tp, m] : requests->listed())
+    if (m.id != 0) parts.moves.expect_resume(tp, m.dest, m.id);
   return std::unique_ptr<hand_moves>(new hand_moves(std::move(parts), std::move(requests)));
 }
 
@@ -94,7 +106,11 @@ hand_moves::~hand_moves() {
   pending_done_.wait(lock, [this] { return pending_ == 0; });
 }
 
-std::map<topic_partition, broker_id> hand_moves::listed() const { return requests_->listed(); }
+std::map<topic_partition, broker_id> hand_moves::listed() const {
+  std::map<topic_partition, broker_id> out;
+  for (const auto& [tp, m] : requests_->listed()) out.emplace(tp, m.dest);
+  return out;
+}
 
 bool hand_moves::anything_to_recover() const {
   return !p_.journal.pending().empty() || !requests_->listed().empty();
@@ -105,11 +121,12 @@ result<std::uint64_t> hand_moves::start(const topic_partition& tp, const broker_
   // A move of it already running keeps its own record: this one is refused below and must not replace it.
   if (claim || p_.moves.busy(tp)) return p_.moves.start(p_.io, tp, dest, claim);
   std::lock_guard starting(starting_);
-  if (auto s = requests_->add(tp, dest); !s)
+  const std::uint64_t id = p_.moves.allocate_id();  // recorded first, so that the move resumes under it
+  if (auto s = requests_->add(tp, dest, id); !s)
     p_.log.warn("moves", "the move of " + name_of(tp) + " is not kept for a restart: " + s.message());
-  auto id = p_.moves.start(p_.io, tp, dest);
-  if (!id) (void)requests_->remove(tp);  // refused: nothing to resume
-  return id;
+  auto started = p_.moves.start(p_.io, tp, dest, std::nullopt, id);
+  if (!started) (void)requests_->remove(tp);  // refused: nothing to resume
+  return started;
 }
 
 void hand_moves::finished(const move_progress& p) {
@@ -139,7 +156,8 @@ asio::awaitable<void> hand_moves::recover() {
   while (!stopped_) {
     const std::size_t unresolved = co_await p_.moves.recover();
     bool waiting = false;
-    for (const auto& [tp, dest] : requests_->listed()) {
+    for (const auto& [tp, listed] : requests_->listed()) {
+      const broker_id& dest = listed.dest;
       if (started.count(tp)) continue;
       const std::string name = name_of(tp);
       if (!p_.ownership.ready() || p_.moves.busy(tp)) {  // not yet: under Raft, not caught up; or its journal entry
@@ -152,6 +170,7 @@ asio::awaitable<void> hand_moves::recover() {
       if (!here && e.owner != p_.self) {
         p_.log.info("moves", "the interrupted move of " + name + " to " + dest.value() + " is not resumed: " +
                                  e.owner.value() + " serves it now");
+        p_.moves.forget_resuming(tp);
         co_await offload(p_.blocking, [&] { return requests_->remove(tp); });
         continue;
       }
@@ -159,7 +178,8 @@ asio::awaitable<void> hand_moves::recover() {
         waiting = true;
         continue;
       }
-      auto id = p_.moves.start(p_.io, tp, dest);
+      auto id = p_.moves.start(p_.io, tp, dest, std::nullopt,
+                               listed.id != 0 ? std::optional<std::uint64_t>(listed.id) : std::nullopt);
       if (id) {
         started.insert(tp);
         p_.log.info("moves", "resuming the interrupted move of " + name + " to " + dest.value() + " (move " +
@@ -167,10 +187,12 @@ asio::awaitable<void> hand_moves::recover() {
       } else {
         p_.log.warn("moves", "the interrupted move of " + name + " to " + dest.value() +
                                  " did not restart: " + id.message());
-        if (id.code() == errc::conflict)
+        if (id.code() == errc::conflict) {
           waiting = true;
-        else
+        } else {
+          p_.moves.forget_resuming(tp);
           co_await offload(p_.blocking, [&] { return requests_->remove(tp); });
+        }
       }
     }
     if (unresolved == 0 && !waiting) co_return;

@@ -88,6 +88,7 @@ struct reassigner::impl {
   mutable std::mutex mu;
   std::map<topic_partition, std::shared_ptr<move_progress>> running;
   std::set<topic_partition> recovering;  ///< journaled moves recover() is resolving: no new move of them meanwhile
+  std::map<topic_partition, move_progress> resuming;  ///< hand moves listed before a restart, not started yet
   std::deque<move_progress> finished;
   // Ids start from the clock so that a restarted broker does not reuse the ids of its previous life.
   std::uint64_t next_id = static_cast<std::uint64_t>(
@@ -163,7 +164,8 @@ struct reassigner::impl {
   }
 
   /// Registers a move of `tp` (refused when one is running); the caller then runs it with `finish_after`.
-  result<std::shared_ptr<move_progress>> begin(const topic_partition& tp, const broker_id& dest) {
+  result<std::shared_ptr<move_progress>> begin(const topic_partition& tp, const broker_id& dest,
+                                               std::optional<std::uint64_t> id = {}) {
     auto p = std::make_shared<move_progress>();
     p->partition = tp;
     p->source = peers.directory().self.value();
@@ -175,8 +177,9 @@ struct reassigner::impl {
     if (running.count(tp)) return error{errc::conflict, name_of(tp) + " is already moving"};
     if (recovering.count(tp))
       return error{errc::conflict, name_of(tp) + " has an interrupted move being resolved; try again shortly"};
-    p->id = next_id++;
+    p->id = id ? *id : next_id++;
     running[tp] = p;
+    resuming.erase(tp);
     st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
     return p;
   }
@@ -737,8 +740,31 @@ asio::awaitable<void> run_started(reassigner& r, move_journal& journal, std::wea
 
 }  // namespace
 
+std::uint64_t reassigner::allocate_id() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->next_id++;
+}
+
+void reassigner::expect_resume(const topic_partition& tp, const broker_id& dest, std::uint64_t id) {
+  move_progress p;
+  p.id = id;
+  p.partition = tp;
+  p.source = impl_->peers.directory().self.value();
+  p.dest = dest.value();
+  p.step = "resuming";
+  p.started_at = now_seconds();
+  p.last_activity_at = p.started_at;
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->running.count(tp)) impl_->resuming[tp] = std::move(p);
+}
+
+void reassigner::forget_resuming(const topic_partition& tp) {
+  std::lock_guard lock(impl_->mu);
+  impl_->resuming.erase(tp);
+}
+
 result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_partition tp, broker_id dest,
-                                        std::optional<controller_claim> claim) {
+                                        std::optional<controller_claim> claim, std::optional<std::uint64_t> id) {
   const broker_id& self = impl_->peers.directory().self;
   if (is_internal_topic(tp.topic)) return error{errc::invalid_argument, "internal topic " + name_of(tp) + " never moves"};
   if (dest == self) return error{errc::invalid_argument, name_of(tp) + " is already on " + self.value()};
@@ -746,14 +772,14 @@ result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_p
   auto count = impl_->st.store.partition_count(tp.topic);
   if (!count) return count.err();
   if (tp.partition < 0 || tp.partition >= *count) return error{errc::not_found, "unknown partition " + name_of(tp)};
-  auto p = impl_->begin(tp, dest);
+  auto p = impl_->begin(tp, dest, id);
   if (!p) return p.err();
-  const std::uint64_t id = (*p)->id;
+  const std::uint64_t started = (*p)->id;
   asio::co_spawn(ex,
                  run_started(*this, impl_->journal, impl_->alive, impl_->finish_after(std::move(*p), claim),
                              std::move(tp)),
                  asio::detached);
-  return id;
+  return started;
 }
 
 asio::awaitable<status> reassigner::execute(autobalancer::described_action a, std::optional<controller_claim> claim) {
@@ -796,6 +822,7 @@ std::vector<move_progress> reassigner::progress() const {
   const double now = now_seconds();
   std::lock_guard lock(impl_->mu);
   std::vector<move_progress> out(impl_->finished.begin(), impl_->finished.end());
+  for (const auto& [tp, p] : impl_->resuming) out.push_back(p);
   for (const auto& [tp, p] : impl_->running) {
     move_progress m = *p;
     if (m.copy_started_at > 0 && m.bytes_copied > m.resumed_from) {

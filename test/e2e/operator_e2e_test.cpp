@@ -342,8 +342,16 @@ TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the 
   REQUIRE(c.b1.terminate() == 0);  // SIGTERM in the middle of the copy
   REQUIRE(ctl(c.b2, {"throttle", "0"}).exit_code == 1);  // b1 is down: not applied everywhere (exit 1, listed)
   c.b1.start();
+  // Listed at once under its id, before it resumes (step resuming) or as it runs again: never "no moves".
+  {
+    auto now = find_move(c.b1, first);
+    INFO("the move right after the restart");
+    REQUIRE(now.IsObject());
+    CHECK_FALSE(now["finished"].GetBool());
+  }
   REQUIRE(ctl(c.b1, {"throttle", "0"}).exit_code == 0);
-  // The restarted b1 starts the move again by itself, and it resumes from the prefix b2 already holds.
+  // The restarted b1 starts the move again by itself, under the same id, and it resumes from the prefix b2 already
+  // holds.
   rapidjson::Document resumed;
   wait_until([&] {
     auto d = ctl_json(c.b1, {"moves", "--all"});
@@ -354,7 +362,7 @@ TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the 
       }
     return false;
   }, "the resumed move");
-  CHECK(resumed["id"].GetUint64() != first);
+  CHECK(resumed["id"].GetUint64() == first);
   CHECK(resumed["resumed_from"].GetUint64() > 300'000);
   CHECK(std::string(ctl_json(c.b3, {"partitions", "--topic", "orders"})["partitions"][0]["owner"].GetString()) ==
         "b2");

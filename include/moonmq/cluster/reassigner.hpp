@@ -81,8 +81,17 @@ class reassigner {
   /// Starts a move on `ex` and returns at once with its id (see progress()); refuses, without starting anything, an
   /// internal topic, a partition this broker does not serve and one already moving. If the move fails with its
   /// journal entry left behind, the entry is resolved in the background (recover(), every 5 s).
+  /// `id`: the move's id when it has one already (a hand move resumed after a restart keeps its id); else a new one.
   result<std::uint64_t> start(const asio::any_io_executor& ex, topic_partition tp, broker_id dest,
-                              std::optional<controller_claim> claim = {});
+                              std::optional<controller_claim> claim = {}, std::optional<std::uint64_t> id = {});
+
+  /// A new move id, never handed out before by this broker (a hand move records it before it starts).
+  std::uint64_t allocate_id();
+
+  /// A move this broker will resume (listed before a restart, not started again yet): progress() shows it, in step
+  /// `resuming`, until it starts or is forgotten (`forget_resuming`).
+  void expect_resume(const topic_partition& tp, const broker_id& dest, std::uint64_t id);
+  void forget_resuming(const topic_partition& tp);
 
   /// Executes one planned action on this broker: a MOVE, or the local half of a SWAP (its first partition goes to
   /// the destination; the counterpart's data lives on the other broker, which this one cannot push).
