@@ -108,7 +108,8 @@ class running_broker final : public broker {
     reassigner_ = std::make_unique<cluster::reassigner>(ro, st, *link_.peers, *disk_.journal, blocking_);
     auto hand = cluster::hand_moves::open({self_, *disk_.store, *disk_.ownership, *disk_.journal, *reassigner_, *log_,
                                            io_.get_executor(), blocking_.get_executor()},
-                                          storage::make_file_state_file(dir + "/move-requests.json"));
+                                          storage::make_file_state_file(dir + "/move-requests.json"),
+                                          storage::make_file_state_file(dir + "/move-history.json"));
     if (!hand) return hand.err();
     hand_moves_ = std::move(*hand);
     std::vector<broker_id> brokers{self_};

@@ -8,6 +8,7 @@
 
 #include "json/state_document.hpp"
 #include "json/writer.hpp"
+#include "cluster/wire_json.hpp"
 #include "moonmq/core/offload.hpp"
 
 namespace moonmq::cluster {
@@ -88,18 +89,37 @@ class move_requests {
   std::map<topic_partition, listed_move> moves_;
 };
 
+namespace {
+/// The moves move-history.json keeps.
+constexpr std::size_t kept_history = 100;
+}  // namespace
+
 result<std::unique_ptr<hand_moves>> hand_moves::open(hand_moves_parts parts,
-                                                     std::unique_ptr<storage::state_file> file) {
+                                                     std::unique_ptr<storage::state_file> file,
+                                                     std::unique_ptr<storage::state_file> history) {
   auto requests = std::make_unique<move_requests>(std::move(file));
   if (auto s = requests->load(); !s) return s.err();
+  std::vector<move_progress> ended;
+  if (history) {
+    auto text = history->read();
+    if (!text) return text.err();
+    if (*text) {
+      auto moves = wire::read_moves(**text);
+      if (!moves) return error{errc::corrupt, history->name() + ": expected {\"moves\": [...]}"};
+      ended = std::move(*moves);
+      parts.moves.restore_finished(ended);
+    }
+  }
   // Listed moves show in the moves list, under their ids, from now until they resume (or are forgotten).
   for (const auto& [tp, m] : requests->listed())
     if (m.id != 0) parts.moves.expect_resume(tp, m.dest, m.id);
-  return std::unique_ptr<hand_moves>(new hand_moves(std::move(parts), std::move(requests)));
+  return std::unique_ptr<hand_moves>(
+      new hand_moves(std::move(parts), std::move(requests), std::move(history), std::move(ended)));
 }
 
-hand_moves::hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests)
-    : p_(std::move(parts)), requests_(std::move(requests)) {}
+hand_moves::hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests,
+                       std::unique_ptr<storage::state_file> history, std::vector<move_progress> ended)
+    : p_(std::move(parts)), requests_(std::move(requests)), history_(std::move(history)), ended_(std::move(ended)) {}
 
 hand_moves::~hand_moves() {
   std::unique_lock lock(pending_mu_);
@@ -143,8 +163,15 @@ void hand_moves::finished(const move_progress& p) {
       if (--self->pending_ == 0) self->pending_done_.notify_all();
     }
   };
-  asio::post(p_.blocking, [this, tp = p.partition, task = std::make_shared<pending_task>(this)] {
+  asio::post(p_.blocking, [this, ended = p, task = std::make_shared<pending_task>(this)] {
     std::lock_guard starting(starting_);
+    if (history_) {
+      ended_.push_back(ended);
+      if (ended_.size() > kept_history) ended_.erase(ended_.begin(), ended_.end() - kept_history);
+      if (auto s = history_->replace(wire::moves_document("moves", ended_)); !s)
+        p_.log.warn("moves", "the history of moves is not kept for a restart: " + s.message());
+    }
+    const topic_partition& tp = ended.partition;
     if (stopped_ || p_.moves.busy(tp)) return;  // a newer move of it runs: its record stays
     if (auto s = requests_->remove(tp); !s)
       p_.log.error("moves", "could not forget a finished move: " + s.message());

@@ -37,6 +37,9 @@ double now_seconds() {
 
 constexpr const char* cancelled_by_operator = "cancelled by an operator";
 
+/// Finished moves progress() keeps showing (and hand_moves keeps across a restart).
+constexpr std::size_t max_finished = 100;
+
 /// Whether a move at `step` has not begun its cutover: a cancel can still roll it back.
 bool before_cutover(const std::string& step) {
   return step == "starting" || step == "ensure" || step == "check" || step == "reserve" || step == "copy";
@@ -213,7 +216,7 @@ struct reassigner::impl {
       p->waiting_for.clear();
       p->finished_at = now_seconds();
       finished.push_back(*p);
-      while (finished.size() > 100) finished.pop_front();
+      while (finished.size() > max_finished) finished.pop_front();
       running.erase(tp);
       st.metrics.set(metrics::moves_in_progress, static_cast<double>(running.size()));
     }
@@ -761,6 +764,14 @@ void reassigner::expect_resume(const topic_partition& tp, const broker_id& dest,
 void reassigner::forget_resuming(const topic_partition& tp) {
   std::lock_guard lock(impl_->mu);
   impl_->resuming.erase(tp);
+}
+
+void reassigner::restore_finished(std::vector<move_progress> ended) {
+  std::lock_guard lock(impl_->mu);
+  // Older than anything that ended since the start: in front, in their order.
+  impl_->finished.insert(impl_->finished.begin(), std::make_move_iterator(ended.begin()),
+                         std::make_move_iterator(ended.end()));
+  while (impl_->finished.size() > max_finished) impl_->finished.pop_front();
 }
 
 result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_partition tp, broker_id dest,

@@ -379,7 +379,14 @@ TEST_CASE("e2e: a move interrupted by a stop resumes after the restart from the 
   REQUIRE(c.b2.terminate() == 0);
   c.b2.start();
   auto after = ctl_json(c.b2, {"moves", "--all"});  // a local: the loop reads into it
-  for (const auto& m : after["reassignments"].GetArray()) CHECK(std::string(m["source"].GetString()) != "b2");
+  bool kept = false;
+  for (const auto& m : after["reassignments"].GetArray()) {
+    if (std::string(m["source"].GetString()) != "b2") continue;
+    CHECK(m["finished"].GetBool());  // nothing of b2's runs again
+    if (m["id"].GetUint64() == id) kept = !m["succeeded"].GetBool();
+  }
+  CHECK(kept);  // the cancelled move is still in b2's history after its restart
+  CHECK_THAT(slurp(c.b2.data_dir + "/move-history.json"), Catch::Contains("\"id\":" + std::to_string(id)));
 }
 
 TEST_CASE("e2e: the copy a move leaves behind is reclaimed by hand, or on its own after ReclaimAfterSeconds",

@@ -2,7 +2,7 @@
 // back after a stop or a crash.
 //
 // A hand move is listed in `<data_dir>/move-requests.json` before it starts and forgotten when it ends (done, failed
-// or cancelled). A move cut short by a stop never ends, so it stays listed. A move a controller starts (with a claim)
+// or cancelled). Every move that ends, by hand or not, is added to `<data_dir>/move-history.json` (the last 100). A move cut short by a stop never ends, so it stays listed. A move a controller starts (with a claim)
 // is not listed: the balance loop plans again from what it sees.
 //
 // recover() is the one recovery loop of a broker's moves. Each round it first resolves the move journal
@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/reassigner.hpp"
@@ -53,7 +54,10 @@ struct hand_moves_parts {
 
 class hand_moves {
  public:
-  static result<std::unique_ptr<hand_moves>> open(hand_moves_parts parts, std::unique_ptr<storage::state_file> file);
+  /// `file`: the moves asked by hand (move-requests.json); `history` (may be null): the moves that ended, the last
+  /// 100, kept so that `moves --all` still shows them after a restart (move-history.json).
+  static result<std::unique_ptr<hand_moves>> open(hand_moves_parts parts, std::unique_ptr<storage::state_file> file,
+                                                  std::unique_ptr<storage::state_file> history = nullptr);
   ~hand_moves();
 
   /// Starts a move of `tp` to `dest` here. Without a claim it is a hand move: listed first, so that it resumes if
@@ -78,10 +82,13 @@ class hand_moves {
   std::map<topic_partition, broker_id> listed() const;
 
  private:
-  hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests);
+  hand_moves(hand_moves_parts parts, std::unique_ptr<move_requests> requests,
+             std::unique_ptr<storage::state_file> history, std::vector<move_progress> ended);
 
   hand_moves_parts p_;
   std::unique_ptr<move_requests> requests_;
+  std::unique_ptr<storage::state_file> history_;
+  std::vector<move_progress> ended_;  ///< what history_ holds (under starting_)
   std::atomic<bool> stopped_{false};
   /// Held from a hand move's record to its start, and by the forgetting of a finished one: a record is never
   /// forgotten between being written and its move running (busy()).

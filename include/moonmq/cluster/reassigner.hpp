@@ -93,6 +93,9 @@ class reassigner {
   void expect_resume(const topic_partition& tp, const broker_id& dest, std::uint64_t id);
   void forget_resuming(const topic_partition& tp);
 
+  /// Moves that ended before this broker last stopped (a kept history), shown by progress() as finished.
+  void restore_finished(std::vector<move_progress> ended);
+
   /// Executes one planned action on this broker: a MOVE, or the local half of a SWAP (its first partition goes to
   /// the destination; the counterpart's data lives on the other broker, which this one cannot push).
   /// REQUIRES: this broker is the action's source.
