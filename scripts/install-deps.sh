@@ -8,7 +8,7 @@ packages=(
   libasio-dev libcpp-httplib-dev rapidjson-dev libfmt-dev catch2 libssl-dev
   libspdlog-dev libcli11-dev prometheus-cpp-dev
   openssl curl python3 prometheus systemd
-  chromium chromium-driver python3-selenium
+  chromium chromium-driver python3-selenium python3-pil
   python3-pulp coinor-cbc
   iproute2 nftables
   clang libclang-rt-14-dev

@@ -100,7 +100,7 @@ function loadBar(value, mean, max, deviation, format, stale) {
   if (mean > 0 && Math.abs(value - mean) > mean * deviation) bar.classList.add('out');
   bar.title = format(value) + ' (mean ' + format(mean) + ', band ±' + Math.round(deviation * 100) + '%)' +
               (stale ? '; last measured before the broker stopped answering' : '');
-  wrap.append(bar, el('span', format(value) + (stale ? ' (stale)' : ''), 'figure'));
+  wrap.append(bar, el('span', format(value), 'figure'));
   if (stale) wrap.classList.add('stale');
   return wrap;
 }
@@ -111,6 +111,13 @@ const resources = {
   disk: { goal: 'DISK', format: v => bytes(v) },
   partitions: { goal: 'PARTITION_COUNT', format: v => String(Math.round(v)) },
 };
+
+// How a goal's values read: in the unit of its resource, as a plain number for any other goal.
+function goalFormat(goal) {
+  for (const r of Object.values(resources))
+    if (String(goal || '').toUpperCase().startsWith(r.goal)) return r.format;
+  return v => Number(v).toFixed(0);
+}
 
 function deviationOf(balancer, resource) {
   for (const g of balancer.goals || [])
@@ -130,6 +137,16 @@ function drainText(b) {
          seconds(d.eta_seconds) + (waiting ? ', ' + waiting + ' queued' : '') + (blocked ? ', ' + blocked + ' blocked' : '');
 }
 
+// A broker that does not answer: why, cut short (the whole of it in the tooltip), and whether its bars are stale.
+function downCell(error, stale) {
+  const cell = el('span');
+  // The broker's own words say "no answer: peer b3: …" where the row already names b3.
+  const why = String(error || '').replace(/^no answer: /, '').replace(/^peer [^:]+: /, '');
+  cell.append(short('unreachable: ' + why, 40, 'down'));
+  if (stale) cell.append(el('span', ' · loads stale', 'muted'));
+  return cell;
+}
+
 function drawBrokers(brokers, balancer) {
   const loads = {};
   for (const b of balancer.brokers || []) loads[b.id] = state.lastLoads[b.id] = b;
@@ -146,7 +163,7 @@ function drawBrokers(brokers, balancer) {
   const rows = brokers.brokers.map(b => {
     const l = loads[b.id];
     const cells = [b.id + (b.controller ? ' (controller)' : '') + (b.self ? ' · asked' : ''),
-                   b.reachable ? el('span', 'up') : short('unreachable: ' + (b.error || ''), 40, 'down'),
+                   b.reachable ? el('span', 'up') : downCell(b.error, l !== undefined),
                    !b.reachable ? '' : b.strays ? el('span', b.partitions + ' + ' + b.strays + ' stray (not served)', 'down')
                                                 : b.partitions,
                    b.reachable ? bytes(b.bytes) : ''];
@@ -155,6 +172,8 @@ function drawBrokers(brokers, balancer) {
                              resources[r].format, !b.reachable) : '');
     cells.push(drainText(b));
     const tr = row(cells);
+    tr.lastChild.className = 'wrap';
+    if (!b.reachable) tr.children[1].className = 'wrap';
     tr.dataset.broker = b.id;
     tr.dataset.reachable = b.reachable ? 'yes' : 'no';
     return tr;
@@ -201,11 +220,19 @@ function drawBalancer(b) {
   document.getElementById('balancer').textContent = text;
   document.getElementById('pause').textContent = b.paused ? 'resume' : 'pause';
   document.getElementById('pause').dataset.paused = b.paused ? 'yes' : 'no';
-  fill(document.querySelector('#plan tbody'),
-       (b.plan || []).map(a => row([a.type, a.topic + '-' + a.partition, a.src, a.dest, short(a.chosen_by, 60)])));
-  const out = (b.out_of_band || []).map(o => el('li', o.broker + ' ' + o.goal + ' ' + Number(o.value).toFixed(0) +
-                                                     ' outside [' + Number(o.lower).toFixed(0) + ', ' +
-                                                     Number(o.upper).toFixed(0) + ']: ' + (o.why || '')));
+  const plan = (b.plan || []).map(a => row([a.type, a.topic + '-' + a.partition, a.src, a.dest, short(a.chosen_by, 60)]));
+  if (!plan.length) {
+    const none = row([b.enabled ? 'no action planned' : '']);
+    none.firstChild.colSpan = 5;
+    none.firstChild.className = 'muted';
+    plan.push(none);
+  }
+  fill(document.querySelector('#plan tbody'), plan);
+  const out = (b.out_of_band || []).map(o => {
+    const format = goalFormat(o.goal);
+    return el('li', o.broker + ' ' + o.goal + ' ' + format(Number(o.value)) + ' outside [' + format(Number(o.lower)) +
+                    ', ' + format(Number(o.upper)) + ']: ' + (o.why || ''));
+  });
   document.getElementById('out_of_band').replaceChildren(...out);
 }
 

@@ -22,6 +22,7 @@
 #include "json/writer.hpp"
 #include "moonmq/autobalancer/model/cluster_model.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
+#include "moonmq/cluster/peer_fanout.hpp"
 #include "moonmq/cluster/counter_rate.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/gather.hpp"
@@ -192,7 +193,7 @@ struct balance_loop::impl {
     auto answers = co_await gather(std::move(calls));
     for (std::size_t i = 0; i < answers.size(); ++i)
       if (refused_by_fence(answers[i]))
-        supersede(opt.peers[i] + " has seen a newer controller claim: " + answers[i].body);
+        supersede(opt.peers[i] + " has seen a newer controller claim: " + read_peer_error(answers[i]).message);
     co_return moonmq::status{};
   }
 

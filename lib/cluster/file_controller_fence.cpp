@@ -58,6 +58,10 @@ class file_controller_fence final : public controller_fence {
                                           c.controller.value() + " is above the highest there may be (" +
                                           std::to_string(max_controller_epoch) + ")"};
     std::lock_guard lock(mu_);
+    if (c < highest_ && c.claim_epoch == highest_.claim_epoch)  // claims of one epoch: the higher id wins
+      return {errc::conflict, "controller epoch " + std::to_string(c.claim_epoch.value()) + " of " +
+                                  c.controller.value() + " loses to " + highest_.controller.value() +
+                                  "'s claim of the same epoch (the higher broker id wins a tie)"};
     if (c < highest_)
       return {errc::conflict, "controller epoch " + std::to_string(c.claim_epoch.value()) + " of " +
                                   c.controller.value() + " is older than epoch " +

@@ -6,6 +6,9 @@ figures beside every load bar, the topic's partitions with their owners, and a r
 percent and bytes); that the throttle and the balancer's pause work from the page, and that with a client token the
 refusal stays in view; with no error in the browser's console but the refused request. Then one broker is killed: its row says so without widening the page past 1,280 px, and its last load bars
 are marked stale. Screenshots of both states go to MOONMQ_CONSOLE_SCREENSHOTS (a directory) when it is set.
+
+Then the console is drawn from fixed answers and its screenshots compared with the references (screens.py); the
+answers the live brokers gave above check that the fixed ones still have the API's shape.
 Usage: console_test.py MOONMQD
 """
 import json
@@ -18,6 +21,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import screens
 
 TOKEN = "console-test-admin-token-0123"
 CLIENT_TOKEN = "console-test-client-token-4567"
@@ -93,6 +98,8 @@ def main():
                  {"partition": 0, "records": [{"value": "v" * 1000} for _ in range(20)]})
         call(b1, "PUT", "/v1/reassignments/throttle", {"bytes_per_sec": 128 * 1024})
         move = call(b1, "POST", "/v1/reassignments", {"topic": "orders", "partition": 0, "dest": "b2"})
+        # A group, so that the cluster's group list has an entry (its shape is checked against the screens' answers).
+        call(b1, "POST", "/v1/groups/billing/join", {"topics": ["orders"]})
 
         options = webdriver.ChromeOptions()
         options.binary_location = chromium
@@ -123,6 +130,7 @@ def main():
         figure = driver.find_element(By.CSS_SELECTOR, row + " .progresscell .figure").text
         assert "%" in figure and "KiB" in figure, f"the move's progress in figures: {figure!r}"
         print(f"console test: the move's progress went from {first} to {later} bytes in the page ({figure})")
+        live_answers = [{e: call(b1, "GET", e) for e in screens.ENDPOINTS}]
 
         # Every load bar has its figure; the partition-count bar is there too.
         figures = wait_for("the load figures", lambda: [e.text for e in driver.find_elements(
@@ -183,6 +191,17 @@ def main():
         if shots:
             driver.save_screenshot(os.path.join(shots, "console-b2-down.png"))
         print(f"console test: with b2 down the page is {width} px wide in a {window} px window")
+        live_answers.append({e: call(b1, "GET", e) for e in screens.ENDPOINTS})
+        if os.environ.get("MOONMQ_CONSOLE_DUMP_ANSWERS"):
+            with open(os.environ["MOONMQ_CONSOLE_DUMP_ANSWERS"], "w") as f:
+                json.dump(live_answers, f, indent=1)
+
+        screens.check_shapes(live_answers)
+        # This run's screenshots stay where the failure message says when they do not match.
+        out_dir = shots or tempfile.mkdtemp(prefix="moonmq-console-screens-")
+        screens.run(driver, out_dir)
+        if not shots:
+            shutil.rmtree(out_dir, ignore_errors=True)
         print("console test: passed")
         return 0
     except Exception as e:

@@ -697,6 +697,19 @@ TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, a
   auto shown = ctl(c.b1, {"brokers"});
   INFO(shown.out);
   CHECK_THAT(shown.out, Catch::Contains("UNREACHABLE") && !Catch::Contains("{\"error"));
+  // The CLI keeps the fields: under --json the error line carries the peer's, in words without it.
+  auto as_json = ctl(c.b1, {"--json", "reclaim", "b3", "--list"});
+  INFO(as_json.err);
+  CHECK(as_json.exit_code != 0);
+  auto j = parse(as_json.err);
+  REQUIRE(j.IsObject());
+  CHECK(std::string(j["error"].GetString()) == "unavailable");
+  CHECK(j["status"].GetInt() == 503);
+  REQUIRE(j.HasMember("peer"));
+  CHECK(std::string(j["peer"]["id"].GetString()) == "b3");
+  CHECK(std::string(j["peer"]["error"].GetString()) == "unreachable");
+  auto in_words = ctl(c.b1, {"reclaim", "b3", "--list"});
+  CHECK_THAT(in_words.err, Catch::Contains("b3 did not answer (b3: unreachable: "));
 }
 
 TEST_CASE("e2e: moonmqctl loads, balancer status and plan answer alike from every broker: a broker that is not the "

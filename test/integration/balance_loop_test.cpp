@@ -195,6 +195,22 @@ TEST_CASE("balance loop: network rates come from counters from the second pass, 
   CHECK(load_of(s, "b2").v[0] == Approx(8000));
 }
 
+TEST_CASE("balance loop: a peer that refuses the claim supersedes it, and says why in words, not a JSON body",
+          "[balance_loop][fence]") {
+  in_process_cluster c(2);
+  test_clock clock;
+  skew(c, "orders", 4, 5);
+  // b2 has seen b2's own claim of epoch 5, which b1 has not heard of: b1's announcement is refused.
+  REQUIRE(*c[2].fence->observe(transport::controller_claim{epoch(5), broker_id("b2")}));
+  c.enable_balancer(1, live_config(true), clock.fn());
+  auto s1 = c.pass(1);
+  CHECK(s1.last_result == "superseded");
+  REQUIRE(s1.superseded);
+  CHECK_THAT(s1.superseded_reason, Catch::Contains("b2 has seen a newer controller claim: controller epoch 1 of b1 "
+                                                   "is older than epoch 5 of b2"));
+  CHECK(s1.superseded_reason.find('{') == std::string::npos);
+}
+
 TEST_CASE("balance loop: of two loops exactly one keeps acting, the elder claimant stops for good",
           "[balance_loop][fence]") {
   in_process_cluster c(3);

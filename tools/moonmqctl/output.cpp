@@ -46,8 +46,9 @@ std::string encoded(const std::string& s) {
 namespace {
 bool json_errors = false;
 
-/// One error as a JSON line on stderr.
-void json_error(const std::string& error, const std::string& message, int status) {
+/// One error as a JSON line on stderr; `peer`, when given, is the broker's `peer` object (who did not answer, why).
+void json_error(const std::string& error, const std::string& message, int status,
+                const rapidjson::Value* peer = nullptr) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
@@ -57,6 +58,10 @@ void json_error(const std::string& error, const std::string& message, int status
   w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
   w.Key("status");
   w.Int(status);
+  if (peer) {
+    w.Key("peer");
+    peer->Accept(w);
+  }
   w.EndObject();
   std::cerr << buf.GetString() << "\n";
 }
@@ -83,15 +88,14 @@ int failed(const answer& a) {
   rapidjson::Document d;
   d.Parse(a.body.c_str(), a.body.size());
   const bool structured = !d.HasParseError() && d.IsObject() && d.HasMember("message");
+  const rapidjson::Value* peer = structured && d.HasMember("peer") && d["peer"].IsObject() ? &d["peer"] : nullptr;
   if (json_errors)
     json_error(structured ? str(d, "error") : "http_" + std::to_string(a.status), structured ? str(d, "message") : a.body,
-               a.status);
+               a.status, peer);
   else if (structured)
     std::cerr << "moonmqctl: " << a.status << " " << str(d, "error") << ": " << str(d, "message")
-              << (d.HasMember("peer") && d["peer"].IsObject()
-                      ? " (" + str(d["peer"], "id") + ": " + str(d["peer"], "error") + ": " +
-                            str(d["peer"], "message") + ")"
-                      : std::string())
+              << (peer ? " (" + str(*peer, "id") + ": " + str(*peer, "error") + ": " + str(*peer, "message") + ")"
+                       : std::string())
               << "\n";
   else
     std::cerr << "moonmqctl: HTTP " << a.status << ": " << a.body << "\n";

@@ -48,7 +48,10 @@ TEST_CASE("fence: equal epochs are ordered by controller id", "[fence]") {
   test::temp_dir dir;
   auto f = open_at(dir.path(), "b9");
   REQUIRE(f->check(claim_of(2, "b2")));
-  CHECK(f->check(claim_of(2, "b1")).code() == errc::conflict);
+  auto tie = f->check(claim_of(2, "b1"));
+  CHECK(tie.code() == errc::conflict);
+  // Not "epoch 2 is older than epoch 2": the refusal says why an equal epoch loses.
+  CHECK_THAT(tie.message(), Catch::Contains("loses to b2's claim of the same epoch"));
   CHECK(f->check(claim_of(2, "b3")));
 }
 
