@@ -66,14 +66,13 @@ void group_api::routes(api_routes& api) {
     reply(res, 200, groups::wire::description_json(*d));
   });
   api.Get("/v1/groups", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string own = json_object([&](json::writer& w) {
-      json::put(w, "coordinator", routes_.self().value());
-      json::put(w, "groups", routes_.groups());
-    });
+    auto page = cluster_lists::page_of(req);
+    if (!page) return reply_error(res, 400, "invalid_argument", page.message());
+    const std::string own = routes_.list_document(*page);
     if (!req.has_param("scope") || req.get_param_value("scope") == "broker") return reply(res, 200, own);
     if (req.get_param_value("scope") != "cluster")
       return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
-    reply(res, 200, lists_.groups(own));
+    reply(res, 200, lists_.groups(own, *page));
   });
 }
 

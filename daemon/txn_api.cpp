@@ -145,10 +145,12 @@ void txn_api::routes(api_routes& api) {
     reply(res, 200, *d);
   });
   api.Get("/v1/transactions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!req.has_param("scope") || req.get_param_value("scope") == "broker") return reply(res, 200, txns_.list());
+    auto page = cluster_lists::page_of(req);
+    if (!page) return reply_error(res, 400, "invalid_argument", page.message());
+    if (!req.has_param("scope") || req.get_param_value("scope") == "broker") return reply(res, 200, txns_.list(*page));
     if (req.get_param_value("scope") != "cluster")
       return reply_error(res, 400, "invalid_argument", "scope: expected broker or cluster");
-    reply(res, 200, lists_.transactions(txns_.list()));
+    reply(res, 200, lists_.transactions(txns_.list(*page), *page));
   });
 }
 

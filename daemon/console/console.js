@@ -275,6 +275,7 @@ function drawCluster(c, groups) {
       li.appendChild(short(b.id + ' did not answer: ' + ((b.error || {}).message || ''), 60, 'down'));
       list.push(li);
     }
+  if (groups.next) list.push(el('li', 'the first ' + (groups.groups || []).length + ' shown (moonmqctl groups lists them all)', 'muted'));
   if (!list.length) list.push(el('li', 'none', 'muted'));
   document.getElementById('groups').replaceChildren(...list);
 }

@@ -143,6 +143,17 @@ result<member_answer> group_routes::heartbeat_here(const heartbeat_call& c) {
   return service_.heartbeat(c.group, c.member_id, c.member_epoch, c.owned, clock_());
 }
 
+std::string group_routes::list_document(const transport::list_page& page) const {
+  auto names = service_.groups(page.after, page.limit + 1);
+  const bool more = names.size() > page.limit;
+  if (more) names.resize(page.limit);
+  return json::object([&](json::writer& w) {
+    json::put(w, "coordinator", self().value());
+    json::put(w, "groups", names);
+    json::put(w, "more", more);
+  });
+}
+
 response group_routes::handle_cluster(const request& req) {
   const std::string route = req.path.substr(std::min(req.path.size(), cluster_prefix.size()));
   if (route == "describe" && req.method == "GET") {
@@ -153,11 +164,11 @@ response group_routes::handle_cluster(const request& req) {
     if (!d) return error_response(404, "not_found", "no group " + g->second + " on its coordinator " + self().value());
     return json_ok(wire::description_json(*d));
   }
-  if (route == "list" && req.method == "GET")
-    return json_ok(json::object([&](json::writer& w) {
-      json::put(w, "coordinator", self().value());
-      json::put(w, "groups", groups());
-    }));
+  if (route == "list" && req.method == "GET") {
+    auto page = transport::list_page::from(req.params);
+    if (!page) return error_response(400, "invalid_argument", page.message());
+    return json_ok(list_document(*page));
+  }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   rapidjson::Document d;
   if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());

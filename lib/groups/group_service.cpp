@@ -475,10 +475,12 @@ void group_service::clearance_done(const std::string& group_id, const topic_part
   (void)persist_locked(group_id);
 }
 
-std::vector<std::string> group_service::groups() const {
+std::vector<std::string> group_service::groups(const std::string& after, std::size_t limit) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
-  for (const auto& [id, g] : groups_) out.push_back(id);
+  for (auto it = after.empty() ? groups_.begin() : groups_.upper_bound(after); it != groups_.end() && out.size() < limit;
+       ++it)
+    out.push_back(it->first);
   return out;
 }
 

@@ -252,20 +252,23 @@ outcome<std::string> txn_service::describe(const std::string& id) {
   return std::move(r->body);
 }
 
-std::string txn_service::list_document() {
+std::string txn_service::list_document(const transport::list_page& page) {
   const time_ms now = opt_.clock();
   std::lock_guard lock(mu_);
+  const auto& all = coord_.all();
+  auto it = page.after.empty() ? all.begin() : all.upper_bound(page.after);
   return json::object([&](json::writer& w) {
     json::put(w, "coordinator", self().value());
     json::put(w, "coordinator_epoch", coordinator_epoch_);
     w.Key("transactions");
     w.StartArray();
-    for (const auto& [id, t] : coord_.all()) {
+    for (std::size_t n = 0; it != all.end() && n < page.limit; ++it, ++n) {
       w.StartObject();
-      write_txn(w, t, now);
+      write_txn(w, it->second, now);
       w.EndObject();
     }
     w.EndArray();
+    json::put(w, "more", it != all.end());
   });
 }
 
@@ -279,7 +282,11 @@ response txn_service::handle_cluster(const request& req) {
 }
 
 response txn_service::coordinator_route(const std::string& route, const request& req) {
-  if (route == "list" && req.method == "GET") return json_ok(list_document());
+  if (route == "list" && req.method == "GET") {
+    auto page = transport::list_page::from(req.params);
+    if (!page) return error_response(400, "invalid_argument", page.message());
+    return json_ok(list_document(*page));
+  }
   if (route == "describe" && req.method == "GET") {
     auto id = req.params.find("transactional_id");
     if (id == req.params.end()) return error_response(400, "invalid_argument", "transactional_id is required");

@@ -2,8 +2,11 @@
 // are the whole cluster's (the broker asked asks every peer; `--local`: its own only); `describe` asks the group's or
 // transaction's coordinator, wherever it is (the broker asked forwards).
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -31,12 +34,55 @@ void warn_unanswered(const rapidjson::Document& d) {
                 << "); what it coordinates is not listed\n";
 }
 
+/// Every page of a paged list as one answer: the `key` entries of all pages in the first page's array. A page that
+/// stops short says where the next begins (`next` in a cluster-wide list; `more` in a broker's own, which goes on
+/// after its last entry's name, `name_of`). A page that fails is the answer.
+/// `page`: names per request (0: the broker's default).
+answer every_page(broker_client& c, std::string path, const char* key,
+                  const std::function<std::string(const rapidjson::Value&)>& name_of, std::size_t page) {
+  if (page > 0) path += std::string(path.find('?') == std::string::npos ? "?" : "&") + "limit=" + std::to_string(page);
+  rapidjson::Document all;
+  std::string after;
+  for (bool first = true;; first = false) {
+    const std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    answer a = c.get(first ? path : path + sep + "after=" + encoded(after));
+    if (!a.ok()) return a;
+    rapidjson::Document d(&all.GetAllocator());
+    d.Parse(a.body.c_str(), a.body.size());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember(key) || !d[key].IsArray()) return a;
+    std::string next;
+    if (d.HasMember("next") && d["next"].IsString())
+      next = d["next"].GetString();
+    else if (flag(d, "more") && !d[key].Empty())
+      next = name_of(d[key][d[key].Size() - 1]);
+    if (first) {
+      all.CopyFrom(d, all.GetAllocator());
+    } else {
+      for (auto& e : d[key].GetArray()) all[key].PushBack(rapidjson::Value(e, all.GetAllocator()), all.GetAllocator());
+    }
+    if (next.empty() || next <= after) break;  // the end, or a page that does not go on (never asked again)
+    after = next;
+  }
+  all.RemoveMember("next");
+  all.RemoveMember("more");
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  all.Accept(w);
+  return {200, buf.GetString()};
+}
+
+std::string string_name(const rapidjson::Value& v) { return v.IsString() ? v.GetString() : ""; }
+std::string txn_name(const rapidjson::Value& v) { return str(v, "transactional_id"); }
+
 }  // namespace
 
 void add_groups(CLI::App& app, const options& o, runner& run) {
   auto* groups = app.add_subcommand("groups", "consumer groups, each with its coordinator, from every broker");
   auto local = std::make_shared<bool>(false);
   groups->add_flag("--local", *local, "only the groups the broker asked coordinates");
+  auto page = std::make_shared<std::size_t>(0);
+  groups->add_option("--page", *page, "names per request (the broker's default: 1000; at most 10000)")
+      ->check(CLI::Range(1, 10000));
   auto group_id = std::make_shared<std::string>();
   auto* describe = groups->add_subcommand("describe", "one group, from its coordinator: members and assignment");
   describe->add_option("group", *group_id, "the group id")->required();
@@ -55,11 +101,11 @@ void add_groups(CLI::App& app, const options& o, runner& run) {
       });
     };
   });
-  groups->callback([&o, &run, describe, local] {
+  groups->callback([&o, &run, describe, local, page] {
     if (describe->parsed()) return;
     if (*local) {
-      run = [&o](broker_client& c) {
-        return show(o, c.get("/v1/groups"), [](const rapidjson::Document& d) {
+      run = [&o, page](broker_client& c) {
+        return show(o, every_page(c, "/v1/groups", "groups", string_name, *page), [](const rapidjson::Document& d) {
           std::cout << "groups coordinated by " << str(d, "coordinator") << ":\n";
           for (const auto& g : array(d, "groups").GetArray()) std::cout << "  " << g.GetString() << "\n";
           if (array(d, "groups").Empty()) std::cout << "  (none)\n";
@@ -67,8 +113,10 @@ void add_groups(CLI::App& app, const options& o, runner& run) {
       };
       return;
     }
-    run = [&o](broker_client& c) {
-      return show(o, c.get("/v1/groups?scope=cluster"), [](const rapidjson::Document& d) {
+    run = [&o, page](broker_client& c) {
+      return show(o, every_page(c, "/v1/groups?scope=cluster", "groups", [](const rapidjson::Value& g) {
+                    return str(g, "group");
+                  }, *page), [](const rapidjson::Document& d) {
         table t({"GROUP", "COORDINATOR"});
         for (const auto& g : array(d, "groups").GetArray()) t.add({str(g, "group"), str(g, "coordinator")});
         std::cout << (t.empty() ? std::string("no groups\n") : t.render());
@@ -83,6 +131,9 @@ void add_transactions(CLI::App& app, const options& o, runner& run) {
       app.add_subcommand("transactions", "transactional ids, each with its coordinator and state, from every broker");
   auto local = std::make_shared<bool>(false);
   transactions->add_flag("--local", *local, "only the transactional ids the broker asked coordinates");
+  auto page = std::make_shared<std::size_t>(0);
+  transactions->add_option("--page", *page, "transactional ids per request (the broker's default: 1000; at most 10000)")
+      ->check(CLI::Range(1, 10000));
   auto tid = std::make_shared<std::string>();
   auto* describe =
       transactions->add_subcommand("describe", "one transactional id, from its coordinator: state and partitions");
@@ -99,11 +150,12 @@ void add_transactions(CLI::App& app, const options& o, runner& run) {
       });
     };
   });
-  transactions->callback([&o, &run, describe, local] {
+  transactions->callback([&o, &run, describe, local, page] {
     if (describe->parsed()) return;
     const bool cluster = !*local;
-    run = [&o, cluster](broker_client& c) {
-      return show(o, c.get(cluster ? "/v1/transactions?scope=cluster" : "/v1/transactions"),
+    run = [&o, cluster, page](broker_client& c) {
+      return show(o, every_page(c, cluster ? "/v1/transactions?scope=cluster" : "/v1/transactions", "transactions",
+                                txn_name, *page),
                   [cluster](const rapidjson::Document& d) {
                     table t({"TRANSACTIONAL ID", "COORDINATOR", "STATE", "PRODUCER", "EPOCH", "PARTITIONS"});
                     for (const auto& x : array(d, "transactions").GetArray())

@@ -55,7 +55,7 @@ class transactions_frontend {
                             const std::string& group, const std::vector<std::pair<topic_partition, std::uint64_t>>& offsets);
   outcome<txn::end_answer> end(const txn::end_call& c) { return p_.txns->end(c); }
   outcome<std::string> describe(const std::string& transactional_id) { return p_.txns->describe(transactional_id); }
-  std::string list() { return p_.txns->list_document(); }
+  std::string list(const transport::list_page& page) { return p_.txns->list_document(page); }
   broker_id coordinator_of(const std::string& transactional_id) const { return p_.txns->coordinator_of(transactional_id); }
 
  private:

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/transport/list_page.hpp"
 #include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/outcome.hpp"
 #include "moonmq/groups/group_service.hpp"
@@ -74,7 +75,8 @@ class group_routes {
   outcome<classic_answer> classic(const classic_call& c);
   outcome<group_description> describe(const std::string& group_id);
   /// The groups this broker coordinates.
-  std::vector<std::string> groups() const { return service_.groups(); }
+  /// This broker's groups as `/cluster/group/list` answers them: {"coordinator","groups":[names],"more"}, one page.
+  std::string list_document(const transport::list_page& page) const;
 
   /// On the partition's owner: asks the group's coordinator (here, or over /cluster/group/check) whether
   /// `member_id` at `member_epoch` may commit `tp`, and runs `write` if so, all under the (group, partition) commit

@@ -100,7 +100,8 @@ class group_service {
   void clearance_done(const std::string& group_id, const topic_partition& tp);
 
   std::optional<group_description> describe(const std::string& group_id) const;
-  std::vector<std::string> groups() const;
+  /// The groups this broker coordinates, in byte order: those after `after`, at most `limit`.
+  std::vector<std::string> groups(const std::string& after = {}, std::size_t limit = SIZE_MAX) const;
 
  private:
   group_service(group_service_options o, storage::keyed_log& f, placement_source p, logger& l, metrics_sink& m);

@@ -9,7 +9,7 @@
 //   POST /cluster/txn/end {..., commit, wait?}                    -> {state, producer_epoch, pending}
 //     answers once the decision (prepare) is written; with `wait` (or no `defer` option), once the markers are
 //     delivered too. The id's next add, end or init waits for a completion still under way.
-//   GET  /cluster/txn/describe?transactional_id=  ·  GET /cluster/txn/list
+//   GET  /cluster/txn/describe?transactional_id=  ·  GET /cluster/txn/list[?limit=N&after=ID] (one page, "more")
 // Owner routes (421 naming the owner where the partition is not served, as for produce):
 //   POST /cluster/txn/enroll {topic, partition, producer_id, producer_epoch}   (opens the transaction without
 //     records; a forwarded transactional produce opens it itself)
@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/transport/list_page.hpp"
 #include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/outcome.hpp"
 #include "moonmq/storage/keyed_log.hpp"
@@ -117,8 +118,9 @@ class txn_service {
   outcome<done> add_offsets(const offsets_call& c);
   /// The transaction as `GET /v1/transactions/{id}` shows it (a JSON document).
   outcome<std::string> describe(const std::string& transactional_id);
-  /// The transactions this broker coordinates (a JSON document).
-  std::string list_document();
+  /// The transactions this broker coordinates, one page of them by transactional id (a JSON document:
+  /// {"coordinator","coordinator_epoch","transactions":[...],"more"}).
+  std::string list_document(const transport::list_page& page = {});
 
   /// From the broker a transactional produce arrived at, before its records are routed: the coordinator records
   /// `tp` (owned by `owner`, as far as this broker knows) in the transaction, so its markers will reach it. Once per

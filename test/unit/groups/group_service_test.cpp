@@ -126,6 +126,19 @@ TEST_CASE("groups service: ids are the coordinator's to give, and a group with n
   CHECK_FALSE((*svc)->describe("g"));
 }
 
+TEST_CASE("groups service: the list of groups pages in byte order after a name", "[groups][list_page]") {
+  storage::memory_keyed_log disk("group-state.log");
+  const broker_id b1("b1");
+  auto svc = group_service::open({b1, {}}, disk, two_partitions_on(b1), 0);
+  REQUIRE(svc);
+  for (const char* g : {"b", "a", "c", "ab"}) REQUIRE((*svc)->join(g, "", b1, {"t"}, 0));
+  CHECK((*svc)->groups() == std::vector<std::string>{"a", "ab", "b", "c"});
+  CHECK((*svc)->groups("", 2) == std::vector<std::string>{"a", "ab"});
+  CHECK((*svc)->groups("ab", 2) == std::vector<std::string>{"b", "c"});
+  CHECK((*svc)->groups("aa", 1) == std::vector<std::string>{"ab"});  // after a name that is not a group
+  CHECK((*svc)->groups("c", 5).empty());
+}
+
 TEST_CASE("groups service: each change appends the changed group alone, a dropped group is forgotten, and an older "
           "single-document state is carried into the log",
           "[groups]") {
