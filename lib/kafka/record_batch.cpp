@@ -146,11 +146,11 @@ bool same_run(const storage::record_view& first, const storage::record_view& nex
 
 void encode_record(const storage::record_view& v, std::int64_t offset_delta, std::int64_t timestamp_delta,
                    std::string& scratch, writer& out) {
-  writer body;
-  body.i8(0);
-  body.varlong(timestamp_delta);
-  body.varlong(offset_delta);
   if (v.attributes & storage::attr_control) {
+    writer body;
+    body.i8(0);
+    body.varlong(timestamp_delta);
+    body.varlong(offset_delta);
     // A transaction marker as Kafka writes one: key (version 0, type 0 abort or 1 commit), value (version 0, the
     // coordinator's epoch, which the marker's sequence carries). A transaction's begin record has no Kafka
     // counterpart; it goes as a commit marker, which every client takes as nothing to do, so that a consumer's
@@ -170,31 +170,38 @@ void encode_record(const storage::record_view& v, std::int64_t offset_delta, std
     out.raw(scratch);
     return;
   }
-  if (v.key) {
-    body.varint(static_cast<std::int32_t>(v.key->size()));
-    body.raw(*v.key);
-  } else {
-    body.varint(-1);
-  }
-  if (v.attributes & storage::attr_null_value) {
-    body.varint(-1);
-  } else {
-    body.varint(static_cast<std::int32_t>(v.value.size()));
-    body.raw(v.value);
-  }
+  // A data record is written straight into the batch: its length is summed from its fields first (no copy of its
+  // key and value into a record of its own).
+  const bool null_value = (v.attributes & storage::attr_null_value) != 0;
+  const auto key_length = v.key ? static_cast<std::int64_t>(v.key->size()) : -1;
+  const auto value_length = null_value ? -1 : static_cast<std::int64_t>(v.value.size());
+  const std::size_t length = 1 + varint_size(timestamp_delta) + varint_size(offset_delta) + varint_size(key_length) +
+                             (v.key ? v.key->size() : 0) + varint_size(value_length) + (null_value ? 0 : v.value.size()) +
+                             (v.headers.empty() ? varint_size(0) : v.headers.size());
+  out.varint(static_cast<std::int32_t>(length));
+  out.i8(0);
+  out.varlong(timestamp_delta);
+  out.varlong(offset_delta);
+  out.varint(static_cast<std::int32_t>(key_length));
+  if (v.key) out.raw(*v.key);
+  out.varint(static_cast<std::int32_t>(value_length));
+  if (!null_value) out.raw(v.value);
   if (v.headers.empty())
-    body.varint(0);
+    out.varint(0);
   else
-    body.raw(v.headers);
-  scratch = body.take();
-  out.varint(static_cast<std::int32_t>(scratch.size()));
-  out.raw(scratch);
+    out.raw(v.headers);
 }
 
 }  // namespace
 
 void encode_batches(std::span<const storage::record_view> records, std::string& out) {
   std::string scratch;
+  // Written in place at the end of `out`, which is sized once: a batch's records take about what their frames took.
+  writer w;
+  w.bytes() = std::move(out);
+  std::size_t estimate = 0;
+  for (const auto& r : records) estimate += r.frame_size + 32;
+  w.bytes().reserve(w.size() + estimate);
   std::size_t i = 0;
   while (i < records.size()) {
     std::size_t end = i + 1;
@@ -205,7 +212,6 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     const auto& last = records[end - 1];
     // A stored Kafka batch keeps its numbering (base + index); other records are numbered by their frames.
     const std::uint64_t base = first.batch ? storage::kafka_offset(first) - first.batch->index : first.offset;
-    writer w;
     w.i64(static_cast<std::int64_t>(base));
     const std::size_t length_at = w.size();
     w.i32(0);   // batchLength, below
@@ -237,9 +243,9 @@ void encode_batches(std::span<const storage::record_view> records, std::string& 
     w.patch_i32(length_at, static_cast<std::int32_t>(w.size() - length_at - 4));
     const std::string& b = w.bytes();
     w.patch_i32(crc_at, static_cast<std::int32_t>(crc32c(b.data() + crc_at + 4, b.size() - crc_at - 4)));
-    out.append(b);
     i = end;
   }
+  out = w.take();
 }
 
 }  // namespace moonmq::kafka
