@@ -12,6 +12,7 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <chrono>
+#include <deque>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -28,17 +29,31 @@ using asio::ip::tcp;
 namespace {
 constexpr std::size_t unauthenticated_request_limit = 64u << 10;
 constexpr auto fetch_poll = std::chrono::milliseconds(10);
+// Read ahead of the request being handled, once authenticated: at most this many frames, and no new frame begun past
+// this many bytes (so a connection holds at most these bytes plus one request of MaxRequestBytes).
+constexpr std::size_t read_ahead_frames = 8;
+constexpr std::size_t read_ahead_bytes = 4u << 20;
 }  // namespace
 
 struct kafka_listener::impl : std::enable_shared_from_this<impl> {
   struct connection {
-    explicit connection(asio::io_context& io) : socket(io), deadline(io) {}
+    explicit connection(asio::io_context& io) : socket(io), deadline(io), frame_ready(io), room(io) {}
     tcp::socket socket;
     /// Under Server.Kafka.Tls: every byte goes through it (it reads and writes `socket`).
     std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
     asio::steady_timer deadline;
     /// The TLS handshake (when there is one) is done and the client authenticated: the deadline no longer applies.
     bool admitted = false;
+
+    // The requests are read by one coroutine (read_frames) and handled, one at a time and in order, by another
+    // (serve), so that the next request is read while one is handled. On the reactor thread only.
+    std::deque<std::string> frames;  ///< read, not yet handled
+    std::size_t queued_bytes = 0;
+    bool authenticated = false;  ///< as of the last request handled (the handler's session is on a pool thread)
+    bool handling = false;
+    bool reader_done = false;  ///< no more frames: the peer closed, or a size prefix broke the limits
+    bool stopping = false;     ///< the connection is being closed: both coroutines end
+    asio::steady_timer frame_ready, room;  ///< waited on with no expiry; cancel() wakes the waiter
   };
 
   impl(const cluster::server_config& c, kafka_api& a) : cfg(c), api(a), acceptor(io) {}
@@ -120,8 +135,52 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
 
   void forget(const std::shared_ptr<connection>& c) {
     close(*c);
-    c->deadline.cancel();
+    wake_all(*c);
     open.remove(c);
+  }
+
+  /// Ends both coroutines of a connection whose socket is closed.
+  static void wake_all(connection& c) {
+    c.stopping = true;
+    c.deadline.cancel();
+    c.frame_ready.cancel();
+    c.room.cancel();
+  }
+
+  static asio::awaitable<void> wait_for_wake(asio::steady_timer& t) {
+    asio::error_code ec;
+    t.expires_at(asio::steady_timer::time_point::max());
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+
+  /// Reads frames into c->frames. Before authentication one at a time: the next is read once the last is answered,
+  /// under the small limit; after it, ahead of the handler within read_ahead_frames and read_ahead_bytes.
+  static asio::awaitable<void> read_frames(std::shared_ptr<impl> self, std::shared_ptr<connection> c) {
+    asio::error_code ec;
+    for (;;) {
+      while (!c->stopping && (c->frames.size() >= read_ahead_frames || c->queued_bytes >= read_ahead_bytes ||
+                              (!c->authenticated && (c->handling || !c->frames.empty()))))
+        co_await wait_for_wake(c->room);
+      if (c->stopping) break;
+      char prefix[4];
+      co_await read_exact(*c, asio::buffer(prefix, 4), ec);
+      if (ec || c->stopping) break;
+      const std::uint32_t size = (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[0])) << 24) |
+                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[1])) << 16) |
+                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[2])) << 8) |
+                                 static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[3]));
+      // Checked before a byte is allocated for it.
+      const std::size_t limit = c->authenticated ? self->cfg.kafka->max_request_bytes : unauthenticated_request_limit;
+      if (size == 0 || size > limit) break;
+      std::string frame(size, '\0');
+      co_await read_exact(*c, asio::buffer(frame), ec);
+      if (ec || c->stopping) break;
+      c->queued_bytes += frame.size();
+      c->frames.push_back(std::move(frame));
+      c->frame_ready.cancel();
+    }
+    c->reader_done = true;
+    c->frame_ready.cancel();
   }
 
   static asio::awaitable<void> serve(std::shared_ptr<impl> self, std::shared_ptr<connection> c) {
@@ -141,24 +200,20 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
         co_return;
       }
     }
+    c->authenticated = session.authenticated;
+    asio::co_spawn(self->io, read_frames(self, c), asio::detached);
     for (;;) {
       if (session.authenticated && !c->admitted) {
         c->admitted = true;
         c->deadline.cancel();
       }
-      char prefix[4];
-      co_await read_exact(*c, asio::buffer(prefix, 4), ec);
-      if (ec) break;
-      const std::uint32_t size = (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[0])) << 24) |
-                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[1])) << 16) |
-                                 (static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[2])) << 8) |
-                                 static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[3]));
-      // Checked before a byte is allocated for it.
-      const std::size_t limit = session.authenticated ? self->cfg.kafka->max_request_bytes : unauthenticated_request_limit;
-      if (size == 0 || size > limit) break;
-      frame.assign(size, '\0');
-      co_await read_exact(*c, asio::buffer(frame), ec);
-      if (ec) break;
+      while (c->frames.empty() && !c->reader_done && !c->stopping) co_await wait_for_wake(c->frame_ready);
+      if (c->frames.empty() || c->stopping) break;
+      frame = std::move(c->frames.front());
+      c->frames.pop_front();
+      c->queued_bytes -= frame.size();
+      c->handling = true;
+      c->room.cancel();
       auto handle = [&self, &session, &frame](bool final_attempt) {
         return self->api.handle(session, frame, final_attempt);
       };
@@ -176,6 +231,9 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
         } while (reply.wait_ms > 0);
         if (reply.wait_ms > 0) break;
       }
+      c->authenticated = session.authenticated;
+      c->handling = false;
+      c->room.cancel();
       if (reply.bytes) {
         co_await write_all(*c, asio::buffer(*reply.bytes), ec);
         if (ec) break;
@@ -226,7 +284,7 @@ void kafka_listener::stop() {
   m.acceptor.close(ignored);
   for (auto& c : m.open) {
     impl::close(*c);
-    c->deadline.cancel();
+    impl::wake_all(*c);
   }
   m.work.reset();
   m.io.restart();

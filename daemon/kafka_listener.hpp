@@ -1,6 +1,7 @@
-// The Kafka listener: Server.Kafka.Host:Port, one coroutine per connection on the listener's own reactor thread, the
-// requests handled on a small pool (kafka_api; a handler may block on the disk or a peer) and answered in the order
-// they came (clients pipeline). Admission as on the client API (docs/security.md): at most MaxClientConnections
+// The Kafka listener: Server.Kafka.Host:Port, two coroutines per connection on the listener's own reactor thread (one
+// reads requests, read ahead within bounds once the client is authenticated; one handles them one at a time on a
+// small pool, kafka_api, as a handler may block on the disk or a peer) and answered in the order they came (clients
+// pipeline). Admission as on the client API (docs/security.md): at most MaxClientConnections
 // connections (further ones are closed at once), at most MaxUnauthenticatedConnections of them not yet authenticated
 // (a new one closes the oldest), an authentication deadline of AuthTimeoutMs, and every size prefix checked before a
 // buffer is sized from it: 64 KiB before authentication, MaxRequestBytes after. Under Server.Kafka.Tls every

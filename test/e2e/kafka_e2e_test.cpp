@@ -499,6 +499,24 @@ TEST_CASE("e2e kafka: hostile frames close the connection and harm nothing", "[e
   }
   CHECK(order == std::vector<std::uint32_t>{11, 12, 13});
 
+  // The next request is read while one is handled, but answered after it: a Fetch v4 that waits 400 ms for data on
+  // an empty partition of b1's, then ApiVersions, in one write, come back in that order.
+  REQUIRE(c.b1.api().Post("/v1/topics", R"({"name":"pl","partitions":1,"placement":"local"})", "application/json")
+              ->status == 200);
+  std::string fetch = be32(0xffffffff) + be32(400) + be32(1) + be32(1 << 20) + std::string("\x00", 1);  // read_uncommitted
+  fetch += be32(1) + std::string("\x00\x02pl", 4) + be32(1) + be32(0) + std::string(8, '\0') + be32(1 << 20);
+  const auto waited = raw_exchange(port, request(1, 4, 21, fetch) + request(18, 0, 22, ""));
+  order.clear();
+  for (std::size_t at = 0; at + 8 <= waited.size();) {
+    const auto size = (static_cast<std::uint32_t>(static_cast<unsigned char>(waited[at])) << 24) |
+                      (static_cast<std::uint32_t>(static_cast<unsigned char>(waited[at + 1])) << 16) |
+                      (static_cast<std::uint32_t>(static_cast<unsigned char>(waited[at + 2])) << 8) |
+                      static_cast<unsigned char>(waited[at + 3]);
+    order.push_back(static_cast<unsigned char>(waited[at + 7]));
+    at += 4 + size;
+  }
+  CHECK(order == std::vector<std::uint32_t>{21, 22});
+
   // The broker still answers.
   auto ok = raw_exchange(port, api_versions_request());
   REQUIRE(ok.size() > 10);
