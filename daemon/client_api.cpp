@@ -175,16 +175,34 @@ status client_api::build() {
                                  storage::make_file_state_file(dir + "/autobalancer-state.json"), p.controller_id);
   if (!bapi) return bapi.err();
   m.balancer = std::move(*bapi);
-  drain_options dopt;
+  cluster::drain_options dopt;
+  dopt.self = p.self;
   dopt.max_moves = p.cfg->autobalance.max_moves_per_broker;
   dopt.excluded = {p.cfg->autobalance.excluded_brokers.begin(), p.cfg->autobalance.excluded_brokers.end()};
-  auto drains = drain_api::open(dopt, *m.view, *p.reassigner, p.io, p.balancer,
-                                storage::make_file_state_file(dir + "/drain-state.json"), *p.log);
+  // What every broker serves, as the view gathers it (this broker's own report included).
+  auto reports = [view = m.view.get()] {
+    std::vector<cluster::peer_report> out;
+    for (auto& b : view->brokers()) {
+      cluster::peer_report r;
+      r.broker = b.id;
+      r.answered = b.reachable;
+      r.silence = b.error;
+      r.partitions = std::move(b.partitions);
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  auto drains = cluster::drain_executor::open(dopt, *p.reassigner, p.io, p.balancer,
+                                              storage::make_file_state_file(dir + "/drain-state.json"), reports, *p.log);
   if (!drains) return drains.err();
-  m.drain = std::move(*drains);
+  m.drain = std::make_unique<drain_api>(std::move(*drains), *m.view);
   m.watch = std::make_unique<peer_watch>(*m.view, *p.log);
-  m.reclaim = std::make_unique<reclaim_api>(p.cfg->cluster ? p.cfg->cluster->reclaim_after_seconds : 0, *m.view,
-                                            p.state, *disk.journal, *p.reassigner);
+  cluster::reclaim_options ropt;
+  ropt.self = p.self;
+  ropt.after_seconds = p.cfg->cluster ? p.cfg->cluster->reclaim_after_seconds : 0;
+  for (const auto& peer : m.view->peers()) ropt.peers.push_back(peer.id);
+  m.reclaim = std::make_unique<reclaim_api>(
+      std::make_unique<cluster::reclaim_executor>(ropt, p.state, *disk.journal, *p.reassigner, *p.link->peers), *m.view);
   m.reconcile = std::make_unique<reconcile_api>(*m.strays, *m.view);
   if (p.cfg->kafka)
     m.kafka = std::make_unique<kafka_api>(kafka_api_parts{

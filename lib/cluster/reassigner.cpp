@@ -1,4 +1,5 @@
 #include "moonmq/cluster/reassigner.hpp"
+#include "moonmq/cluster/peer_fanout.hpp"
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
@@ -53,9 +54,8 @@ std::string quoted(const std::string& s) {
 }
 
 /// A peer's answer as an error naming the peer and the step.
-error peer_error(const std::string& peer, const std::string& step, const response& r) {
-  return error{transport::error_of(r).code, step + " on " + peer + " failed (" +
-                         (r.status ? "HTTP " + std::to_string(r.status) : "no answer") + "): " + r.body};
+error step_error(const std::string& peer, const std::string& step, const response& r) {
+  return error{transport::error_of(r).code, step + " on " + peer + " failed: " + describe_answer(r)};
 }
 
 /// Why broker `self` does not serve `tp`, naming who does.
@@ -231,7 +231,7 @@ struct reassigner::impl {
   asio::awaitable<status> discard_copy(const topic_partition& tp, const broker_id& dest) {
     auto resp = co_await peers.call(dest.value(), req("POST", "/cluster/discard", tp));
     if (resp.ok()) co_return status{};
-    status failed = peer_error(dest.value(), "discard", resp);
+    status failed = step_error(dest.value(), "discard", resp);
     co_return failed;
   }
 
@@ -285,9 +285,9 @@ struct reassigner::impl {
       if (resp.status == 412) {
         // The batch may have landed and only its answer been lost: then dest ends exactly after it.
         auto end = json_u64(resp.body, "end_offset");
-        if (!end || *end != next) co_return peer_error(dest, "append at " + std::to_string(at), resp);
+        if (!end || *end != next) co_return step_error(dest, "append at " + std::to_string(at), resp);
       } else if (!resp.ok()) {
-        co_return peer_error(dest, "append at " + std::to_string(at), resp);
+        co_return step_error(dest, "append at " + std::to_string(at), resp);
       }
       add_copied(p, next - at);
       at = next;
@@ -298,7 +298,7 @@ struct reassigner::impl {
       r.params["sync"] = "1";
       r.content_type = "application/octet-stream";
       auto resp = co_await peers.call(dest, std::move(r));
-      if (!resp.ok()) co_return peer_error(dest, "sync", resp);
+      if (!resp.ok()) co_return step_error(dest, "sync", resp);
     }
     co_return at;
   }
@@ -385,13 +385,11 @@ struct reassigner::impl {
     // A refusal of the request itself is no passing fault: sending it again cannot help, and the partition stays in
     // handover until an operator looks. Said loudly, once per attempt.
     if (resp.status >= 400 && resp.status < 500 && resp.status != 408 && resp.status != 429)
-      st.log.error("reassigner", dest.value() + " refused the committed offsets of " + name_of(tp) + " (HTTP " +
-                                     std::to_string(resp.status) + " " + resp.body +
-                                     "): the partition stays in handover until it takes them");
+      st.log.error("reassigner", dest.value() + " refused the committed offsets of " + name_of(tp) + " (" +
+                                     describe_answer(resp) + "): the partition stays in handover until it takes them");
     co_return status{errc::unavailable, "the committed offsets of " + std::to_string(groups.size()) +
                                             " groups were not taken by " + dest.value() + ": " +
-                                            (resp.status ? "HTTP " + std::to_string(resp.status) + " " + resp.body
-                                                         : std::string("no answer"))};
+                                            describe_answer(resp)};
   }
 
   enum class confirmation { confirmed, unknown };
@@ -420,7 +418,7 @@ struct reassigner::impl {
     else if (auto c = wire::read_owner_conflict(resp, tp); c && c->version >= version)
       learned = c;
     if (!learned) {
-      *why = resp.status ? "HTTP " + std::to_string(resp.status) + ": " + resp.body : "no answer: " + resp.body;
+      *why = describe_answer(resp);
       co_return confirmation::unknown;
     }
     // Newer than the handover recorded at cutover, so it is recorded; an error here only leaves the older entry. An
@@ -549,7 +547,7 @@ struct reassigner::impl {
         if (auto record = opt.topic_record(tp.topic)) r.body += ",\"record\":" + *record;
       r.body += "}";
       auto resp = co_await peers.call(dest.value(), std::move(r), claim);
-      if (!resp.ok()) co_return peer_error(dest.value(), "ensure", resp);
+      if (!resp.ok()) co_return step_error(dest.value(), "ensure", resp);
     }
 
     if (auto c = check_cancel(p); !c) co_return c;
@@ -558,7 +556,7 @@ struct reassigner::impl {
     {
       auto resp = co_await peers.call(dest.value(), req("GET", "/cluster/partition", tp));
       auto end = json_u64(resp.body, "end_offset");
-      if (!resp.ok() || !end) co_return peer_error(dest.value(), "partition state", resp);
+      if (!resp.ok() || !end) co_return step_error(dest.value(), "partition state", resp);
       dest_end = *end;
     }
     if (dest_end > 0) {
@@ -584,9 +582,9 @@ struct reassigner::impl {
       if (auto newer = wire::read_owner_conflict(resp, tp); newer && newer->version > version && newer->owner != self) {
         // The destination knows a newer owner than this broker does: step aside.
         (void)co_await offload(pool, [&] { return st.ownership.record(*newer); });
-        co_return peer_error(dest.value(), "reserve", resp);
+        co_return step_error(dest.value(), "reserve", resp);
       }
-      if (!resp.ok()) co_return peer_error(dest.value(), "reserve", resp);
+      if (!resp.ok()) co_return step_error(dest.value(), "reserve", resp);
     }
     if (auto f = MOONMQ_FAULT("reassigner.after_reserve"); !f) co_return f;
 
