@@ -43,7 +43,9 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-double steady_now() {
+/// Real time in seconds, finer than a millisecond: only to measure how long a pass took (a figure shown to people),
+/// never for what the loop decides (that is opt.clock's).
+double measured_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -78,8 +80,11 @@ struct balance_loop::impl {
   impl(balance_loop_options o, cluster_state s, transport::peer_client& p, reassigner& r, asio::any_io_executor b,
        autobalancer::anomaly_detector d)
       : opt(std::move(o)), st(s), peers(p), mover(r), pool(b), detector(std::move(d)), model(opt.config) {
-    if (!opt.clock) opt.clock = steady_now;
+    if (!opt.clock) opt.clock = steady_now_ms;
   }
+
+  /// The loop's clock in seconds (rates and back-off are kept in seconds).
+  double seconds_now() const { return static_cast<double>(opt.clock()) / 1000.0; }
 
   struct tracked {
     followed_move move;
@@ -202,7 +207,7 @@ struct balance_loop::impl {
     std::vector<asio::awaitable<response>> calls;
     for (const auto& p : opt.peers) calls.push_back(peers.call(p, transport::get_request("/cluster/loads")));
     auto answers = co_await gather(std::move(calls));
-    const double now = opt.clock();
+    const double now = seconds_now();
 
     std::set<std::string> inactive;
     std::map<topic_partition, std::pair<std::string, partition_load>> reported;
@@ -274,7 +279,7 @@ struct balance_loop::impl {
     backoff& b = backoffs[tp];
     ++b.failures;
     const double intervals = std::min<double>(std::pow(2.0, b.failures - 1), max_backoff_intervals);
-    b.until = opt.clock() + intervals * interval();
+    b.until = seconds_now() + intervals * interval();
     st.metrics.add(metrics::ab_actions, {{"type", type}, {"result", "failed"}}, 1);
     st.log.warn("balance_loop", fmt::format("move of {} failed ({}); retried no sooner than {:.0f} s from now",
                                             name_of(tp), why, intervals * interval()));
@@ -435,7 +440,7 @@ struct balance_loop::impl {
   }
 
   asio::awaitable<balance_status> pass() {
-    const double started = steady_now();
+    const double started = measured_seconds();
     ++passes;
     deferred = false;  // set again by execute() when this pass leaves moves for later
     std::string outcome = "ok", failure;
@@ -460,7 +465,7 @@ struct balance_loop::impl {
       // Freezing and planning are CPU work that grows with the cluster (over a second at a million partitions):
       // they run on the blocking pool. Only this coroutine touches the model, and it waits here.
       autobalancer::snapshot snap;
-      const double now = opt.clock();
+      const double now = seconds_now();
       std::set<std::string> drained;
       {
         std::lock_guard lock(mu);
@@ -487,10 +492,10 @@ struct balance_loop::impl {
           const bool in_transaction = busy != open_streak.end() && busy->second <= max_transaction_passes;
           if (in_transaction || (b != backoffs.end() && b->second.until > now)) snap.pin(p);
         }
-        const double d0 = steady_now();
+        const double d0 = measured_seconds();
         autobalancer::plan plan = detector.detect(snap);
         satisfied = detector.satisfied(snap);
-        detect_seconds = steady_now() - d0;
+        detect_seconds = measured_seconds() - d0;
         for (std::size_t i = 0; i < plan.actions.size(); ++i) {
           described.push_back(autobalancer::describe(snap, plan.actions[i]));
           described.back().chosen_by = plan.chosen_by[i];
@@ -543,7 +548,7 @@ struct balance_loop::impl {
     last.last_result = outcome;
     last.last_error = failure;
     last.last_pass_unix_seconds = ended;
-    last.last_pass_duration_seconds = steady_now() - started;
+    last.last_pass_duration_seconds = measured_seconds() - started;
     if (outcome == "ok") {
       last.last_detect_seconds = detect_seconds;
       last.satisfied = satisfied;

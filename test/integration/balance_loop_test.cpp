@@ -22,8 +22,8 @@ autobalancer::autobalance_config live_config(bool dry_run = false) {
 /// A clock the test moves: ten seconds per tick.
 struct test_clock {
   double now = 1000;
-  std::function<double()> fn() {
-    return [this] { return now; };
+  std::function<time_ms()> fn() {
+    return [this] { return static_cast<time_ms>(now * 1000); };
   }
 };
 

@@ -168,7 +168,7 @@ class in_process_cluster {
 
   /// Gives broker `i` a balance loop with `config` (its peers: every other broker). `clock` drives rates and
   /// back-off (default: the steady clock).
-  void enable_balancer(int i, autobalancer::autobalance_config config, std::function<double()> clock = {}) {
+  void enable_balancer(int i, autobalancer::autobalance_config config, std::function<time_ms()> clock = {}) {
     auto& b = (*this)[i];
     cluster::balance_loop_options o;
     o.self = broker_id(b.id);

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
+#include "moonmq/core/clock.hpp"
 #include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/transport/peer_client.hpp"
@@ -53,7 +54,7 @@ struct balance_loop_options {
   std::vector<std::string> peers;  ///< every other broker's id
   autobalancer::autobalance_config config;
   autobalancer::goal_registry registry = autobalancer::goal_registry::with_builtins();
-  std::function<double()> clock;  ///< seconds on a monotonic clock, for rates and back-off (default: steady clock)
+  std::function<time_ms()> clock;  ///< steady milliseconds, for rates and back-off (default: steady_now_ms)
 };
 
 /// One broker as the last pass's model saw it.

@@ -35,7 +35,7 @@ struct drain_options {
   std::size_t max_moves = 1;       ///< moves the draining broker runs at once (Autobalance.MaxMovesPerBroker)
   std::set<std::string> excluded;  ///< brokers that never receive (Autobalance.ExcludedBrokers)
   std::chrono::seconds retry_after{30};
-  std::function<std::int64_t()> wall_ms = wall_now_ms;
+  std::function<time_ms()> wall_ms = wall_now_ms;
 };
 
 /// Every broker's report, this broker's own among them (under its id), as a round reads them.

@@ -28,7 +28,7 @@ struct reclaim_options {
   broker_id self;
   double after_seconds = 0;        ///< Cluster.ReclaimAfterSeconds; 0: only when an operator asks
   std::vector<std::string> peers;  ///< the configured peers' ids
-  std::function<std::int64_t()> steady_ms = steady_now_ms;
+  std::function<time_ms()> steady_ms = steady_now_ms;
 };
 
 class reclaim_executor {

@@ -9,6 +9,9 @@
 
 namespace moonmq {
 
+/// Milliseconds, on whichever of the two clocks the name or comment says.
+using time_ms = std::int64_t;
+
 inline std::int64_t steady_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();

@@ -20,13 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/core/clock.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/transport/peer_client.hpp"
 #include "moonmq/frontend/placement.hpp"
 
 namespace moonmq::frontend {
 
-using time_ms = std::int64_t;
+using moonmq::time_ms;
 
 struct placement_directory_options {
   broker_id self;

@@ -34,12 +34,13 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/core/clock.hpp"
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
 
 namespace moonmq::groups {
 
-using time_ms = std::int64_t;
+using moonmq::time_ms;
 
 struct group_timing {
   time_ms session_timeout_ms = 10'000;

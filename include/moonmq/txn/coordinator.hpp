@@ -28,12 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/core/clock.hpp"
 #include "moonmq/core/ids.hpp"
 #include "moonmq/core/result.hpp"
 
 namespace moonmq::txn {
 
-using time_ms = std::int64_t;
+using moonmq::time_ms;
 
 enum class txn_phase { empty, ongoing, prepare_commit, prepare_abort, complete_commit, complete_abort };
 const char* to_string(txn_phase p);
