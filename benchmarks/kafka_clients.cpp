@@ -22,7 +22,8 @@
 //   kafka_clients [RECORDS]      (default 60000)
 // For looking closer, the transactional producer takes KAFKA_CLIENTS_TXN_DEBUG (e.g. "eos,protocol"), the consumer
 // KAFKA_CLIENTS_DEBUG (librdkafka's debug contexts, e.g. "fetch") and
-// KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) from the environment; KAFKA_CLIENTS_STATS=1 has the
+// KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) and the transactional producer's queue
+// KAFKA_CLIENTS_TXN_QUEUE_KB (queue.buffering.max.kbytes, default 16384) from the environment; KAFKA_CLIENTS_STATS=1 has the
 // producer print librdkafka's per-broker statistics every second (round trip, time queued, time in flight).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -327,7 +328,9 @@ std::optional<double> produce_transactional(const std::string& bootstrap, const 
                                            {"enable.idempotence", "true"},
                                            {"linger.ms", "5"},
                                            {"message.timeout.ms", "60000"},  // at most transaction.timeout.ms
-                                           {"queue.buffering.max.kbytes", "16384"}};
+                                           {"queue.buffering.max.kbytes", std::getenv("KAFKA_CLIENTS_TXN_QUEUE_KB")
+                                                                              ? std::getenv("KAFKA_CLIENTS_TXN_QUEUE_KB")
+                                                                              : "16384"}};
   if (interval_ms > 0) extra["transactional.id"] = txn_id;
   rd_kafka_conf_t* conf = settings(bootstrap, extra);
   delivery_state state;
