@@ -13,6 +13,7 @@
 #include <asio/write.hpp>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -85,7 +86,10 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
         continue;
       }
       admit(c);
-      asio::co_spawn(io, serve(shared_from_this(), c), asio::detached);
+      // A handler that throws closes its connection (and ends its reader) rather than leave it open for good.
+      asio::co_spawn(io, serve(shared_from_this(), c), [self = shared_from_this(), c](const std::exception_ptr& e) {
+        if (e) self->forget(c);
+      });
     }
   }
 
@@ -172,6 +176,10 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       // Checked before a byte is allocated for it.
       const std::size_t limit = c->authenticated ? self->cfg.kafka->max_request_bytes : unauthenticated_request_limit;
       if (size == 0 || size > limit) break;
+      // Read ahead only within read_ahead_bytes, this frame included: a larger one waits until nothing else is held.
+      while (!c->stopping && (c->handling || !c->frames.empty()) && c->queued_bytes + size > read_ahead_bytes)
+        co_await wait_for_wake(c->room);
+      if (c->stopping) break;
       std::string frame(size, '\0');
       co_await read_exact(*c, asio::buffer(frame), ec);
       if (ec || c->stopping) break;
@@ -201,7 +209,11 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       }
     }
     c->authenticated = session.authenticated;
-    asio::co_spawn(self->io, read_frames(self, c), asio::detached);
+    // However the reader ends (an exception included), the handler hears of it.
+    asio::co_spawn(self->io, read_frames(self, c), [c](const std::exception_ptr&) {
+      c->reader_done = true;
+      c->frame_ready.cancel();
+    });
     for (;;) {
       if (session.authenticated && !c->admitted) {
         c->admitted = true;

@@ -22,8 +22,6 @@ import tempfile
 import time
 import urllib.request
 
-import screens
-
 TOKEN = "console-test-admin-token-0123"
 CLIENT_TOKEN = "console-test-client-token-4567"
 
@@ -64,6 +62,11 @@ def main():
         from selenium.webdriver.common.by import By
     except ImportError:
         print("console test: python3-selenium is missing; run scripts/install-deps.sh")
+        return 1
+    try:
+        import screens  # PIL, for the screenshots
+    except ImportError:
+        print("console test: python3-pil is missing; run scripts/install-deps.sh")
         return 1
     chromium = shutil.which("chromium")
     driver_bin = shutil.which("chromedriver")
@@ -199,7 +202,11 @@ def main():
         screens.check_shapes(live_answers)
         # This run's screenshots stay where the failure message says when they do not match.
         out_dir = shots or tempfile.mkdtemp(prefix="moonmq-console-screens-")
-        screens.run(driver, out_dir)
+        try:
+            screens.run(driver, out_dir)
+        except Exception:
+            print(f"console test: this run's screenshots (those taken) are in {out_dir}")
+            raise
         if not shots:
             shutil.rmtree(out_dir, ignore_errors=True)
         print("console test: passed")

@@ -573,6 +573,19 @@ TEST_CASE("e2e kafka: SASL PLAIN and SCRAM-SHA-256 over TLS, with the token's ro
   CHECK(js.exit_code == 0);
   CHECK_THAT(js.out, Catch::Contains("{\"created\":true}") && Catch::Contains("{\"offsets\":1,"));
 
+  // Authentication and a request above the unauthenticated limit (a 100 KiB record), pipelined in one write: the
+  // produce is read only once the client is authenticated, and so under MaxRequestBytes, not 64 KiB.
+  auto piped = client({"raw-sasl-pipeline", "127.0.0.1:" + std::to_string(b.kafka_port), certs.ca(), "st", "app",
+                       client_token});
+  INFO(piped.out << piped.err);
+  REQUIRE(piped.exit_code == 0);
+  const auto piped_answers = json_lines(piped.out);
+  REQUIRE(piped_answers.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(piped_answers[i]["correlation"].GetInt() == static_cast<int>(i) + 1);
+    CHECK(piped_answers[i]["error"].GetInt() == 0);
+  }
+
   // A wrong password, an unknown user, and a token's password under another user's name are refused by both
   // mechanisms.
   for (const auto& mechanism : {std::string("SCRAM-SHA-256"), std::string("PLAIN")})

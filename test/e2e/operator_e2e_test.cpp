@@ -712,6 +712,11 @@ TEST_CASE("e2e: moonmqctl describes a group and a transaction from any broker, a
   INFO(partial.out << partial.err);
   CHECK(partial.exit_code == 0);
   CHECK_THAT(partial.err, Catch::Contains("warning: b3 did not answer"));
+  // Read a page at a time, the same: every page's silence counts.
+  auto paged = ctl(c.b1, {"groups", "--page", "2"});
+  CHECK(paged.exit_code == 0);
+  CHECK_THAT(paged.err, Catch::Contains("warning: b3 did not answer"));
+  CHECK(paged.out == partial.out);
   for (int i = 0; i < 6; ++i)
     if (coordinator_of["g" + std::to_string(i)] != "b3") CHECK_THAT(partial.out, Catch::Contains("g" + std::to_string(i)));
   // A peer's silence is carried as fields, not as its body inside a message; the CLI shows both.

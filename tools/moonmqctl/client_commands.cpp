@@ -36,7 +36,31 @@ void warn_unanswered(const rapidjson::Document& d) {
 
 /// Every page of a paged list as one answer: the `key` entries of all pages in the first page's array. A page that
 /// stops short says where the next begins (`next` in a cluster-wide list; `more` in a broker's own, which goes on
-/// after its last entry's name, `name_of`). A page that fails is the answer.
+/// after its last entry's name, `name_of`). A page that fails is the answer. A cluster-wide list's `brokers` are
+/// merged: a broker counts as answered only if it answered every page (its first error kept), since a page it missed
+/// lacks what it coordinates.
+/// Folds a later page's `brokers` into `all`'s: answered only if answered on every page, the first error kept, a
+/// broker first seen on this page added.
+void merge_brokers(rapidjson::Document& all, const rapidjson::Document& page) {
+  if (!all.HasMember("brokers") || !all["brokers"].IsArray() || !page.HasMember("brokers") || !page["brokers"].IsArray())
+    return;
+  auto& alloc = all.GetAllocator();
+  for (const auto& b : page["brokers"].GetArray()) {
+    if (!b.IsObject()) continue;
+    rapidjson::Value* known = nullptr;
+    for (auto& k : all["brokers"].GetArray())
+      if (k.IsObject() && str(k, "id") == str(b, "id")) known = &k;
+    if (!known) {
+      all["brokers"].PushBack(rapidjson::Value(b, alloc), alloc);
+      continue;
+    }
+    if (flag(b, "answered") || !flag(*known, "answered")) continue;
+    (*known)["answered"] = false;
+    if (b.HasMember("error") && !known->HasMember("error"))
+      known->AddMember("error", rapidjson::Value(b["error"], alloc), alloc);
+  }
+}
+
 /// `page`: names per request (0: the broker's default).
 answer every_page(broker_client& c, std::string path, const char* key,
                   const std::function<std::string(const rapidjson::Value&)>& name_of, std::size_t page) {
@@ -59,6 +83,7 @@ answer every_page(broker_client& c, std::string path, const char* key,
       all.CopyFrom(d, all.GetAllocator());
     } else {
       for (auto& e : d[key].GetArray()) all[key].PushBack(rapidjson::Value(e, all.GetAllocator()), all.GetAllocator());
+      merge_brokers(all, d);
     }
     if (next.empty() || next <= after) break;  // the end, or a page that does not go on (never asked again)
     after = next;

@@ -28,6 +28,11 @@ sasl.mechanism, sasl.username, sasl.password, ssl.ca.location; kafka-python gets
   raw-batches HOST:PORT TOPIC PARTITION        Produce v3 requests written by hand (kafka-python's batch builder):
                                                a batch with a bad CRC, one with the control bit, then a good one;
                                                prints each answer's error code
+  raw-sasl-pipeline HOST:PORT CAFILE TOPIC USER PASSWORD
+                                               SaslHandshake, SaslAuthenticate (PLAIN) and a Produce of a 100 KiB
+                                               record, in one write (over TLS trusting CAFILE; "-": plain): the
+                                               produce is read only after the authentication, under the larger
+                                               limit; prints each answer's error code
   txn-copy BOOTSTRAP IN OUT GROUP TXN COUNT EVERY ABORT [IDLE]
                                                exactly once: a read_committed consumer in GROUP reads IN, a
                                                transactional producer (id TXN) writes each record to OUT (same
@@ -386,6 +391,59 @@ def kafka_python(bootstrap, topic):
     return 0
 
 
+def raw_sasl_pipeline(address, cafile, topic, user, password):
+    import socket
+    import ssl
+    import struct
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    def string(v):
+        b = v.encode()
+        return struct.pack('>h', len(b)) + b
+
+    def request(key, version, correlation, body):
+        frame = struct.pack('>hhi', key, version, correlation) + string('raw') + body
+        return struct.pack('>i', len(frame)) + frame
+
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    b.append(0, timestamp=7000, key=b'big', value=b'v' * (100 << 10), headers=[])
+    records = bytes(b.build())
+    token = b'\0' + user.encode() + b'\0' + password.encode()
+    produce = (struct.pack('>hhi', -1, 1, 10000) + struct.pack('>i', 1) + string(topic) + struct.pack('>ii', 1, 0) +
+               struct.pack('>i', len(records)) + records)
+    data = (request(17, 1, 1, string('PLAIN')) + request(36, 0, 2, struct.pack('>i', len(token)) + token) +
+            request(0, 3, 3, produce))
+    host, port = address.rsplit(':', 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    if cafile != '-':
+        context = ssl.create_default_context(cafile=cafile)
+        context.check_hostname = False
+        sock = context.wrap_socket(sock)
+    sock.sendall(data)
+
+    def exact(n):
+        got = b''
+        while len(got) < n:
+            chunk = sock.recv(n - len(got))
+            if not chunk:
+                raise EOFError('the broker closed the connection')
+            got += chunk
+        return got
+
+    for _ in range(3):
+        size = struct.unpack('>i', exact(4))[0]
+        answer = exact(size)
+        correlation, = struct.unpack('>i', answer[:4])
+        if correlation == 3:  # Produce v3: topics[1]{name, partitions[1]{index, error, ...}}
+            name_size, = struct.unpack('>h', answer[8:10])
+            error, = struct.unpack('>h', answer[10 + name_size + 4 + 4:10 + name_size + 4 + 6])
+        else:  # SaslHandshake and SaslAuthenticate start with their error code
+            error, = struct.unpack('>h', answer[4:6])
+        print(json.dumps({'correlation': correlation, 'error': error}))
+    return 0
+
+
 def raw_batches(address, topic, partition):
     import socket
     import struct
@@ -598,7 +656,7 @@ def txn_zombie(bootstrap, topic, txn_id):
 
 if __name__ == '__main__':
     commands = {'create': create, 'produce': produce, 'consume': consume, 'kafka-python': kafka_python, 'admin': admin,
-                'raw-batches': raw_batches, 'group': group, 'kafka-python-group': kafka_python_group,
+                'raw-batches': raw_batches, 'raw-sasl-pipeline': raw_sasl_pipeline, 'group': group, 'kafka-python-group': kafka_python_group,
                 'raw-group': raw_group, 'txn-copy': txn_copy, 'txn-zombie': txn_zombie,
                 'raw-txn': raw_txn}
     sys.exit(commands[sys.argv[1]](*sys.argv[2:]))
