@@ -359,6 +359,10 @@ struct kafka_api::impl {
       // The transaction's coordinator refused the partition: its own codes, as AddPartitionsToTxn has them.
       if (transactional && done.refused().by_coordinator) out.error = ec::coordinator_not_available;
       else if (transactional && done.code() == errc::conflict) out.error = ec::invalid_txn_state;
+      // Not found, for a partition this broker has: the coordinator does not know the transactional id.
+      else if (transactional && done.code() == errc::not_found)
+        if (auto n = p.store->partition_count(topic); n && in.index >= 0 && in.index < *n)
+          out.error = ec::invalid_producer_id_mapping;
       return out;
     }
     out.base_offset = done->offsets.empty() ? -1 : static_cast<std::int64_t>(done->offsets.front());

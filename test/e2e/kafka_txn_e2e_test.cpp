@@ -165,6 +165,7 @@ TEST_CASE("e2e kafka txn: bad transactional requests get Kafka's codes: a timeou
   CHECK(o["add_stale_epoch"]["tr-0"].GetInt() == 47);  // INVALID_PRODUCER_EPOCH
   CHECK(o["txn_offsets_stale_epoch"].GetInt() == 47);
   CHECK(o["end_stale_epoch"].GetInt() == 47);
+  CHECK(o["produce_unknown_id"].GetInt() == 49);  // a transactional batch of an id no coordinator knows
   // The committed transaction's offset reached the group: each broker answers it, or names the owner that does
   // (never "nothing committed" from one that does not have the partition).
   for (auto* b : {&c.b1, &c.b2, &c.b3}) {

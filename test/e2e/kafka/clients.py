@@ -370,8 +370,47 @@ def raw_txn(address, topic):
     out['add_stale_epoch'] = add_partitions('raw-txn', pid, epoch, [(topic, [0])])
     out['txn_offsets_stale_epoch'] = txn_offsets('raw-txn', 'raw-group', pid, epoch, 0, 0)
     out['end_stale_epoch'] = end('raw-txn', pid, epoch, True)
+    out['produce_unknown_id'] = transactional_produce(address, topic, 'raw-txn-nobody', 5, 0)
     print(json.dumps(out), flush=True)
     return 0
+
+
+def transactional_produce(address, topic, txn_id, pid, epoch):
+    """A transactional batch for partition 0 of `topic`, written by hand (Produce v3), sent to the partition's leader
+    as Metadata v1 names it; returns the partition's error code."""
+    import struct
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    string, call = raw_connection(address, timeout=30)
+    data = call(3, 1, struct.pack('>i', 1) + string(topic))  # Metadata v1
+    at, hosts = 4, {}
+    for _ in range(struct.unpack('>i', data[:4])[0]):
+        node, n = struct.unpack('>ih', data[at:at + 6])
+        host = data[at + 6:at + 6 + n].decode()
+        at += 6 + n
+        port, rack = struct.unpack('>ih', data[at:at + 6])
+        at += 6 + max(rack, 0)
+        hosts[node] = '%s:%d' % (host, port)
+    at += 4 + 4  # controller, topic count
+    _, n = struct.unpack('>hh', data[at:at + 4])
+    at += 4 + n + 1 + 4  # error, name, is_internal, partition count
+    leader = None
+    while leader is None:
+        _, index, node = struct.unpack('>hii', data[at:at + 10])
+        at += 10
+        for _ in range(2):  # replicas, isr
+            at += 4 + 4 * struct.unpack('>i', data[at:at + 4])[0]
+        if index == 0:
+            leader = node
+    string, call = raw_connection(hosts[leader], timeout=30)
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=0, batch_size=1 << 20)
+    b.append(0, timestamp=7000, key=b'k', value=b'in no transaction', headers=[])
+    records = bytes(b.build())
+    body = (string(txn_id) + struct.pack('>hi', -1, 10000) + struct.pack('>i', 1) + string(topic) +
+            struct.pack('>ii', 1, 0) + struct.pack('>i', len(records)) + records)
+    data = call(0, 3, body)  # topics [name partitions [index error ...]]
+    n, = struct.unpack('>h', data[4:6])
+    return struct.unpack('>ih', data[6 + n + 4:6 + n + 10])[1]
 
 
 def kafka_python(bootstrap, topic):
