@@ -40,20 +40,6 @@ def call(port, method, path, body=None):
         return json.loads(r.read() or b"{}")
 
 
-def wait_for(what, check, timeout=30):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except Exception as e:  # the page or a broker is not there yet
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last error: {last})")
-
-
 def main():
     moonmqd = sys.argv[1]
     try:
@@ -68,6 +54,7 @@ def main():
     except ImportError:
         print("console test: python3-pil is missing; run scripts/install-deps.sh")
         return 1
+    wait_for = screens.wait_for
     chromium = shutil.which("chromium")
     driver_bin = shutil.which("chromedriver")
     if not chromium or not driver_bin:

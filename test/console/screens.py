@@ -180,6 +180,7 @@ def compare_with_reference(name, image, text, out_dir):
 
 
 def wait_for(what, check, timeout=30):
+    """check() until it gives a true value (returned), its exceptions taken as "not yet"; fails after `timeout` s."""
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
@@ -190,7 +191,7 @@ def wait_for(what, check, timeout=30):
         except Exception as e:  # an element redrawn while it was read
             last = e
         time.sleep(0.05)
-    raise AssertionError(f"console screens: timed out waiting for {what} (last error: {last})")
+    raise AssertionError(f"timed out waiting for {what} (last error: {last})")
 
 
 def tables_fit(driver, name):
