@@ -2,6 +2,8 @@
 // own report, a silent broker asked again only after a while, what requests learn, and refreshes on a miss.
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "moonmq/frontend/placement_directory.hpp"
@@ -127,6 +129,61 @@ TEST_CASE("placement directory: lookups that miss while a refresh runs take its 
   const auto rounds = (x.c.net.delivered("/cluster/loads") - asked) / 2;
   CHECK(rounds >= 1);
   CHECK(rounds < 8);
+}
+
+TEST_CASE("placement directory: a lookup that misses while a refresh is under way takes only a picture asked for after "
+          "its miss",
+          "[frontend][integration]") {
+  test::in_process_cluster c{2};
+  frontend::time_ms now = 1'000;
+  // b1's own report can be held inside a refresh, after it was read: that refresh's picture predates whatever
+  // happens while it is held.
+  std::mutex m;
+  std::condition_variable cv;
+  bool hold = false, held = false, release = false;
+  auto local = [&] {
+    auto loads = cluster::collect_local_loads(c[1].store, c[1].counters, *c[1].ownership, broker_id("b1"));
+    std::unique_lock lock(m);
+    if (hold) {
+      hold = false;
+      held = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return loads;
+  };
+  frontend::placement_directory d{
+      {broker_id("b1"), {broker_id("b1"), broker_id("b2")}, local, [&now] { return now; }, 5000, 10'000, 1000},
+      *c[1].peers};
+  d.refresh();
+  {
+    std::lock_guard lock(m);
+    hold = true;
+  }
+  std::thread refresher([&d] { d.refresh(); });
+  {
+    std::unique_lock lock(m);
+    const bool inside = cv.wait_for(lock, std::chrono::seconds(30), [&] { return held; });
+    if (!inside) {  // the refresh never read b1's report: let it go, then fail
+      release = true;
+      lock.unlock();
+      refresher.join();
+    }
+    REQUIRE(inside);
+  }
+  // A topic made while that refresh runs, and looked up at once: the lookup must not take the running refresh's
+  // picture (asked for before the topic), but one of its own.
+  REQUIRE(c[1].store.ensure_topic("late", 1));
+  std::optional<broker_id> found;
+  std::thread lookup([&] { found = d.owner_of({"late", 0}); });
+  {
+    std::lock_guard lock(m);
+    release = true;
+  }
+  cv.notify_all();
+  refresher.join();
+  lookup.join();
+  CHECK(found == broker_id("b1"));
 }
 
 TEST_CASE("placement directory: a fresh report wins over a silent broker's old one, which is forgotten after a while",
