@@ -15,7 +15,9 @@
 #include <deque>
 #include <exception>
 #include <list>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <openssl/ssl.h>
@@ -37,6 +39,13 @@ constexpr std::size_t read_ahead_bytes = 4u << 20;
 }  // namespace
 
 struct kafka_listener::impl : std::enable_shared_from_this<impl> {
+  /// A request as read: its bytes are not zeroed first, since the read fills every one of them.
+  struct frame_bytes {
+    std::unique_ptr<char[]> data;
+    std::size_t size = 0;
+    std::string_view view() const { return {data.get(), size}; }
+  };
+
   struct connection {
     explicit connection(asio::io_context& io) : socket(io), deadline(io), frame_ready(io), room(io) {}
     tcp::socket socket;
@@ -48,7 +57,7 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
 
     // The requests are read by one coroutine (read_frames) and handled, one at a time and in order, by another
     // (serve), so that the next request is read while one is handled. On the reactor thread only.
-    std::deque<std::string> frames;  ///< read, not yet handled
+    std::deque<frame_bytes> frames;  ///< read, not yet handled
     std::size_t queued_bytes = 0;
     bool authenticated = false;  ///< as of the last request handled (the handler's session is on a pool thread)
     bool handling = false;
@@ -180,10 +189,10 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       while (!c->stopping && (c->handling || !c->frames.empty()) && c->queued_bytes + size > read_ahead_bytes)
         co_await wait_for_wake(c->room);
       if (c->stopping) break;
-      std::string frame(size, '\0');
-      co_await read_exact(*c, asio::buffer(frame), ec);
+      frame_bytes frame{std::unique_ptr<char[]>(new char[size]), size};
+      co_await read_exact(*c, asio::buffer(frame.data.get(), frame.size), ec);
       if (ec || c->stopping) break;
-      c->queued_bytes += frame.size();
+      c->queued_bytes += frame.size;
       c->frames.push_back(std::move(frame));
       c->frame_ready.cancel();
     }
@@ -193,7 +202,7 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
 
   static asio::awaitable<void> serve(std::shared_ptr<impl> self, std::shared_ptr<connection> c) {
     kafka_api::session session = self->api.open_session();
-    std::string frame;
+    frame_bytes frame;
     asio::error_code ec;
     if (self->tls) {
       SSL* ssl = SSL_new(self->tls->native());
@@ -223,11 +232,11 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       if (c->frames.empty() || c->stopping) break;
       frame = std::move(c->frames.front());
       c->frames.pop_front();
-      c->queued_bytes -= frame.size();
+      c->queued_bytes -= frame.size;
       c->handling = true;
       c->room.cancel();
       auto handle = [&self, &session, &frame](bool final_attempt) {
-        return self->api.handle(session, frame, final_attempt);
+        return self->api.handle(session, frame.view(), final_attempt);
       };
       auto reply = co_await offload(self->handlers.get_executor(), [&handle] { return handle(false); });
       if (reply.wait_ms > 0) {
