@@ -33,6 +33,7 @@
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/system_runtime.hpp"
 #include "moonmq/raft/service.hpp"
 #include "moonmq/storage/file_state_file.hpp"
 #include "moonmq/transport/http_transport.hpp"
@@ -87,7 +88,7 @@ class running_broker final : public broker {
               return topics_->ensure_listed(t, n, theirs);
             }},
         st);
-    router_ = std::make_unique<cluster::router>(st, *link_.peers);
+    router_ = std::make_unique<cluster::router>(st, *link_.peers, runtime_);
     cluster::reassigner_options ro;
     ro.batch_bytes = clustered ? cfg_.cluster->batch_bytes : 256u * 1024;
     ro.throttle_bytes_per_sec = clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0;
@@ -115,7 +116,7 @@ class running_broker final : public broker {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
     auto coordinators = coordinators::open({&cfg_, self_, brokers, st, link_.peers.get(), blocking_.get_executor(),
-                                            [this] { return local_loads(); }, log_, &metrics_});
+                                            [this] { return local_loads(); }, log_, &metrics_, &runtime_});
     if (!coordinators) return coordinators.err();
     coordinators_ = std::move(*coordinators);
     coordinators_->start();
@@ -135,7 +136,7 @@ class running_broker final : public broker {
     auto client =
         client_api::open({&cfg_, self_, &disk_, &link_, st, &metrics_, log_.get(), topics_.get(), router_.get(),
                           reassigner_.get(), hand_moves_.get(), throttle_.get(), coordinators_.get(), balancer_.get(),
-                          raft_.service.get(), io_.get_executor(), [this] { return controller_id(); }});
+                          raft_.service.get(), io_.get_executor(), [this] { return controller_id(); }, &runtime_});
     if (!client) return client.err();
     client_ = std::move(*client);
 
@@ -259,6 +260,7 @@ class running_broker final : public broker {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   asio::thread_pool blocking_{4};
   asio::thread_pool raft_pool_{1};
+  system_runtime runtime_{io_};  ///< its jobs are stopped by their owners, declared after it
   cluster_link link_;
   std::unique_ptr<cluster::cluster_service> service_;
   std::unique_ptr<cluster::router> router_;

@@ -195,14 +195,15 @@ status client_api::build() {
   auto drains = cluster::drain_executor::open(dopt, *p.reassigner, p.io, p.balancer,
                                               storage::make_file_state_file(dir + "/drain-state.json"), reports, *p.log);
   if (!drains) return drains.err();
-  m.drain = std::make_unique<drain_api>(std::move(*drains), *m.view);
-  m.watch = std::make_unique<peer_watch>(*m.view, *p.log);
+  m.drain = std::make_unique<drain_api>(std::move(*drains), *m.view, *p.rt);
+  m.watch = std::make_unique<peer_watch>(*m.view, *p.log, *p.rt);
   cluster::reclaim_options ropt;
   ropt.self = p.self;
   ropt.after_seconds = p.cfg->cluster ? p.cfg->cluster->reclaim_after_seconds : 0;
   for (const auto& peer : m.view->peers()) ropt.peers.push_back(peer.id);
   m.reclaim = std::make_unique<reclaim_api>(
-      std::make_unique<cluster::reclaim_executor>(ropt, p.state, *disk.journal, *p.reassigner, *p.link->peers), *m.view);
+      std::make_unique<cluster::reclaim_executor>(ropt, p.state, *disk.journal, *p.reassigner, *p.link->peers), *m.view,
+      *p.rt);
   m.reconcile = std::make_unique<reconcile_api>(*m.strays, *m.view);
   if (p.cfg->kafka)
     m.kafka = std::make_unique<kafka_api>(kafka_api_parts{

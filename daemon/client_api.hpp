@@ -47,6 +47,7 @@ struct client_api_parts {
   raft::service* raft = nullptr;              ///< null without Cluster.Raft
   asio::any_io_executor io;                   ///< the broker's reactor (drain's moves start there)
   std::function<std::string()> controller_id;
+  runtime* rt = nullptr;  ///< the broker's clocks and schedule (the drain, reclaim and peer-watch jobs)
 };
 
 class client_api {

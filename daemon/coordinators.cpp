@@ -23,7 +23,7 @@ status coordinators::open_groups() {
   // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
   // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
   directory_ = std::make_unique<frontend::placement_directory>(
-      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, steady_now_ms, 5000,
+      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, [rt = p_.rt] { return rt->steady_ms(); }, 5000,
                                             cfg.groups.session_timeout_ms, 1000},
       *p_.peers);
   auto placements = [d = directory_.get()](const std::set<std::string>& topics)
@@ -44,7 +44,7 @@ status coordinators::open_groups() {
   const bool had_legacy = std::filesystem::exists(legacy_path);
   auto svc = groups::group_service::open(
       {p_.self, {cfg.groups.session_timeout_ms, cfg.groups.heartbeat_interval_ms}}, *group_log_, placements,
-      steady_now_ms(), *p_.log, *p_.metrics, had_legacy ? legacy.get() : nullptr);
+      p_.rt->steady_ms(), *p_.log, *p_.metrics, had_legacy ? legacy.get() : nullptr);
   if (!svc) return svc.err();
   groups_ = std::move(*svc);
   if (had_legacy) {
@@ -54,7 +54,7 @@ status coordinators::open_groups() {
     p_.log->info("groups", "carried the groups of " + legacy_path + " into " + group_log_->name() +
                                " (the old file is now " + legacy_path + ".migrated)");
   }
-  group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, steady_now_ms);
+  group_routes_ = std::make_unique<groups::group_routes>(*groups_, *p_.peers, p_.brokers, [rt = p_.rt] { return rt->steady_ms(); });
   return {};
 }
 
@@ -64,7 +64,7 @@ status coordinators::open_transactions() {
   if (!txn_log) return txn_log.err();
   txn_log_ = std::move(*txn_log);
   auto svc = txn::txn_service::open(
-      {p_.brokers, cfg.transactions.timeout_ms, wall_now_ms, frontend::fresh_producer_id, cfg.storage.fsync == "always",
+      {p_.brokers, cfg.transactions.timeout_ms, [rt = p_.rt] { return rt->wall_ms(); }, frontend::fresh_producer_id, cfg.storage.fsync == "always",
        [pool = p_.blocking](std::function<void()> job) { asio::post(pool, std::move(job)); }},
       *txn_log_, p_.state, *p_.peers);
   if (!svc) return svc.err();
@@ -73,19 +73,11 @@ status coordinators::open_transactions() {
 }
 
 void coordinators::start() {
-  group_ticker_ = std::make_unique<ticker>(std::chrono::milliseconds(250), [this] {
-    groups_->tick(steady_now_ms());  // expiry first: a slow peer below must not delay it
-    // Every tick while this broker coordinates groups; otherwise often enough that a produce for a partition owned
-    // elsewhere finds its owner without asking.
-    directory_->refresh_if_older(groups_->groups().empty() ? 2000 : 0);
-    group_routes_->clear_pending();
-  });
-  txn_ticker_ = std::make_unique<ticker>(std::chrono::milliseconds(500), [this] { txns_->tick(); });
+  jobs_ = frontend::schedule_coordinators(*p_.rt, *groups_, *group_routes_, *txns_, directory_.get());
 }
 
 void coordinators::stop() {
-  if (group_ticker_) group_ticker_->stop();
-  if (txn_ticker_) txn_ticker_->stop();
+  jobs_.stop();
 }
 
 }  // namespace moonmq::daemon

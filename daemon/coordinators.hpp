@@ -1,26 +1,24 @@
 // The coordinators this broker runs and the threads that keep them moving: the consumer groups it coordinates
 // (group-state.log) with their routes, the transactions it coordinates (txn-state.log, and its side of every
 // transaction on its partitions), and the placement directory both the groups and the produce front end read.
-// Two tickers: every 250 ms the groups expire silent members, the directory is refreshed (every tick while groups are
-// coordinated here, every 2 s otherwise) and owners are asked for clearances; every 500 ms the transactions abort
-// expired ones and deliver pending markers (on a thread of their own, so that a slow peer there never delays expiry).
+// Their schedule is frontend/coordinator_jobs, on the broker's runtime.
 // Thread safety: start() and stop() from the composition root; the services are thread-safe.
 #pragma once
 
 #include <asio/any_io_executor.hpp>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/config.hpp"
+#include "moonmq/core/runtime.hpp"
+#include "moonmq/frontend/coordinator_jobs.hpp"
 #include "moonmq/frontend/placement_directory.hpp"
 #include "moonmq/groups/group_routes.hpp"
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/storage/keyed_log.hpp"
 #include "moonmq/txn/txn_service.hpp"
-#include "ticker.hpp"
 
 namespace moonmq::daemon {
 
@@ -34,6 +32,7 @@ struct coordinators_parts {
   std::function<std::vector<cluster::partition_load>()> local_loads;  ///< this broker's own report
   std::shared_ptr<logger> log;
   metrics_sink* metrics;
+  runtime* rt;  ///< the clocks the coordinators read, and where their jobs run
 };
 
 class coordinators {
@@ -44,7 +43,7 @@ class coordinators {
   coordinators(const coordinators&) = delete;
   coordinators& operator=(const coordinators&) = delete;
 
-  /// Starts the tickers.
+  /// Starts the jobs.
   void start();
   /// Stops and joins them (idempotent).
   void stop();
@@ -68,7 +67,7 @@ class coordinators {
   std::unique_ptr<groups::group_routes> group_routes_;
   std::unique_ptr<storage::keyed_log> txn_log_;  ///< the coordinator's transactions (outlives txns_)
   std::unique_ptr<txn::txn_service> txns_;
-  std::unique_ptr<ticker> group_ticker_, txn_ticker_;  ///< last: stopped before what their ticks use goes
+  frontend::coordinator_jobs jobs_;  ///< last: stopped before what their ticks use goes
 };
 
 }  // namespace moonmq::daemon

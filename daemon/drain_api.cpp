@@ -11,19 +11,19 @@ namespace moonmq::daemon {
 using json::put;
 using json_writer = json::writer;
 
-drain_api::drain_api(std::unique_ptr<cluster::drain_executor> executor, cluster_view& view,
+drain_api::drain_api(std::unique_ptr<cluster::drain_executor> executor, cluster_view& view, runtime& rt,
                      std::chrono::milliseconds tick)
     : exec_(std::move(executor)), view_(view) {
-  ticker_ = std::make_unique<ticker>(tick, [raw = exec_.get()] { raw->round(); });
+  job_ = rt.every(tick, [raw = exec_.get()] { raw->round(); });
 }
 
 drain_api::~drain_api() {
-  if (ticker_) ticker_->stop();
+  if (job_) job_->stop();
 }
 
 status drain_api::set(const std::string& broker, bool draining) {
   auto s = exec_->set(broker, draining);
-  if (s && ticker_) ticker_->wake();
+  if (s && job_) job_->wake();
   return s;
 }
 

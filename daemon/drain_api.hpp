@@ -5,8 +5,8 @@
 //   GET    /v1/brokers/{id}/drain     its progress: partitions and bytes left, moves running, ETA, blocked partitions
 // Cluster routes: POST /cluster/admin/drain {"broker","draining"} (a peer tells this broker), GET
 // /cluster/admin/drain (this broker's own progress). The drain itself is cluster::drain_executor's: this file runs its
-// rounds from a ticker (every second, and at once when told) and tells every broker.
-// Thread safety: the routes may run concurrently with the ticker.
+// rounds as a job on the broker's runtime (every second, and at once when told) and tells every broker.
+// Thread safety: the routes may run concurrently with the job.
 #pragma once
 
 #include <httplib.h>
@@ -20,14 +20,14 @@
 
 #include "cluster_view.hpp"
 #include "moonmq/cluster/drain_executor.hpp"
-#include "ticker.hpp"
+#include "moonmq/core/runtime.hpp"
 
 namespace moonmq::daemon {
 
 class drain_api {
  public:
   /// `tick`: how often the executor's rounds run.
-  drain_api(std::unique_ptr<cluster::drain_executor> executor, cluster_view& view,
+  drain_api(std::unique_ptr<cluster::drain_executor> executor, cluster_view& view, runtime& rt,
             std::chrono::milliseconds tick = std::chrono::milliseconds(1000));
   ~drain_api();
 
@@ -47,7 +47,7 @@ class drain_api {
 
   std::unique_ptr<cluster::drain_executor> exec_;
   cluster_view& view_;
-  std::unique_ptr<ticker> ticker_;  ///< last: stopped before what its ticks use goes
+  std::unique_ptr<scheduled_job> job_;  ///< last: stopped before what its ticks use goes
 };
 
 }  // namespace moonmq::daemon

@@ -14,22 +14,22 @@
 
 #include "cluster_view.hpp"
 #include "moonmq/core/logger.hpp"
-#include "ticker.hpp"
+#include "moonmq/core/runtime.hpp"
 
 namespace moonmq::daemon {
 
 class peer_watch {
  public:
-  peer_watch(cluster_view& view, logger& log, std::chrono::seconds every = std::chrono::seconds(30),
+  peer_watch(cluster_view& view, logger& log, runtime& rt, std::chrono::seconds every = std::chrono::seconds(30),
              std::chrono::seconds repeat = std::chrono::minutes(5))
       : view_(view), log_(log), every_(every), repeat_(repeat) {
     if (view_.peers().empty()) return;
     // The first check after 2 s: peers started at the same time come up first.
-    ticker_ = std::make_unique<ticker>(std::chrono::seconds(2), every_, [this] { check(); });
+    job_ = rt.every(std::chrono::seconds(2), every_, [this] { check(); });
   }
 
   ~peer_watch() {
-    if (ticker_) ticker_->stop();
+    if (job_) job_->stop();
   }
 
  private:
@@ -76,8 +76,8 @@ class peer_watch {
   cluster_view& view_;
   logger& log_;
   std::chrono::seconds every_, repeat_;
-  std::map<std::string, trouble> troubles_;  ///< the ticker's only
-  std::unique_ptr<ticker> ticker_;           ///< last: stopped before what its ticks use goes
+  std::map<std::string, trouble> troubles_;  ///< the job's only
+  std::unique_ptr<scheduled_job> job_;       ///< last: stopped before what its ticks use goes
 };
 
 }  // namespace moonmq::daemon

@@ -4,13 +4,13 @@
 
 namespace moonmq::daemon {
 
-reclaim_api::reclaim_api(std::unique_ptr<cluster::reclaim_executor> executor, cluster_view& view)
+reclaim_api::reclaim_api(std::unique_ptr<cluster::reclaim_executor> executor, cluster_view& view, runtime& rt)
     : exec_(std::move(executor)), view_(view) {
   const auto tick = std::chrono::milliseconds(static_cast<long>(exec_->round_seconds() * 1000));
-  ticker_ = std::make_unique<ticker>(tick, [raw = exec_.get()] { (void)raw->reclaim(true); });
+  job_ = rt.every(tick, [raw = exec_.get()] { (void)raw->reclaim(true); });
 }
 
-reclaim_api::~reclaim_api() { ticker_->stop(); }
+reclaim_api::~reclaim_api() { job_->stop(); }
 
 void reclaim_api::routes(api_routes& api) {
   auto forward = [this](const std::string& id, const char* method, httplib::Response& res) {

@@ -4,15 +4,13 @@
 #include "moonmq/cluster/cluster_metrics.hpp"
 
 #include <rapidjson/document.h>
-#include <asio/steady_timer.hpp>
-#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <shared_mutex>
-#include <thread>
 
 #include "json/parse.hpp"
+#include "moonmq/core/runtime_sleep.hpp"
 
 namespace moonmq::cluster {
 
@@ -42,9 +40,8 @@ struct router::forward_state {
   const std::vector<storage::record>* records;
   broker_id owner;
   std::string frames;
-  std::chrono::steady_clock::time_point deadline;
+  time_ms deadline = 0;  ///< steady, on the router's runtime
   int hints = 0;
-  int pauses = 0;  ///< handover pauses taken
 
   transport::request request() const {
     transport::request req;
@@ -58,9 +55,9 @@ struct router::forward_state {
 
 router::forward_state router::begin_forward(topic_partition tp, const std::vector<storage::record>& records,
                                             broker_id owner) const {
-  forward_state f{std::move(tp), &records, std::move(owner), {}, {}, 0, 0};
+  forward_state f{std::move(tp), &records, std::move(owner), {}, 0, 0};
   for (const auto& r : records) storage::encode_frame(r, f.frames);
-  f.deadline = std::chrono::steady_clock::now() + peers_.directory().timeout;
+  f.deadline = rt_.steady_ms() + peers_.directory().timeout.count();
   return f;
 }
 
@@ -106,10 +103,7 @@ router::step router::interpret(forward_state& f, const transport::response& resp
 }
 
 router::step router::wait_for_handover(const forward_state& f) const {
-  const bool used_up = opt_.max_handover_pauses > 0
-                           ? f.pauses >= opt_.max_handover_pauses
-                           : std::chrono::steady_clock::now() + opt_.handover_pause > f.deadline;
-  if (used_up)
+  if (rt_.steady_ms() + opt_.handover_pause.count() > f.deadline)
     return step::finish(error{errc::unavailable, f.tp.topic + "-" + std::to_string(f.tp.partition) +
                                                      " is being handed over to " + f.owner.value() + "; retry"});
   return step::wait();
@@ -134,9 +128,7 @@ asio::awaitable<result<produce_result>> router::forward(topic_partition tp, std:
     }
     if (s.kind == step::done) co_return std::move(*s.out);
     if (s.kind == step::pause) {
-      ++f.pauses;
-      asio::steady_timer t(co_await asio::this_coro::executor, opt_.handover_pause);
-      co_await t.async_wait(asio::use_awaitable);
+      co_await sleep_on(rt_, opt_.handover_pause);
       if (auto here = recheck(f)) co_return std::move(*here);
     }
   }
@@ -155,8 +147,7 @@ std::optional<result<produce_result>> router::forward_blocking(topic_partition t
     }
     if (s.kind == step::done) return std::move(*s.out);
     if (s.kind == step::pause) {
-      ++f.pauses;
-      std::this_thread::sleep_for(opt_.handover_pause);
+      rt_.block_for(opt_.handover_pause);
       if (auto here = recheck(f)) return std::move(*here);
     }
   }

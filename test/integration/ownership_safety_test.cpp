@@ -7,6 +7,7 @@
 #include <asio/detached.hpp>
 
 #include "moonmq/cluster/cluster_metrics.hpp"
+#include "support/manual_runtime.hpp"
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -221,7 +222,8 @@ TEST_CASE("C: a partition created on a peer's behalf never takes a produce, even
   transport::loopback_network net;
   auto link = net.transport_for("b2");
   transport::peer_client peers(*link, {broker_id("b2"), "secret", {}, std::chrono::milliseconds(200)});
-  cluster::router router(st, peers);
+  test::manual_runtime rt;
+  cluster::router router(st, peers, rt);
   cluster::cluster_service service({broker_id("b2"), "secret", {}, 64u << 20, {}, {}}, st);
 
   // A client produces to t-1 on b2 the instant the partition exists (b3's ensure is creating it for a move of t-0).

@@ -479,8 +479,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
         break;
       default: {  // time passes: transactions time out, silent members expire, clearances are asked, each broker
                   // resolves its journaled moves and learns the topics it missed (what moonmqd retries every 5 s)
-        w.now += static_cast<std::int64_t>(w.pick(6'000));
-        w.tick_coordinators();
+        w.pass(static_cast<std::int64_t>(w.pick(6'000)));
         w.catch_up_topics();
         if (o.replicated && w.pick(2) == 0) c.log.release();
         for (int i = 1; i <= brokers; ++i) w.spawn_recover(i);
@@ -519,8 +518,7 @@ inline void run_cluster_sim_into(const cluster_sim_options& o, cluster_sim_run& 
   }
   if (w.moving() || w.balancing) out.violations.push_back("after the heal, a move or a balance pass never finished");
   for (int round = 0; round < 5; ++round) {  // every transaction times out or completes
-    w.now += 11'000;
-    w.tick_coordinators();
+    w.pass(11'000);
   }
   check_one_server(true);
   w.catch_up_topics();

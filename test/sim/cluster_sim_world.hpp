@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "moonmq/cluster/local_loads.hpp"
+#include "moonmq/frontend/coordinator_jobs.hpp"
 #include "moonmq/frontend/topic_admin.hpp"
 #include "moonmq/groups/group_routes.hpp"
 #include "moonmq/groups/group_service.hpp"
 #include "moonmq/txn/txn_service.hpp"
 #include "support/group_placements.hpp"
 #include "support/in_process_cluster.hpp"
+#include "support/manual_runtime.hpp"
 
 namespace moonmq::test {
 
@@ -69,14 +71,15 @@ class world {
       : opt(o),
         c(brokers, 2048, o.seed, o.replicated, /*single_threaded=*/true, /*with_topics=*/true),
         rng(o.seed * 7919 + 17) {
-    // A produce that meets a handover looks again once, after the reactor has run what was ready: counted, not
-    // timed, so that a seed replays whatever the machine's speed.
-    c.set_router_options({std::chrono::milliseconds(0), 1});
+    // A produce that meets a handover waits on the simulation's clock, which moves when nothing else can run (see
+    // run()): a seed replays whatever the machine's speed.
+    c.set_runtime(rt);
     for (int i = 1; i <= brokers; ++i) {
       ids.emplace_back(c[i].id);
       txn_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/txn-state.log"));
       group_disks.push_back(std::make_unique<storage::memory_keyed_log>(c[i].id + "/group-state.log"));
     }
+    jobs.resize(brokers);
     txns.resize(brokers);
     group_services.resize(brokers);
     group_routes.resize(brokers);
@@ -88,6 +91,7 @@ class world {
     auto& b = c[i];
     b.transactions = nullptr;
     b.groups = nullptr;
+    jobs[idx(i)] = {};  // stopped before the services their ticks use
     txns[idx(i)].reset();
     auto t = txn::txn_service::open({ids, 10'000, [this] { return now; }, [this] { return next_producer_id++; }},
                                     *txn_disks[idx(i)], b.state(), *b.peers);
@@ -107,6 +111,9 @@ class world {
     b.groups = [r = group_routes[idx(i)].get()](const transport::request& req) { return r->handle_cluster(req); };
     b.group_service = group_services[idx(i)].get();
     b.group_routes = group_routes[idx(i)].get();
+    // The schedule moonmqd runs (frontend/coordinator_jobs), on the simulation's clock.
+    jobs[idx(i)] = frontend::schedule_coordinators(rt, *group_services[idx(i)], *group_routes[idx(i)], *txns[idx(i)],
+                                                   nullptr);
     if (opt.sabotage == sim_sabotage::unfenced_commit)  // every commit is let through, fenced or not
       b.commit_fence = [](const std::string&, const std::string&, std::uint64_t, const topic_partition&,
                           const std::function<status()>& write) { return write(); };
@@ -127,15 +134,19 @@ class world {
   T run(asio::awaitable<T> work) {
     auto done = std::make_shared<std::optional<T>>();
     asio::co_spawn(c.io, run_into(std::move(work), done), asio::detached);
+    const time_ms started = now;  // an operation that outlasts a minute of the simulation's time never finishes
     for (std::size_t idle = 0; !*done;) {
       if (c.io.poll_one() > 0) continue;
       c.io.restart();
       // Nothing else can run: the oldest held request goes now, or the log's held entries commit (what the
-      // operation waits for may be held). Failing both, it waits on a timer of its own (a handover pause).
+      // operation waits for may be held). Failing both, time passes to what is next due on the simulation's clock
+      // (a handover pause, the coordinators' ticks); then to the reactor's own timers.
       if (c.net.held() > 0) {
         release(1);
       } else if (c.log.held() > 0) {
         c.log.release();
+      } else if (auto due = rt.next_due(); due && *due - started < 60'000) {
+        rt.advance_to(*due);
       } else {
         c.io.run_one_for(std::chrono::milliseconds(1));
         c.io.restart();
@@ -326,18 +337,16 @@ class world {
 
   std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); }
 
-  void tick_coordinators() {
-    for (auto& t : txns) t->tick();
-    for (auto& g : group_services) g->tick(now);
-    for (auto& r : group_routes) r->clear_pending();
-  }
+  /// Time passes: what is due meanwhile runs, in order (the coordinators' ticks among it).
+  void pass(std::int64_t ms) { rt.advance_to(now + ms); }
 
   static std::size_t idx(int i) { return static_cast<std::size_t>(i - 1); }
 
   cluster_sim_options opt;
+  manual_runtime rt;  ///< the simulation's clock and schedule: before everything that reads or schedules on it
+  time_ms& now = rt.now;
   in_process_cluster c;
   std::mt19937_64 rng;
-  std::int64_t now = 1'000'000;
   std::uint64_t next_producer_id = 1000;
   std::uint64_t next_member_id = 1;
   std::vector<broker_id> ids;
@@ -346,6 +355,7 @@ class world {
   std::vector<std::unique_ptr<txn::txn_service>> txns;
   std::vector<std::unique_ptr<groups::group_service>> group_services;
   std::vector<std::unique_ptr<groups::group_routes>> group_routes;
+  std::vector<frontend::coordinator_jobs> jobs;  ///< per broker; reset before the services above
   std::set<std::pair<int, int>> cuts;                          ///< links cut (see cut())
   bool balancing = false;                                      ///< a balance pass is running in the background
   std::size_t released = 0;                                    ///< held requests let go (each one delayed)

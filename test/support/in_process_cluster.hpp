@@ -30,6 +30,7 @@
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/core/metrics_registry.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/system_runtime.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
 #include "moonmq/transport/loopback_transport.hpp"
 
@@ -143,11 +144,13 @@ class in_process_cluster {
     b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, blocking());
   }
 
-  /// Every broker's router waits out handovers as `o` says (now and after restarts).
-  void set_router_options(cluster::router_options o) {
-    router_options_ = o;
-    for (auto& b : brokers_) b->router = std::make_unique<cluster::router>(b->state(), *b->peers, router_options_);
+  /// Every broker's router reads its handover deadline on `rt` and waits out its pauses there (now and after
+  /// restarts): the simulation's manual runtime.
+  void set_runtime(runtime& rt) {
+    rt_ = &rt;
+    for (auto& b : brokers_) b->router = std::make_unique<cluster::router>(b->state(), *b->peers, *rt_);
   }
+  runtime& rt() { return *rt_; }
 
   /// Where the brokers' blocking work runs: the pool, or the reactor when single-threaded.
   asio::any_io_executor blocking() {
@@ -228,6 +231,7 @@ class in_process_cluster {
 
   asio::io_context io;
   asio::thread_pool pool{2};
+  system_runtime system_rt{io};  ///< the routers' clock and pauses, unless set_runtime says otherwise
   transport::loopback_network net;
   test_log log;
 
@@ -307,7 +311,7 @@ class in_process_cluster {
     b.link = net.transport_for(b.id);
     b.peers = std::make_unique<transport::peer_client>(
         *b.link, transport::peer_directory{broker_id(b.id), "secret", {}, std::chrono::milliseconds(2000)});
-    b.router = std::make_unique<cluster::router>(b.state(), *b.peers, router_options_);
+    b.router = std::make_unique<cluster::router>(b.state(), *b.peers, *rt_);
     b.reassigner = std::make_unique<cluster::reassigner>(reassigner_options_for(b), b.state(), *b.peers, *b.journal,
                                                          blocking());
   }
@@ -336,7 +340,7 @@ class in_process_cluster {
   bool replicated_ = false;
   bool single_threaded_ = false;
   bool with_topics_ = false;
-  cluster::router_options router_options_;
+  runtime* rt_ = &system_rt;
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;
 };

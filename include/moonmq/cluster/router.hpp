@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "moonmq/cluster/cluster_service.hpp"
+#include "moonmq/core/runtime.hpp"
 #include "moonmq/transport/peer_client.hpp"
 #include "moonmq/storage/record.hpp"
 
@@ -29,16 +30,16 @@ struct produce_result {
 
 /// How a produce waits out a handover (the partition's cutover in progress on its way here or away).
 struct router_options {
-  std::chrono::milliseconds handover_pause{20};  ///< between looks
-  /// Looks before giving up (503, "being handed over; retry"); 0: as many as fit in the PeerTimeout. A simulation
-  /// that runs the reactor by hand counts pauses instead of watching the clock.
-  int max_handover_pauses = 0;
+  /// Between looks, on the router's runtime: as many as fit in the PeerTimeout, then 503 ("being handed over;
+  /// retry").
+  std::chrono::milliseconds handover_pause{20};
 };
 
 class router {
  public:
-  router(cluster_state state, transport::peer_client& peers, router_options options = {})
-      : st_(state), peers_(peers), opt_(options) {}
+  /// `rt`: the clock the handover deadline is read on and the pauses are waited on.
+  router(cluster_state state, transport::peer_client& peers, runtime& rt, router_options options = {})
+      : st_(state), peers_(peers), rt_(rt), opt_(options) {}
 
   /// Appends `records` here if this broker serves `tp`; otherwise returns the owner to forward to (this broker
   /// itself while it waits to serve `tp`: forward() then waits, as for a handover). `how`: see
@@ -74,12 +75,13 @@ class router {
   /// `records` must outlive the forward (the caller's, or the forward() coroutine's own parameter).
   forward_state begin_forward(topic_partition tp, const std::vector<storage::record>& records, broker_id owner) const;
   step interpret(forward_state& f, const transport::response& resp);
-  /// Pause and look again, unless the forward's deadline would pass first (or its pauses are used up).
+  /// Pause and look again, unless the forward's deadline would pass first.
   step wait_for_handover(const forward_state& f) const;
   std::optional<result<produce_result>> recheck(forward_state& f);
 
   cluster_state st_;
   transport::peer_client& peers_;
+  runtime& rt_;
   router_options opt_;
 };
 
