@@ -90,6 +90,7 @@ class running_broker final : public broker {
         st);
     router_ = std::make_unique<cluster::router>(st, *link_.peers, runtime_);
     cluster::reassigner_options ro;
+    ro.rt = &runtime_;
     ro.batch_bytes = clustered ? cfg_.cluster->batch_bytes : 256u * 1024;
     ro.throttle_bytes_per_sec = clustered ? cfg_.cluster->move_throttle_bytes_per_sec : 0;
     // A move that ended is forgotten; one cut short by a stop is not (it never ends): it resumes at the next start.
@@ -129,6 +130,7 @@ class running_broker final : public broker {
       bo.self = self_;
       for (const auto& p : cfg_.cluster->peers) bo.peers.push_back(p.id);
       bo.config = cfg_.autobalance;
+      bo.rt = &runtime_;
       auto loop = cluster::balance_loop::create(std::move(bo), st, *link_.peers, *reassigner_, blocking_);
       if (!loop) return loop.err();
       balancer_ = std::move(*loop);

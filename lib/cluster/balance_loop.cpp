@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "json/parse.hpp"
 #include "json/writer.hpp"
@@ -27,6 +28,7 @@
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/core/gather.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/runtime_sleep.hpp"
 #include "wire_json.hpp"
 
 namespace moonmq::cluster {
@@ -39,12 +41,8 @@ using transport::response;
 
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 /// Real time in seconds, finer than a millisecond: only to measure how long a pass took (a figure shown to people),
-/// never for what the loop decides (that is opt.clock's).
+/// never for what the loop decides (that is the runtime's).
 double measured_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -80,11 +78,13 @@ struct balance_loop::impl {
   impl(balance_loop_options o, cluster_state s, transport::peer_client& p, reassigner& r, asio::any_io_executor b,
        autobalancer::anomaly_detector d)
       : opt(std::move(o)), st(s), peers(p), mover(r), pool(b), detector(std::move(d)), model(opt.config) {
-    if (!opt.clock) opt.clock = steady_now_ms;
+    if (!opt.rt) throw std::invalid_argument("balance_loop_options::rt is required");
   }
 
   /// The loop's clock in seconds (rates and back-off are kept in seconds).
-  double seconds_now() const { return static_cast<double>(opt.clock()) / 1000.0; }
+  double seconds_now() const { return static_cast<double>(opt.rt->steady_ms()) / 1000.0; }
+  /// Wall seconds, for the times the status reports.
+  double unix_now() const { return static_cast<double>(opt.rt->wall_ms()) / 1000.0; }
 
   struct tracked {
     followed_move move;
@@ -125,7 +125,7 @@ struct balance_loop::impl {
   std::set<std::string> draining;  ///< under mu
   std::shared_ptr<const autobalancer::snapshot> last_snapshot;  ///< under mu
   std::optional<asio::any_io_executor> executor;
-  asio::steady_timer* sleeping = nullptr;
+  cancellable_sleep* sleeping = nullptr;
 
   mutable std::mutex mu;
   balance_status last;
@@ -594,20 +594,22 @@ asio::awaitable<void> balance_loop::run() {
   }
   while (!impl_->stopping) {
     if (!impl_->paused) (void)co_await impl_->pass();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(impl_->opt.config.interval_seconds);
+    runtime& rt = *impl_->opt.rt;
+    const time_ms deadline = rt.steady_ms() + impl_->opt.config.interval_seconds * 1000;
     while (!impl_->stopping) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) break;
+      const std::chrono::milliseconds left(deadline - rt.steady_ms());
+      if (left <= std::chrono::milliseconds::zero()) break;
       // With moves waiting for a slot, look at the moves in flight every watch_period and start the next pass as
       // soon as one has ended.
       const bool watch = impl_->deferred && !impl_->inflight.empty() && !impl_->paused && !impl_->superseded;
-      asio::steady_timer sleep(ex, watch ? std::min<std::chrono::steady_clock::duration>(left, impl::watch_period)
-                                         : left);
+      cancellable_sleep sleep(ex);
       impl_->sleeping = &sleep;
-      asio::error_code ec;
-      co_await sleep.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      const bool slept =
+          co_await sleep.wait(rt, watch ? std::min(left, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                             impl::watch_period))
+                                        : left);
       impl_->sleeping = nullptr;
-      if (ec) break;  // stopped, or resumed by an operator: the next pass now
+      if (!slept) break;  // stopped, or resumed by an operator: the next pass now
       if (!watch) continue;
       const std::size_t before = impl_->inflight.size();
       co_await impl_->follow(false);

@@ -8,19 +8,20 @@
 #include <asio/co_spawn.hpp>
 #include <asio/detached.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <chrono>
 #include <deque>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <stdexcept>
 
 #include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/runtime_sleep.hpp"
 #include "moonmq/core/fault_points.hpp"
 #include "moonmq/cluster/copy_throttle.hpp"
 #include "wire_owner.hpp"
@@ -32,8 +33,9 @@ using transport::response;
 
 namespace {
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+reassigner_options checked(reassigner_options o) {
+  if (!o.rt) throw std::invalid_argument("reassigner_options::rt is required");
+  return o;
 }
 
 constexpr const char* cancelled_by_operator = "cancelled by an operator";
@@ -78,7 +80,7 @@ std::optional<std::uint64_t> json_u64(const std::string& body, const char* key) 
 
 struct reassigner::impl {
   impl(reassigner_options o, cluster_state s, transport::peer_client& p, move_journal& j, asio::any_io_executor b)
-      : opt(std::move(o)), st(s), peers(p), journal(j), pool(b) {}
+      : opt(checked(std::move(o))), st(s), peers(p), journal(j), pool(b) {}
 
   reassigner_options opt;
   cluster_state st;
@@ -94,9 +96,13 @@ struct reassigner::impl {
   std::map<topic_partition, move_progress> resuming;  ///< hand moves listed before a restart, not started yet
   std::deque<move_progress> finished;
   // Ids start from the clock so that a restarted broker does not reuse the ids of its previous life.
-  std::uint64_t next_id = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  std::uint64_t next_id = static_cast<std::uint64_t>(opt.rt->wall_ms()) * 1000;
+
+  /// Wall seconds, as progress shows them.
+  double now_seconds() const { return static_cast<double>(opt.rt->wall_ms()) / 1000.0; }
+  copy_throttle::clock::time_point throttle_now() const {
+    return copy_throttle::clock::time_point(std::chrono::milliseconds(opt.rt->steady_ms()));
+  }
 
   void log(const move_progress& p, const std::string& what) {
     st.log.info("reassigner",
@@ -152,7 +158,7 @@ struct reassigner::impl {
   asio::awaitable<status> pace(move_progress& p, std::uint64_t bytes, bool cancellable) {
     bool noted = false;
     while (true) {
-      auto wait = throttle.take(bytes, copy_throttle::clock::now());
+      auto wait = throttle.take(bytes, throttle_now());
       if (wait == copy_throttle::clock::duration::zero()) break;
       if (cancellable)
         if (auto c = check_cancel(p); !c) co_return c;
@@ -160,8 +166,7 @@ struct reassigner::impl {
         waiting(p, "throttle: " + std::to_string(throttle.rate()) + " bytes/s for the cluster's copies");
         noted = true;
       }
-      asio::steady_timer t(co_await asio::this_coro::executor, wait);
-      co_await t.async_wait(asio::use_awaitable);
+      co_await sleep_on(*opt.rt, std::chrono::ceil<std::chrono::milliseconds>(wait));
     }
     co_return status{};
   }
@@ -266,7 +271,7 @@ struct reassigner::impl {
         auto paced = co_await pace(p, batch->bytes.size(), true);
         if (!paced) co_return paced.err();
       } else {
-        throttle.spend(batch->bytes.size(), copy_throttle::clock::now());
+        throttle.spend(batch->bytes.size(), throttle_now());
       }
       waiting(p, dest + ": append at " + std::to_string(at));
       request r = req("POST", "/cluster/append", tp);
@@ -664,10 +669,7 @@ struct reassigner::impl {
     set_step(p, "offsets");
     status pushed = co_await push_offsets(tp, dest, claim);
     for (int attempt = 1; attempt < 3 && !pushed; ++attempt) {
-      if (opt.offsets_retry.count() > 0) {
-        asio::steady_timer backoff(co_await asio::this_coro::executor, opt.offsets_retry * attempt);
-        co_await backoff.async_wait(asio::use_awaitable);
-      }
+      if (opt.offsets_retry.count() > 0) co_await sleep_on(*opt.rt, opt.offsets_retry * attempt);
       if (outlived(tp, incarnation)) co_return co_await offload(pool, [&] { return drop_outlived(tp, version + 1); });
       pushed = co_await push_offsets(tp, dest, claim);
     }
@@ -722,7 +724,7 @@ namespace {
 /// A started move, then, if it failed with its journal entry left behind, the journal resolved in the background
 /// (every 5 s until the destination answers). `alive` expires with the reassigner: a retry that wakes after it (an
 /// embedding that rebuilt it, as a simulated restart does) touches nothing.
-asio::awaitable<void> run_started(reassigner& r, move_journal& journal, std::weak_ptr<void> alive,
+asio::awaitable<void> run_started(reassigner& r, runtime& rt, move_journal& journal, std::weak_ptr<void> alive,
                                   asio::awaitable<status> move, topic_partition tp) {
   status s = co_await std::move(move);
   if (s) co_return;
@@ -733,8 +735,7 @@ asio::awaitable<void> run_started(reassigner& r, move_journal& journal, std::wea
   };
   while (journaled()) {
     if (co_await r.recover() == 0) co_return;
-    asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::seconds(5));
-    co_await t.async_wait(asio::use_awaitable);
+    co_await sleep_on(rt, std::chrono::seconds(5));
     if (alive.expired()) co_return;
   }
 }
@@ -753,7 +754,7 @@ void reassigner::expect_resume(const topic_partition& tp, const broker_id& dest,
   p.source = impl_->peers.directory().self.value();
   p.dest = dest.value();
   p.step = "resuming";
-  p.started_at = now_seconds();
+  p.started_at = impl_->now_seconds();
   p.last_activity_at = p.started_at;
   std::lock_guard lock(impl_->mu);
   if (!impl_->running.count(tp)) impl_->resuming[tp] = std::move(p);
@@ -785,7 +786,7 @@ result<std::uint64_t> reassigner::start(const asio::any_io_executor& ex, topic_p
   if (!p) return p.err();
   const std::uint64_t started = (*p)->id;
   asio::co_spawn(ex,
-                 run_started(*this, impl_->journal, impl_->alive, impl_->finish_after(std::move(*p), claim),
+                 run_started(*this, *impl_->opt.rt, impl_->journal, impl_->alive, impl_->finish_after(std::move(*p), claim),
                              std::move(tp)),
                  asio::detached);
   return started;
@@ -828,7 +829,7 @@ asio::awaitable<std::size_t> reassigner::recover() {
 }
 
 std::vector<move_progress> reassigner::progress() const {
-  const double now = now_seconds();
+  const double now = impl_->now_seconds();
   std::lock_guard lock(impl_->mu);
   std::vector<move_progress> out(impl_->finished.begin(), impl_->finished.end());
   for (const auto& [tp, p] : impl_->resuming) out.push_back(p);

@@ -25,6 +25,7 @@
 #include "moonmq/frontend/produce.hpp"
 #include "cluster/topic_json.hpp"
 #include "support/kept_file.hpp"
+#include "support/manual_runtime.hpp"
 #include "support/ownership.hpp"
 #include "support/test_log.hpp"
 #include "moonmq/cluster/router.hpp"
@@ -141,6 +142,7 @@ class in_process_cluster {
     auto& b = (*this)[i];
     o.batch_bytes = batch_bytes_;
     o.offsets_retry = std::chrono::milliseconds(0);
+    o.rt = rt_;
     b.reassigner = std::make_unique<cluster::reassigner>(o, b.state(), *b.peers, *b.journal, blocking());
   }
 
@@ -148,7 +150,11 @@ class in_process_cluster {
   /// restarts): the simulation's manual runtime.
   void set_runtime(runtime& rt) {
     rt_ = &rt;
-    for (auto& b : brokers_) b->router = std::make_unique<cluster::router>(b->state(), *b->peers, *rt_);
+    for (auto& b : brokers_) {
+      b->router = std::make_unique<cluster::router>(b->state(), *b->peers, *rt_);
+      b->reassigner = std::make_unique<cluster::reassigner>(reassigner_options_for(*b), b->state(), *b->peers,
+                                                             *b->journal, blocking());
+    }
   }
   runtime& rt() { return *rt_; }
 
@@ -171,14 +177,19 @@ class in_process_cluster {
 
   /// Gives broker `i` a balance loop with `config` (its peers: every other broker). `clock` drives rates and
   /// back-off (default: the steady clock).
-  void enable_balancer(int i, autobalancer::autobalance_config config, std::function<time_ms()> clock = {}) {
+  /// `steady`: the loop's steady clock instead of the cluster's runtime's (a clock the test moves).
+  void enable_balancer(int i, autobalancer::autobalance_config config, std::function<time_ms()> steady = {}) {
     auto& b = (*this)[i];
     cluster::balance_loop_options o;
     o.self = broker_id(b.id);
     for (auto& other : brokers_)
       if (other->id != b.id) o.peers.push_back(other->id);
     o.config = std::move(config);
-    o.clock = std::move(clock);
+    o.rt = rt_;
+    if (steady) {
+      overrides_.push_back(std::make_unique<steady_override>(*rt_, std::move(steady)));
+      o.rt = overrides_.back().get();
+    }
     b.balancer =
         std::move(*cluster::balance_loop::create(std::move(o), b.state(), *b.peers, *b.reassigner, blocking()));
   }
@@ -320,7 +331,8 @@ class in_process_cluster {
   cluster::reassigner_options reassigner_options_for(in_process_broker& b) {
     cluster::reassigner_options o;
     o.batch_bytes = batch_bytes_;
-    o.offsets_retry = std::chrono::milliseconds(0);  // counted, not timed: a seed replays whatever the machine
+    o.offsets_retry = std::chrono::milliseconds(0);  // at once: the simulation's seeds were tuned to it
+    o.rt = rt_;
     if (with_topics_)
       o.topic_record = [&b](const std::string& topic) -> std::optional<std::string> {
         if (!b.topics) return std::nullopt;
@@ -341,6 +353,7 @@ class in_process_cluster {
   bool single_threaded_ = false;
   bool with_topics_ = false;
   runtime* rt_ = &system_rt;
+  std::vector<std::unique_ptr<runtime>> overrides_;  ///< balance loops' clocks (before brokers_: outlive them)
   std::vector<std::unique_ptr<storage::memory_state_file>> files_;
   std::vector<std::unique_ptr<in_process_broker>> brokers_;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -92,6 +93,28 @@ class manual_runtime final : public runtime {
 
   std::map<key, std::function<void()>> due_;
   std::uint64_t seq_ = 0;
+};
+
+/// A runtime whose steady clock is `steady` and which leaves the rest to `base`: a component whose decisions follow a
+/// clock the test moves while everything it waits on runs in real time (the balance loop's tests).
+class steady_override final : public runtime {
+ public:
+  steady_override(runtime& base, std::function<time_ms()> steady) : base_(base), steady_(std::move(steady)) {}
+  time_ms steady_ms() override { return steady_(); }
+  time_ms wall_ms() override { return base_.wall_ms(); }
+  std::unique_ptr<scheduled_job> every(std::chrono::milliseconds first, std::chrono::milliseconds period,
+                                       std::function<void()> tick) override {
+    return base_.every(first, period, std::move(tick));
+  }
+  using runtime::every;
+  void block_for(std::chrono::milliseconds delay) override { base_.block_for(delay); }
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
+    base_.after(delay, std::move(fn));
+  }
+
+ private:
+  runtime& base_;
+  std::function<time_ms()> steady_;
 };
 
 }  // namespace moonmq::test

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "moonmq/autobalancer/goals/goal_registry.hpp"
-#include "moonmq/core/clock.hpp"
+#include "moonmq/core/runtime.hpp"
 #include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/transport/peer_client.hpp"
@@ -54,7 +54,9 @@ struct balance_loop_options {
   std::vector<std::string> peers;  ///< every other broker's id
   autobalancer::autobalance_config config;
   autobalancer::goal_registry registry = autobalancer::goal_registry::with_builtins();
-  std::function<time_ms()> clock;  ///< steady milliseconds, for rates and back-off (default: steady_now_ms)
+  /// Required: its steady clock for rates and back-off, its wall clock for the times it reports, and the wait
+  /// between passes. moonmqd: the broker's system runtime.
+  runtime* rt = nullptr;
 };
 
 /// One broker as the last pass's model saw it.

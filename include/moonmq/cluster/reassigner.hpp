@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/core/runtime.hpp"
 #include "moonmq/autobalancer/planner.hpp"
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/move_journal.hpp"
@@ -63,6 +64,9 @@ struct reassigner_options {
   /// catalog names another (a decision taken after the name was made again would route the new topic's partition).
   /// Empty: not checked.
   std::function<std::uint64_t(const std::string& topic)> incarnation_of;
+  /// Required: the clocks (progress times, the throttle, move ids) and the waits (the throttle's, the offsets step's
+  /// retries, the journal's 5 s retry). moonmqd: the broker's system runtime; a simulation: its manual one.
+  runtime* rt = nullptr;
 };
 
 class reassigner {

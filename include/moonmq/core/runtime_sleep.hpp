@@ -1,9 +1,13 @@
 // Waiting in a coroutine on a runtime's clock (core/runtime.hpp): on moonmqd's, a timer on the reactor; on a manual
 // one, until the test or the simulation moves its time past the wake-up. The coroutine resumes on its own executor.
+// sleep_on waits out its delay; a cancellable_sleep can be cut short.
 #pragma once
 
+#include <asio/any_io_executor.hpp>
 #include <asio/async_result.hpp>
 #include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <memory>
@@ -21,5 +25,38 @@ inline asio::awaitable<void> sleep_on(runtime& rt, std::chrono::milliseconds del
       },
       asio::use_awaitable);
 }
+
+}  // namespace moonmq
+
+namespace moonmq {
+
+/// One wait on a runtime's clock that its owner may cut short (a loop told to stop, or to go on now). A new one for
+/// every wait: a cut-short wait's callback, when it comes later, only touches its own timer.
+/// Thread safety: cancel() on the executor the waiting coroutine runs on.
+class cancellable_sleep {
+ public:
+  explicit cancellable_sleep(const asio::any_io_executor& ex)
+      : timer_(std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max())) {}
+
+  /// True when `delay` passed; false when cancel() came first.
+  asio::awaitable<bool> wait(runtime& rt, std::chrono::milliseconds delay) {
+    auto due = std::make_shared<bool>(false);
+    auto timer = timer_;
+    rt.after(delay, [timer, due] {
+      asio::post(timer->get_executor(), [timer, due] {
+        *due = true;
+        timer->cancel();
+      });
+    });
+    asio::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return *due;
+  }
+
+  void cancel() { timer_->cancel(); }
+
+ private:
+  std::shared_ptr<asio::steady_timer> timer_;
+};
 
 }  // namespace moonmq
