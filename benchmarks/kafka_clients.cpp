@@ -14,6 +14,8 @@
 //   send to delivery report.
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
 // them back with GET, 1 MiB per request.
+// Beside them, the rate at which this machine writes the same bytes to three new files with no broker at all: a
+// ceiling for any broker that keeps its log in files (the mock keeps its own in memory).
 //
 // Transactions: the producer idempotent, then with a transactional.id committing every 100 ms and every 10 ms,
 // 5 x RECORDS records each, a 16 MiB queue, after an untimed first send; records/s and the ratio to the idempotent
