@@ -47,10 +47,7 @@ void drain_api::change(const std::string& broker, bool draining, httplib::Respon
     return reply_error(res, 404, "not_found", "unknown broker '" + broker + "'");
   transport::request tell;
   tell.path = "/cluster/admin/drain";
-  tell.body = json::object([&](json_writer& w) {
-    put(w, "broker", broker);
-    put(w, "draining", draining);
-  });
+  tell.body = cluster::wire::write(cluster::wire::drain_mark{broker, draining});
   auto r = view_.apply_everywhere(set(broker, draining), tell);
   reply_fanout(res, r,
                "not every broker was told; a broker that missed it may still move partitions onto " + broker +
@@ -63,15 +60,9 @@ void drain_api::change(const std::string& broker, bool draining, httplib::Respon
 
 transport::response drain_api::handle_cluster(const transport::request& req) {
   if (req.method == "GET") return {200, progress_document(), "application/json"};
-  rapidjson::Document d;
-  if (auto s = json::parse_document(req.body, d, "body"); !s)
-    return transport::error_response(400, "invalid_argument", s.message());
-  json::object_reader r(d, "");
-  std::string broker;
-  bool draining = false;
-  r.get("broker", broker, true);
-  r.get("draining", draining, true);
-  if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
+  auto mark = cluster::wire::read_drain_mark(req.body);
+  if (!mark) return transport::error_response(400, "invalid_argument", mark.message());
+  const auto& [broker, draining] = *mark;
   if (broker != view_.self().value() && !view_.is_peer(broker))
     return transport::error_response(404, "not_found", "unknown broker '" + broker + "'");
   if (auto s = set(broker, draining); !s)

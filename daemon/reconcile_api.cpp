@@ -25,10 +25,6 @@ struct logs_of {
   std::vector<std::pair<std::string, std::uint64_t>> strays;  ///< broker, size
 };
 
-std::uint64_t uint_of(const rapidjson::Value& v, const char* key) {
-  return v.HasMember(key) && v[key].IsUint64() ? v[key].GetUint64() : 0;
-}
-
 }  // namespace
 
 void reconcile_api::routes(api_routes& api) {
@@ -101,17 +97,11 @@ void reconcile_api::show(const std::string& topic, httplib::Response& res) {
         }));
 }
 
-transport::response reconcile_api::step(const std::string& broker, const std::string& action,
-                                        const topic_partition& tp, const std::function<void(json::writer&)>& more) {
+transport::response reconcile_api::step(const std::string& broker, const cluster::wire::stray_step& s) {
   transport::request r;
   r.method = "POST";
   r.path = "/cluster/admin/strays";
-  r.body = json_object([&](json::writer& w) {
-    put(w, "action", action);
-    put(w, "topic", tp.topic);
-    put(w, "partition", tp.partition);
-    if (more) more(w);
-  });
+  r.body = cluster::wire::write(s);
   if (broker == view_.self().value()) return handle_cluster(r);
   auto a = view_.ask(broker, r);
   if (a.status == 0)
@@ -171,7 +161,7 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
   bool cleared = false;
   std::uint64_t copied = 0, already = 0, skipped = 0, next = from;
   bool done = chosen == owner;
-  rapidjson::Document runs(rapidjson::kArrayType);
+  std::vector<cluster::appended_run> runs;
   std::vector<std::string> discarded;
   auto progress = [&](json::writer& w) {
     put(w, "topic", topic);
@@ -183,7 +173,16 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
     put(w, "already", already);
     put(w, "skipped", skipped);
     w.Key("runs");
-    runs.Accept(w);
+    w.StartArray();
+    for (const auto& run : runs) {
+      w.StartObject();
+      put(w, "stray_first", run.stray_first);
+      put(w, "stray_last", run.stray_last);
+      put(w, "first", run.first);
+      put(w, "last", run.last);
+      w.EndObject();
+    }
+    w.EndArray();
     put(w, "done", done);
     put(w, "next", next);
     w.Key("discarded");
@@ -205,35 +204,40 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
           }));
   };
 
+  // A refusal as it came; an answer that is not the document the step answers, as what is wrong with it.
+  auto fault = [](const transport::response& a, const error& e) {
+    return a.ok() ? transport::error_response(500, "internal", e.message) : a;
+  };
   if (chosen != owner) {
-    auto checked = step(chosen, "check", tp);
-    rapidjson::Document info;
-    if (!checked.ok() || !json::parse_object(checked.body, info)) return fail(checked, "checking the stray on " + chosen);
-    const std::uint64_t producer = uint_of(info, "producer_id");
+    using step_kind = cluster::wire::stray_step::kind;
+    auto checked = step(chosen, {step_kind::check, tp});
+    auto info = cluster::wire::read_stray_info(checked);
+    if (!info) return fail(fault(checked, info.err()), "checking the stray on " + chosen);
+    const std::uint64_t producer = info->producer_id;
     if (!keep.empty()) {
       // Emptied once: a request run again finds the log starting with the stray's copies and leaves it.
-      auto c = step(owner, "clear", tp, [&](json::writer& w) {
-        put(w, "producer_id", producer);
-        put(w, "resumed", from > 0);
-      });
-      rapidjson::Document out;
-      if (!c.ok() || !json::parse_object(c.body, out)) return fail(c, "emptying the served log on " + owner);
-      cleared = out.HasMember("cleared") && out["cleared"].IsBool() && out["cleared"].GetBool();
+      cluster::wire::stray_step clear{step_kind::clear, tp};
+      clear.producer_id = producer;
+      clear.resumed = from > 0;
+      auto c = step(owner, clear);
+      auto was_cleared = cluster::wire::read_cleared(c);
+      if (!was_cleared) return fail(fault(c, was_cleared.err()), "emptying the served log on " + owner);
+      cleared = *was_cleared;
     }
     const auto until = std::chrono::steady_clock::now() + append_for;
     while (!done && std::chrono::steady_clock::now() < until) {
-      auto a = step(chosen, "append", tp, [&](json::writer& w) { put(w, "from", next); });
-      rapidjson::Document out;
-      if (!a.ok() || !json::parse_object(a.body, out)) return fail(a, "appending the stray on " + chosen);
-      copied += uint_of(out, "copied");
-      already += uint_of(out, "already");
-      skipped += uint_of(out, "skipped");
+      cluster::wire::stray_step append{step_kind::append, tp};
+      append.from = next;
+      auto a = step(chosen, append);
+      auto stepped = cluster::wire::read_append_step(a);
+      if (!stepped) return fail(fault(a, stepped.err()), "appending the stray on " + chosen);
+      copied += stepped->copied;
+      already += stepped->already;
+      skipped += stepped->skipped;
       const std::uint64_t was = next;
-      next = uint_of(out, "next");
-      done = out.HasMember("done") && out["done"].IsBool() && out["done"].GetBool();
-      if (out.HasMember("runs") && out["runs"].IsArray())
-        for (auto& run : out["runs"].GetArray())
-          runs.PushBack(rapidjson::Value(run, runs.GetAllocator()), runs.GetAllocator());
+      next = stepped->next;
+      done = stepped->done;
+      runs.insert(runs.end(), stepped->runs.begin(), stepped->runs.end());
       if (!done && next <= was)
         return fail(transport::error_response(500, "internal", "no progress past offset " + std::to_string(next)),
                     "appending the stray on " + chosen);
@@ -244,7 +248,9 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
     for (const auto& [b, size] : logs.strays) {
       if (!keep.empty() || b == chosen) {
         const bool appended = b == chosen;
-        auto g = step(b, "discard", tp, [&](json::writer& w) { put(w, "appended", appended); });
+        cluster::wire::stray_step discard{cluster::wire::stray_step::kind::discard, tp};
+        discard.appended = appended;
+        auto g = step(b, discard);
         if (!g.ok()) return fail(g, "emptying the stray on " + b + " (the rest is done; run it again)");
         discarded.push_back(b);
       }
@@ -253,68 +259,35 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
 }
 
 transport::response reconcile_api::handle_cluster(const transport::request& req) {
-  rapidjson::Document d;
-  if (!json::parse_object(req.body, d)) return transport::error_response(400, "invalid_argument", "a JSON object");
-  json::object_reader r(d, "");
-  std::string action, topic;
-  std::int64_t partition = -1;
-  std::uint64_t from = 0, producer = 0;
-  bool resumed = false, appended = false;
-  r.get("action", action, true);
-  r.get("topic", topic, true);
-  r.get("partition", partition, true);
-  r.get("from", from);
-  r.get("producer_id", producer);
-  r.get("resumed", resumed);
-  r.get("appended", appended);
-  if (auto s = r.finish(); !s) return transport::error_response(400, "invalid_argument", s.message());
-  if (partition < 0 || partition > INT32_MAX)
-    return transport::error_response(400, "invalid_argument", "partition: out of range");
-  const topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+  auto s = cluster::wire::read_stray_step(req.body);
+  if (!s) return transport::error_response(400, "invalid_argument", s.message());
+  const topic_partition& tp = s->partition;
   auto fail = [](const error& e) {
     return transport::error_response(transport::http_status_of(e.code), errc_name(e.code), e.message);
   };
-  auto ok = [](const std::string& body) { return transport::response{200, body, "application/json"}; };
-  if (action == "discard") {
-    if (auto s = here_.discard(tp, appended); !s) return fail(s.err());
-    return ok("{}");
-  }
-  if (action == "clear") {
-    auto c = here_.clear(tp, producer, resumed);
-    if (!c) return fail(c.err());
-    return ok(json_object([&](json::writer& w) { put(w, "cleared", *c); }));
-  }
-  if (action == "check") {
-    auto c = here_.check(tp);
-    if (!c) return fail(c.err());
-    return ok(json_object([&](json::writer& w) {
-      put(w, "owner", c->owner.value());
-      put(w, "producer_id", c->producer_id);
-      put(w, "size_bytes", c->size_bytes);
-    }));
-  }
-  if (action != "append") return transport::error_response(400, "invalid_argument", "unknown action '" + action + "'");
-  auto a = here_.append(tp, from);
-  if (!a) return fail(a.err());
-  return ok(json_object([&](json::writer& w) {
-    put(w, "owner", a->owner.value());
-    put(w, "next", a->next);
-    put(w, "done", a->done);
-    put(w, "copied", a->copied);
-    put(w, "already", a->already);
-    put(w, "skipped", a->skipped);
-    w.Key("runs");
-    w.StartArray();
-    for (const auto& run : a->runs) {
-      w.StartObject();
-      put(w, "stray_first", run.stray_first);
-      put(w, "stray_last", run.stray_last);
-      put(w, "first", run.first);
-      put(w, "last", run.last);
-      w.EndObject();
+  auto ok = [](std::string body) { return transport::response{200, std::move(body), "application/json"}; };
+  using kind = cluster::wire::stray_step::kind;
+  switch (s->action) {
+    case kind::discard:
+      if (auto d = here_.discard(tp, s->appended); !d) return fail(d.err());
+      return ok("{}");
+    case kind::clear: {
+      auto c = here_.clear(tp, s->producer_id, s->resumed);
+      if (!c) return fail(c.err());
+      return ok(cluster::wire::write_cleared(*c));
     }
-    w.EndArray();
-  }));
+    case kind::check: {
+      auto c = here_.check(tp);
+      if (!c) return fail(c.err());
+      return ok(cluster::wire::write(*c));
+    }
+    case kind::append: {
+      auto a = here_.append(tp, s->from);
+      if (!a) return fail(a.err());
+      return ok(cluster::wire::write(*a));
+    }
+  }
+  return transport::error_response(400, "invalid_argument", "unknown action");
 }
 
 }  // namespace moonmq::daemon

@@ -18,6 +18,7 @@
 
 #include <httplib.h>
 
+#include "cluster/wire_strays.hpp"
 #include "api_routes.hpp"
 
 #include <functional>
@@ -44,8 +45,7 @@ class reconcile_api {
   void show(const std::string& topic, httplib::Response& res);
   void decide(const std::string& topic, std::int32_t partition, const httplib::Request& req, httplib::Response& res);
   /// A step on `broker` (this one, or a peer over the cluster route).
-  transport::response step(const std::string& broker, const std::string& action, const topic_partition& tp,
-                           const std::function<void(json::writer&)>& more = {});
+  transport::response step(const std::string& broker, const cluster::wire::stray_step& s);
 
   cluster::stray_reconciler& here_;
   cluster_view& view_;

@@ -1,6 +1,6 @@
 // JSON of the cluster routes that more than one party writes or reads: move progress (GET /cluster/moves,
 // GET /v1/reassignments, read back by the balance loop) and load reports (GET /cluster/loads, read back by the balance
-// loop). Internal to lib/ and daemon/.
+// loop), and a broker's drain mark (POST /cluster/admin/drain, told to every broker). Internal to lib/ and daemon/.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -11,12 +11,38 @@
 #include <vector>
 
 #include "json/object_reader.hpp"
+#include "json/parse.hpp"
 #include "json/writer.hpp"
 #include "moonmq/transport/message.hpp"
 #include "moonmq/cluster/local_loads.hpp"
 #include "moonmq/cluster/move_progress.hpp"
 
 namespace moonmq::cluster::wire {
+
+/// A broker marked draining or not, told to every broker: `{"broker","draining"}` (POST /cluster/admin/drain).
+struct drain_mark {
+  std::string broker;
+  bool draining = false;
+};
+
+inline std::string write(const drain_mark& m) {
+  return json::object([&](json::writer& w) {
+    json::put(w, "broker", m.broker);
+    json::put(w, "draining", m.draining);
+  });
+}
+
+/// Reads a drain mark; errors name the field.
+inline result<drain_mark> read_drain_mark(const std::string& body) {
+  rapidjson::Document d;
+  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
+  json::object_reader r(d, "");
+  drain_mark m;
+  r.get("broker", m.broker, true);
+  r.get("draining", m.draining, true);
+  if (auto s = r.finish(); !s) return s.err();
+  return m;
+}
 
 /// A request to move a partition: `{"topic","partition","dest"}` (POST /cluster/reassign, POST /v1/reassignments).
 struct move_request {
