@@ -27,59 +27,12 @@ using transport::response;
 
 constexpr std::string_view prefix = "/cluster/txn/";
 constexpr int max_hops = 3;
-constexpr std::size_t max_partitions = 10000;  ///< partitions or offsets one call names
+using wire::max_partitions;
 constexpr std::size_t max_parallel_markers = 16;  ///< markers in flight at once for one transaction
 constexpr std::size_t marker_thread_count = 4;     ///< threads that send markers, shared by all transactions
 
 response json_ok(std::string body) { return {200, std::move(body), "application/json"}; }
 response from_error(const error& e) { return error_response(transport::http_status_of(e.code), errc_name(e.code), e.message); }
-
-/// Reads {"topic","partition"} (and optionally "owner", "offset") of one list element.
-struct partition_ref {
-  topic_partition tp;
-  std::string owner;
-  std::uint64_t offset = 0;
-};
-
-result<std::vector<partition_ref>> read_refs(json::object_reader& r, const char* key, bool with_offset) {
-  std::vector<partition_ref> out;
-  const auto* list = r.member(key);
-  if (!list) return out;
-  if (!list->IsArray() || list->Size() > max_partitions)
-    return error{errc::invalid_argument, std::string(key) + ": expected an array of at most " +
-                                             std::to_string(max_partitions)};
-  for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
-    json::object_reader p((*list)[i], std::string(key) + "[" + std::to_string(i) + "]");
-    partition_ref ref;
-    std::int64_t partition = -1;
-    p.get("topic", ref.tp.topic, true);
-    p.get("partition", partition, true);
-    p.get("owner", ref.owner);
-    if (with_offset) p.get("offset", ref.offset, true);
-    if (p.ok() && (partition < 0 || partition > INT32_MAX)) p.fail("partition", "out of range");
-    if (p.ok())
-      if (auto v = validate_topic_name(ref.tp.topic); !v) p.fail("topic", v.message());
-    if (auto s = p.finish(); !s) return s.err();
-    ref.tp.partition = static_cast<std::int32_t>(partition);
-    out.push_back(std::move(ref));
-  }
-  return out;
-}
-
-/// Writes `key` as a list of {"topic","partition","owner"}, the shape read_refs() reads.
-template <typename Owners>
-void write_refs(json::writer& w, const char* key, const Owners& owners) {
-  w.Key(key);
-  w.StartArray();
-  for (const auto& [tp, owner] : owners) {
-    w.StartObject();
-    json::put(w, "topic", tp.topic);
-    json::put(w, "partition", tp.partition);
-    json::put(w, "owner", owner.value());
-    w.EndObject();
-  }
-  w.EndArray();
-}
 
 }  // namespace
 
@@ -198,25 +151,14 @@ outcome<T> answered(result<T> r) {
 
 outcome<producer_identity> txn_service::init(const std::string& id, const init_options& o) {
   if (coordinator_of(id) == self()) return answered(init_here(id, o));
-  auto r = forward(id, "init", json::object([&](json::writer& w) {
-    json::put(w, "transactional_id", id);
-    if (o.session.keeps_epoch) json::put(w, "keeps_epoch", true);
-    if (o.session.timeout_ms > 0) json::put(w, "timeout_ms", o.session.timeout_ms);
-    if (o.expected) {
-      json::put(w, "producer_id", o.expected->producer_id);
-      json::put(w, "producer_epoch", o.expected->epoch);
-    }
-  }));
+  auto r = forward(id, "init", wire::write(wire::init_request{id, o}));
   if (!r) return r.refused();
   return answered(wire::read_identity(r->body));
 }
 
 outcome<end_answer> txn_service::end(const end_call& c) {
   if (coordinator_of(c.transactional_id) == self()) return answered(end_here(c));
-  auto r = forward(c.transactional_id, "end", wire::producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
-                     json::put(w, "commit", c.commit);
-                     json::put(w, "wait", c.wait);
-                   }));
+  auto r = forward(c.transactional_id, "end", wire::write(c));
   if (!r) return r.refused();
   return answered(wire::read_end_answer(r->body));
 }
@@ -226,21 +168,7 @@ outcome<done> txn_service::add_offsets(const offsets_call& c) {
     if (auto s = offsets_here(c); !s) return s.err();
     return done{};
   }
-  auto r = forward(c.transactional_id, "offsets",
-                   wire::producer_body(c.transactional_id, c.producer_id, c.epoch, [&](json::writer& w) {
-                     json::put(w, "group", c.group);
-                     w.Key("offsets");
-                     w.StartArray();
-                     for (const auto& [o, owner] : c.offsets) {
-                       w.StartObject();
-                       json::put(w, "topic", o.partition.topic);
-                       json::put(w, "partition", o.partition.partition);
-                       json::put(w, "offset", o.offset);
-                       json::put(w, "owner", owner.value());
-                       w.EndObject();
-                     }
-                     w.EndArray();
-                   }));
+  auto r = forward(c.transactional_id, "offsets", wire::write(c));
   if (!r) return r.refused();
   return done{};
 }
@@ -274,9 +202,9 @@ std::string txn_service::list_document(const transport::list_page& page) {
 
 response txn_service::handle_cluster(const request& req) {
   const std::string route = req.path.substr(std::min(req.path.size(), prefix.size()));
-  if (route == "enroll" || route == "markers" || route == "commit_offsets") {
+  if (auto owner_side = wire::owner_route_named(route)) {
     if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
-    return owner_route(route, req);
+    return owner_route(*owner_side, req);
   }
   return coordinator_route(route, req);
 }
@@ -298,75 +226,45 @@ response txn_service::coordinator_route(const std::string& route, const request&
     return json_ok(std::move(*d));
   }
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
-  rapidjson::Document d;
-  if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
-  json::object_reader r(d, "");
-  std::string id;
-  std::uint64_t producer_id = 0, epoch = 0;
-  r.get("transactional_id", id, true);
-  if (r.ok() && !valid_client_name(id)) r.fail("transactional_id", "must be 1 to 255 bytes of UTF-8, no control characters");
-  if (route != "init") {
-    r.get("producer_id", producer_id, true);
-    r.get("producer_epoch", epoch, true);
-    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-  }
-  if (!r.ok()) return error_response(400, "invalid_argument", r.first_error().message());
-  if (coordinator_of(id) != self())
+  auto refused = [](const error& e) { return error_response(400, "invalid_argument", e.message); };
+  auto not_here = [this](const std::string& id) -> std::optional<response> {
+    if (coordinator_of(id) == self()) return std::nullopt;
     return error_response(421, "not_coordinator", "the coordinator of " + id + " is " + coordinator_of(id).value());
-  const auto e32 = static_cast<std::uint32_t>(epoch);
+  };
+  // An owner the sender left out is its own.
+  auto owner_or_self = [this](const broker_id& b) { return b.value().empty() ? self() : b; };
 
   if (route == "init") {
-    init_options o;
-    r.get("keeps_epoch", o.session.keeps_epoch);
-    r.get("timeout_ms", o.session.timeout_ms);
-    if (r.ok() && o.session.timeout_ms < 0) r.fail("timeout_ms", "must not be negative");
-    if (r.member("producer_id")) {
-      r.get("producer_id", producer_id, true);
-      r.get("producer_epoch", epoch, true);
-      if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-      o.expected = producer_identity{producer_id, static_cast<std::uint32_t>(epoch)};
-    }
-    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    auto p = init_here(id, o);
+    auto q = wire::read_init_request(req.body);
+    if (!q) return refused(q.err());
+    if (auto other = not_here(q->transactional_id)) return *other;
+    auto p = init_here(q->transactional_id, q->options);
     if (!p) return from_error(p.err());
     return json_ok(wire::identity_body(*p));
   }
-  if (route == "add" || route == "offsets") {
-    offsets_call c{id, producer_id, e32, {}, {}};
-    bool replace_owners = false;  // the owners named are where records landed (join_again)
-    if (route == "add") r.get("replace_owners", replace_owners);
-    if (route == "offsets") {
-      r.get("group", c.group, true);
-      if (r.ok() && !valid_client_name(c.group))
-        r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
-    }
-    auto refs = read_refs(r, route == "add" ? "partitions" : "offsets", route == "offsets");
-    if (!refs) return error_response(400, "invalid_argument", refs.message());
-    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
+  if (route == "add") {
+    auto q = wire::read_add_request(req.body);
+    if (!q) return refused(q.err());
+    if (auto other = not_here(q->transactional_id)) return *other;
     std::map<topic_partition, broker_id> owners;
-    for (const auto& ref : *refs) {
-      const broker_id owner(ref.owner.empty() ? self().value() : ref.owner);
-      owners[ref.tp] = owner;
-      c.offsets.push_back({{c.group, ref.tp, ref.offset}, owner});
-    }
-    if (route == "offsets") {
-      if (auto s = offsets_here(c); !s) return from_error(s.err());
-      return json_ok("{}");
-    }
-    auto held = add_here(id, producer_id, e32, std::move(owners), replace_owners);
+    for (const auto& [tp, owner] : q->partitions) owners[tp] = owner_or_self(owner);
+    auto held = add_here(q->transactional_id, q->producer_id, q->epoch, std::move(owners), q->replace_owners);
     if (!held) return from_error(held.err());
-    const bool keeps = keeps_epoch(id);
-    return json_ok(json::object([&](json::writer& w) {
-      write_refs(w, "partitions", *held);
-      if (keeps) json::put(w, "keeps_epoch", true);
-    }));
+    return json_ok(wire::write(wire::add_answer{std::move(*held), keeps_epoch(q->transactional_id)}));
+  }
+  if (route == "offsets") {
+    auto c = wire::read_offsets_call(req.body);
+    if (!c) return refused(c.err());
+    if (auto other = not_here(c->transactional_id)) return *other;
+    for (auto& [offset, owner] : c->offsets) owner = owner_or_self(owner);
+    if (auto s = offsets_here(*c); !s) return from_error(s.err());
+    return json_ok("{}");
   }
   if (route == "end") {
-    end_call c{id, producer_id, e32, false, false};
-    r.get("commit", c.commit, true);
-    r.get("wait", c.wait);
-    if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-    auto a = end_here(c);
+    auto c = wire::read_end_call(req.body);
+    if (!c) return refused(c.err());
+    if (auto other = not_here(c->transactional_id)) return *other;
+    auto a = end_here(*c);
     if (!a) return from_error(a.err());
     return json_ok(wire::end_answer_body(*a));
   }
@@ -560,16 +458,10 @@ bool txn_service::complete_now(const std::string& id) {
   // different owners go out together (each on its own thread): the commit's latency is one round trip, not one per
   // partition.
   auto deliver = [&](const topic_partition& tp) {
-    const std::string body = json::object([&](json::writer& w) {
-      json::put(w, "topic", tp.topic);
-      json::put(w, "partition", tp.partition);
-      json::put(w, "producer_id", t.producer_id);
-      json::put(w, "producer_epoch", t.epoch);
-      json::put(w, "coordinator_epoch", coordinator_epoch_);
-      json::put(w, "commit", commit);
-      if (t.marker_number != 0) json::put(w, "number", t.marker_number);
-    });
-    auto [answer, at] = to_owner(tp, t.partitions.at(tp), "markers", body);
+    wire::owner_call marker{wire::owner_call::kind::markers, tp, t.producer_id, t.epoch, commit};
+    marker.coordinator_epoch = coordinator_epoch_;
+    marker.number = t.marker_number;
+    auto [answer, at] = to_owner(tp, t.partitions.at(tp), marker);
     // Between markers: this one delivered (or not), the others maybe not yet. An error forgets this delivery.
     const bool counted = answer.status == 200 && MOONMQ_FAULT("txn.between_markers").ok();
     std::lock_guard lock(mu_);
@@ -606,14 +498,11 @@ bool txn_service::complete_now(const std::string& id) {
   if (markers_done && commit && t.offsets_pending) {
     bool all = true;
     for (const auto& o : t.offsets) {
-      const std::string body = json::object([&](json::writer& w) {
-        json::put(w, "group", o.group);
-        json::put(w, "topic", o.partition.topic);
-        json::put(w, "partition", o.partition.partition);
-        json::put(w, "offset", o.offset);
-      });
+      wire::owner_call commit_offset{wire::owner_call::kind::commit_offsets, o.partition};
+      commit_offset.group = o.group;
+      commit_offset.offset = o.offset;
       auto owner = t.offset_owners.count(o.partition) ? t.offset_owners.at(o.partition) : self();
-      auto [answer, at] = to_owner(o.partition, owner, "commit_offsets", body);
+      auto [answer, at] = to_owner(o.partition, owner, commit_offset);
       if (at != owner) {
         std::lock_guard lock(mu_);
         coord_.owner_moved(id, o.partition, at);
@@ -636,24 +525,22 @@ bool txn_service::complete_now(const std::string& id) {
 }
 
 std::pair<response, broker_id> txn_service::to_owner(const topic_partition& tp, broker_id owner,
-                                                     const std::string& route, const std::string& body) {
+                                                     const wire::owner_call& call) {
   request r;
-  r.path = std::string(prefix) + route;
-  r.body = body;
+  r.path = std::string(prefix) + wire::route_of(call.route);
+  r.body = wire::write(call);
   response answer = error_response(503, "unavailable", "no owner of " + name_of(tp) + " answered");
   for (int hop = 0; hop <= max_hops; ++hop) {
     if (owner == self()) {
-      answer = owner_route(route, r);
+      answer = owner_route(call.route, r);
     } else {
       auto a = peers_.call_now(owner.value(), r);
       answer = a ? std::move(*a) : error_response(0, "unavailable", owner.value() + " cannot be reached from here");
     }
     if (answer.status != 421) break;
-    rapidjson::Document d;
-    if (!json::parse_object(answer.body, d) || !d.HasMember("owner") || !d["owner"].IsString()) break;
-    broker_id next(d["owner"].GetString());
-    if (next == owner || next.value().empty()) break;
-    owner = next;
+    auto next = wire::read_not_owner(answer.body);
+    if (!next || *next == owner) break;
+    owner = *next;
   }
   return {std::move(answer), owner};
 }
@@ -703,20 +590,14 @@ result<std::map<topic_partition, broker_id>> txn_service::add(
     held = std::move(*added);
     keeps = keeps_epoch(id);
   } else {
-    auto added = forward(id, "add", wire::producer_body(id, producer_id, epoch, [&](json::writer& w) {
-                           if (replace_owners) json::put(w, "replace_owners", true);
-                           write_refs(w, "partitions", partitions);
-                         }));
+    auto added = forward(id, "add", wire::write(wire::add_request{id, producer_id, epoch, partitions, replace_owners}));
     if (!added) return added.err();
-    // The owners the coordinator holds, read as it reads the add (a coordinator that predates this answer says
-    // nothing, and one that says something unreadable is not believed: what was named stands).
-    rapidjson::Document d;
-    if (json::parse_object(added->body, d)) {
-      json::object_reader r(d, "the coordinator's answer");
-      if (auto refs = read_refs(r, "partitions", false); refs && r.ok())
-        for (const auto& ref : *refs)
-          if (auto it = held.find(ref.tp); it != held.end() && !ref.owner.empty()) it->second = broker_id(ref.owner);
-      r.get("keeps_epoch", keeps);
+    // The owners the coordinator holds (a coordinator that predates this answer says nothing, and one that says
+    // something unreadable is not believed: what was named stands).
+    if (auto a = wire::read_add_answer(added->body)) {
+      for (const auto& [tp, owner] : a->partitions)
+        if (auto it = held.find(tp); it != held.end()) it->second = owner;
+      keeps = a->keeps_epoch;
     }
   }
   // A join is remembered for the epoch's one transaction; a session that keeps its epoch has many, so a join of
@@ -731,58 +612,27 @@ void txn_service::forget_join(const std::string& id, std::uint64_t producer_id, 
   joined_.erase(joined_key{id, producer_id, epoch, tp});
 }
 
-response txn_service::owner_route(const std::string& route, const request& req) {
-  rapidjson::Document d;
-  if (auto s = json::parse_document(req.body, d, "body"); !s) return error_response(400, "invalid_argument", s.message());
-  json::object_reader r(d, "");
-  std::string topic, group;
-  std::int64_t partition = -1;
-  std::uint64_t producer_id = 0, epoch = 0, offset = 0, coordinator_epoch = 0, number = 0;
-  bool commit = false;
-  r.get("topic", topic, true);
-  r.get("partition", partition, true);
-  if (route == "commit_offsets") {
-    r.get("group", group, true);
-    r.get("offset", offset, true);
-    if (r.ok() && !valid_client_name(group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
-  } else {
-    r.get("producer_id", producer_id, true);
-    r.get("producer_epoch", epoch, true);
-    if (route == "markers") {
-      r.get("commit", commit, true);
-      r.get("coordinator_epoch", coordinator_epoch);  // absent: 0, as from a coordinator that predates it
-      if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
-      r.get("number", number);  // absent: 0, a marker above the transaction's epoch
-      if (r.ok() && number > UINT32_MAX) r.fail("number", "out of range");
-    }
-    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-  }
-  if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-  if (r.ok())
-    if (auto v = validate_topic_name(topic); !v) r.fail("topic", v.message());
-  if (auto s = r.finish(); !s) return error_response(400, "invalid_argument", s.message());
-  const topic_partition tp{topic, static_cast<std::int32_t>(partition)};
+response txn_service::owner_route(wire::owner_route route, const request& req) {
+  auto call = wire::read_owner_call(route, req.body);
+  if (!call) return error_response(400, "invalid_argument", call.message());
+  const wire::owner_call& c = *call;
+  const topic_partition& tp = c.partition;
   std::shared_lock gate(st_.gates.gate(tp));
   if (!cluster::serves(st_.ownership, tp, self())) {
     auto e = cluster::entry_as_seen_by(st_.ownership, tp, self());
     if (e.owner == self()) return error_response(503, "handover", name_of(tp) + " is being handed over here; retry");
-    return {421, json::object([&](json::writer& w) {
-              json::put(w, "error", "not_owner");
-              json::put(w, "owner", e.owner.value());
-            }),
-            "application/json"};
+    return {421, wire::write_not_owner(e.owner), "application/json"};
   }
-  auto count = st_.store.partition_count(topic);
+  auto count = st_.store.partition_count(tp.topic);
   if (!count || tp.partition >= *count) return error_response(404, "not_found", "no partition " + name_of(tp) + " here");
   status s;
-  if (route == "enroll")
-    s = st_.producers.enroll(tp, producer_id, static_cast<std::uint32_t>(epoch));
-  else if (route == "markers") {
-    s = st_.producers.end_transaction(tp, producer_id, static_cast<std::uint32_t>(epoch), commit,
-                                      static_cast<std::uint32_t>(coordinator_epoch), static_cast<std::uint32_t>(number));
+  if (route == wire::owner_call::kind::enroll)
+    s = st_.producers.enroll(tp, c.producer_id, c.epoch);
+  else if (route == wire::owner_call::kind::markers) {
+    s = st_.producers.end_transaction(tp, c.producer_id, c.epoch, c.commit, c.coordinator_epoch, c.number);
     if (s) s = MOONMQ_FAULT("txn.after_marker_write");  // written on the owner, the answer lost
   }
-  else if (auto raised = st_.offsets.commit_if_higher(group, tp, offset); !raised)
+  else if (auto raised = st_.offsets.commit_if_higher(c.group, tp, c.offset); !raised)
     s = raised.err();  // only forward: a re-sent transactional offset must not rewind what the group did since
   if (!s) {
     if (s.code() == errc::producer_fenced) st_.metrics.add(metrics::producer_fenced, 1);

@@ -50,6 +50,11 @@ class thread_pool;
 
 namespace moonmq::txn {
 
+namespace wire {  // lib/txn/txn_wire.hpp
+enum class owner_route : int;
+struct owner_call;
+}  // namespace wire
+
 struct txn_service_options {
   std::vector<broker_id> brokers;  ///< every configured broker, this one included
   time_ms timeout_ms = 60'000;     ///< Server.Transactions.TimeoutMs
@@ -186,7 +191,7 @@ class txn_service {
   result<std::string> describe_here(const std::string& id);
   /// `e`, counted when it fences a producer.
   error fenced(const error& e);
-  transport::response owner_route(const std::string& route, const transport::request& req);
+  transport::response owner_route(wire::owner_route route, const transport::request& req);
   /// Delivers the markers and offsets of `id`'s transaction in prepare (outside the lock; after a run of the same
   /// id in progress ends); true when complete.
   bool complete(const std::string& id);
@@ -194,8 +199,8 @@ class txn_service {
   /// Whether `id`'s transaction is decided and its markers or offsets are still to be delivered. Under mu_.
   bool completing_locked(const std::string& id) const;
   /// Sends an owner route to `tp`'s owner, starting at `owner` and following 421 hints; the answer and who gave it.
-  std::pair<transport::response, broker_id> to_owner(const topic_partition& tp, broker_id owner, const std::string& route,
-                                                     const std::string& body);
+  std::pair<transport::response, broker_id> to_owner(const topic_partition& tp, broker_id owner,
+                                                     const wire::owner_call& call);
   void count_end_locked(const transaction& before, const transaction& after);
 
   txn_service_options opt_;
