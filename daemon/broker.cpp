@@ -62,8 +62,8 @@ class running_broker final : public broker {
     const auto& tls = link_.tls;
     if (clustered && cfg_.cluster->raft.enabled)
       if (auto s = raft_.open(
-              cfg_, self_, disk_, [this] { return topic_parts(); }, topics_, *link_.peers, io_, raft_pool_, *log_,
-              metrics_);
+              cfg_, self_, disk_, [this] { return topic_parts(); }, topics_, *link_.peers, io_, raft_pool_, runtime_,
+              *log_, metrics_);
           !s)
         return s;
     if (!topics_) {

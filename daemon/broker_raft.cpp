@@ -8,7 +8,7 @@ namespace moonmq::daemon {
 status broker_raft::open(const cluster::server_config& cfg, const broker_id& self, broker_disk& broker,
                          const std::function<cluster::topic_directory::parts()>& topic_parts,
                          std::unique_ptr<cluster::topic_directory>& topics, transport::peer_client& peers,
-                         asio::io_context& io, asio::thread_pool& pool, logger& log, metrics_sink& metrics) {
+                         asio::io_context& io, asio::thread_pool& pool, runtime& rt, logger& log, metrics_sink& metrics) {
   const auto& rc = cfg.cluster->raft;
   auto d = raft::open_file_storage(cfg.data_dir, log);
   if (!d) return d.err();
@@ -30,6 +30,7 @@ status broker_raft::open(const cluster::server_config& cfg, const broker_id& sel
   ro.election_max = std::chrono::milliseconds(rc.election_timeout_max_ms);
   ro.max_log_entries = rc.max_log_entries;
   ro.propose_timeout = std::chrono::milliseconds(static_cast<long>(cfg.cluster->peer_timeout_seconds * 1000));
+  ro.rt = &rt;
   auto svc = raft::service::open(ro, *disk, *table, peers, io, pool, log, metrics);
   if (!svc) return error{svc.code(), "Raft: " + svc.message()};
   service = std::move(*svc);

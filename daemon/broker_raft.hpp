@@ -27,7 +27,7 @@ struct broker_raft {
   status open(const cluster::server_config& cfg, const broker_id& self, broker_disk& broker,
               const std::function<cluster::topic_directory::parts()>& topic_parts,
               std::unique_ptr<cluster::topic_directory>& topics, transport::peer_client& peers, asio::io_context& io,
-              asio::thread_pool& pool, logger& log, metrics_sink& metrics);
+              asio::thread_pool& pool, runtime& rt, logger& log, metrics_sink& metrics);
 };
 
 }  // namespace moonmq::daemon

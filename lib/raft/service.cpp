@@ -11,10 +11,12 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <random>
 #include <mutex>
 
 #include "message_json.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/runtime_sleep.hpp"
 #include "moonmq/raft/raft_metrics.hpp"
 #include "moonmq/core/fault_points.hpp"
 
@@ -58,9 +60,8 @@ struct service::impl {
   std::map<index_t, term_t> applied_terms;
   std::map<std::string, std::deque<message>> outbox;
   std::map<std::string, bool> sending;
-  std::vector<asio::steady_timer*> waiters;
+  std::vector<cancellable_sleep*> waiters;  ///< woken at every apply
   std::uint64_t elections_seen = 0;
-  std::unique_ptr<asio::steady_timer> ticker;
 
   std::atomic<bool> stopped{false};
   mutable std::mutex mu;
@@ -73,8 +74,7 @@ struct service::impl {
     c.heartbeat_ticks = ticks(opt.heartbeat, opt.tick);
     c.election_ticks_min = ticks(opt.election_min, opt.tick);
     c.election_ticks_max = std::max(c.election_ticks_min + 1, ticks(opt.election_max, opt.tick));
-    c.seed =
-        opt.seed ? opt.seed : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    c.seed = opt.seed ? opt.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
     return c;
   }
 
@@ -180,11 +180,8 @@ struct service::impl {
   }
 
   asio::awaitable<void> tick_loop() {
-    ticker = std::make_unique<asio::steady_timer>(io);
     while (!stopped) {
-      ticker->expires_after(opt.tick);
-      asio::error_code ec;
-      co_await ticker->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await sleep_on(*opt.rt, opt.tick);
       if (stopped) break;
       n->tick();
       kick();
@@ -193,14 +190,12 @@ struct service::impl {
   }
 
   /// Waits on the io thread until `index` is applied here or the deadline passes.
-  asio::awaitable<bool> wait_applied(index_t index, std::chrono::steady_clock::time_point deadline) {
-    asio::steady_timer t(io);
-    while (applied < index && !stopped && std::chrono::steady_clock::now() < deadline) {
-      t.expires_at(deadline);
-      waiters.push_back(&t);
-      asio::error_code ec;
-      co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      std::erase(waiters, &t);
+  asio::awaitable<bool> wait_applied(index_t index, time_ms deadline) {
+    while (applied < index && !stopped && opt.rt->steady_ms() < deadline) {
+      cancellable_sleep sleep(io.get_executor());
+      waiters.push_back(&sleep);
+      (void)co_await sleep.wait(*opt.rt, std::chrono::milliseconds(deadline - opt.rt->steady_ms()));
+      std::erase(waiters, &sleep);
     }
     co_return applied >= index;
   }
@@ -211,7 +206,7 @@ struct service::impl {
     if (!i) co_return i;
     const term_t term = n->term();
     kick();
-    const auto deadline = std::chrono::steady_clock::now() + opt.propose_timeout;
+    const time_ms deadline = opt.rt->steady_ms() + opt.propose_timeout.count();
     if (!co_await wait_applied(*i, deadline)) {
       result<index_t> late = error{
           errc::unavailable, fmt::format("entry {} did not commit within {} ms", *i, opt.propose_timeout.count())};
@@ -247,7 +242,7 @@ struct service::impl {
       co_return refused;
     }
     const index_t index = *appended;
-    if (!co_await wait_applied(index, std::chrono::steady_clock::now() + opt.propose_timeout)) {
+    if (!co_await wait_applied(index, opt.rt->steady_ms() + opt.propose_timeout.count())) {
       result<index_t> late = error{errc::unavailable, fmt::format("entry {} committed on the leader but is not "
                                                                   "applied here yet",
                                                                   index)};
@@ -312,6 +307,7 @@ service::~service() { stop(); }
 result<std::unique_ptr<service>> service::open(service_options options, storage& disk, state_machine& machine,
                                                transport::peer_client& peers, asio::io_context& io,
                                                asio::thread_pool& blocking, logger& log, metrics_sink& metrics) {
+  if (!options.rt) return error{errc::invalid_argument, "raft::service_options::rt is required"};
   auto restored = disk.load();
   if (!restored) return restored.err();
   std::unique_ptr<service> s(new service());

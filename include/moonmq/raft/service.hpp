@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "moonmq/core/runtime.hpp"
 #include "moonmq/transport/peer_client.hpp"
 #include "moonmq/core/logger.hpp"
 #include "moonmq/core/metrics_sink.hpp"
@@ -48,8 +49,11 @@ struct service_options {
   std::chrono::milliseconds election_min{1500};
   std::chrono::milliseconds election_max{3000};
   std::size_t max_log_entries = 10000;
-  std::uint64_t seed = 0;  ///< 0: from the clock
+  std::uint64_t seed = 0;  ///< 0: a random one
   std::chrono::milliseconds propose_timeout{5000};
+  /// Required: the clock proposals' deadlines are read on, and where the ticks and the waits for an entry run
+  /// (moonmqd: the broker's system runtime, whose timers are on the reactor the service runs on).
+  runtime* rt = nullptr;
 };
 
 struct raft_status {

@@ -5,6 +5,7 @@
 #include <asio/thread_pool.hpp>
 
 #include "moonmq/raft/service.hpp"
+#include "support/manual_runtime.hpp"
 #include "moonmq/transport/loopback_transport.hpp"
 #include "raft/message_json.hpp"
 
@@ -33,6 +34,8 @@ TEST_CASE("raft service: a message's sender must be the broker the request comes
   raft::service_options o;
   o.self = "b1";
   o.peers = {"b2", "b3"};
+  test::manual_runtime rt;
+  o.rt = &rt;
   auto svc = raft::service::open(o, disk, machine, peers, io, pool, log);
   REQUIRE(svc);
   raft::message m;
