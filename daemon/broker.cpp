@@ -5,7 +5,6 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/strand.hpp>
 #include <asio/thread_pool.hpp>
 
@@ -33,6 +32,7 @@
 #include "moonmq/cluster/router.hpp"
 #include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/core/offload.hpp"
+#include "moonmq/core/runtime_sleep.hpp"
 #include "moonmq/core/system_runtime.hpp"
 #include "moonmq/raft/service.hpp"
 #include "moonmq/storage/file_state_file.hpp"
@@ -239,8 +239,7 @@ class running_broker final : public broker {
   /// or the coordinator stopped between deciding and telling) does not act on an older record until its next start.
   asio::awaitable<void> topic_catch_up_loop() {
     while (!stopped_) {
-      asio::steady_timer t(io_, std::chrono::seconds(5));
-      co_await t.async_wait(asio::use_awaitable);
+      co_await sleep_on(runtime_, std::chrono::seconds(5));
       if (stopped_) co_return;
       co_await offload(blocking_, [this] {
         client_->catch_up_topics();

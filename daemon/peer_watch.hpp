@@ -22,7 +22,7 @@ class peer_watch {
  public:
   peer_watch(cluster_view& view, logger& log, runtime& rt, std::chrono::seconds every = std::chrono::seconds(30),
              std::chrono::seconds repeat = std::chrono::minutes(5))
-      : view_(view), log_(log), every_(every), repeat_(repeat) {
+      : view_(view), log_(log), rt_(rt), every_(every), repeat_(repeat) {
     if (view_.peers().empty()) return;
     // The first check after 2 s: peers started at the same time come up first.
     job_ = rt.every(std::chrono::seconds(2), every_, [this] { check(); });
@@ -35,7 +35,7 @@ class peer_watch {
  private:
   struct trouble {
     std::string what;
-    std::chrono::steady_clock::time_point logged;
+    time_ms logged = 0;  ///< steady, on the runtime
   };
 
   void check() {
@@ -57,7 +57,7 @@ class peer_watch {
       else if (what.empty() && (r.status == 401 || r.status == 400))
         what = "peer " + p.id + " at " + where + " refuses this broker (HTTP " + std::to_string(r.status) +
                "): " + r.body;
-      const auto now = std::chrono::steady_clock::now();
+      const time_ms now = rt_.steady_ms();
       auto it = troubles_.find(p.id);
       if (what.empty()) {
         if (it != troubles_.end()) {
@@ -66,7 +66,7 @@ class peer_watch {
         }
         continue;
       }
-      if (it == troubles_.end() || it->second.what != what || now - it->second.logged >= repeat_) {
+      if (it == troubles_.end() || it->second.what != what || now - it->second.logged >= std::chrono::milliseconds(repeat_).count()) {
         log_.warn("peers", what);
         troubles_[p.id] = {what, now};
       }
@@ -75,6 +75,7 @@ class peer_watch {
 
   cluster_view& view_;
   logger& log_;
+  runtime& rt_;
   std::chrono::seconds every_, repeat_;
   std::map<std::string, trouble> troubles_;  ///< the job's only
   std::unique_ptr<scheduled_job> job_;       ///< last: stopped before what its ticks use goes

@@ -1,7 +1,7 @@
+#include "moonmq/core/runtime_sleep.hpp"
 #include "moonmq/cluster/hand_moves.hpp"
 
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <mutex>
 #include <set>
@@ -223,8 +223,7 @@ asio::awaitable<void> hand_moves::recover() {
       }
     }
     if (unresolved == 0 && !waiting) co_return;
-    asio::steady_timer t(co_await asio::this_coro::executor, p_.retry);
-    co_await t.async_wait(asio::use_awaitable);
+    co_await sleep_on(p_.moves.rt(), p_.retry);
   }
 }
 

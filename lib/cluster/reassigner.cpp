@@ -709,6 +709,8 @@ reassigner::reassigner(reassigner_options options, cluster_state state, transpor
 
 reassigner::~reassigner() = default;
 
+runtime& reassigner::rt() const { return *impl_->opt.rt; }
+
 asio::awaitable<status> reassigner::move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim) {
   auto p = impl_->begin(tp, dest);
   if (!p) {

@@ -79,6 +79,9 @@ class reassigner {
       : reassigner(std::move(options), state, peers, journal, asio::any_io_executor(blocking.get_executor())) {}
   ~reassigner();
 
+  /// The runtime it was given (reassigner_options::rt): what works beside it waits on the same clock.
+  runtime& rt() const;
+
   /// Moves `tp` to `dest`; with `claim`, control-plane requests are fenced by it.
   asio::awaitable<status> move(topic_partition tp, broker_id dest, std::optional<controller_claim> claim = {});
 
