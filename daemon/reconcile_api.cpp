@@ -172,17 +172,7 @@ void reconcile_api::decide(const std::string& topic, std::int32_t partition, con
     put(w, "copied", copied);
     put(w, "already", already);
     put(w, "skipped", skipped);
-    w.Key("runs");
-    w.StartArray();
-    for (const auto& run : runs) {
-      w.StartObject();
-      put(w, "stray_first", run.stray_first);
-      put(w, "stray_last", run.stray_last);
-      put(w, "first", run.first);
-      put(w, "last", run.last);
-      w.EndObject();
-    }
-    w.EndArray();
+    cluster::wire::write_runs(w, runs);
     put(w, "done", done);
     put(w, "next", next);
     w.Key("discarded");

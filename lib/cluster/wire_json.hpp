@@ -34,14 +34,11 @@ inline std::string write(const drain_mark& m) {
 
 /// Reads a drain mark; errors name the field.
 inline result<drain_mark> read_drain_mark(const std::string& body) {
-  rapidjson::Document d;
-  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
-  json::object_reader r(d, "");
-  drain_mark m;
-  r.get("broker", m.broker, true);
-  r.get("draining", m.draining, true);
-  if (auto s = r.finish(); !s) return s.err();
-  return m;
+  return json::read_object<drain_mark>(body, "body", [](json::object_reader& r, drain_mark& m) -> status {
+    r.get("broker", m.broker, true);
+    r.get("draining", m.draining, true);
+    return r.first_error();
+  });
 }
 
 /// A request to move a partition: `{"topic","partition","dest"}` (POST /cluster/reassign, POST /v1/reassignments).

@@ -62,28 +62,26 @@ inline std::string write(const stray_step& s) {
 
 /// Reads a step; errors name the field.
 inline result<stray_step> read_stray_step(const std::string& body) {
-  rapidjson::Document d;
-  if (auto s = json::parse_document(body, d, "body"); !s) return s.err();
-  json::object_reader r(d, "");
-  std::string action;
-  std::int64_t partition = -1;
-  stray_step out;
-  r.get("action", action, true);
-  r.get("topic", out.partition.topic, true);
-  r.get("partition", partition, true);
-  r.get("from", out.from);
-  r.get("producer_id", out.producer_id);
-  r.get("resumed", out.resumed);
-  r.get("appended", out.appended);
-  if (auto s = r.finish(); !s) return s.err();
-  if (partition < 0 || partition > INT32_MAX) return error{errc::invalid_argument, "partition: out of range"};
-  out.partition.partition = static_cast<std::int32_t>(partition);
-  if (action == "check") out.action = stray_step::kind::check;
-  else if (action == "clear") out.action = stray_step::kind::clear;
-  else if (action == "append") out.action = stray_step::kind::append;
-  else if (action == "discard") out.action = stray_step::kind::discard;
-  else return error{errc::invalid_argument, "unknown action '" + action + "'"};
-  return out;
+  return json::read_object<stray_step>(body, "body", [](json::object_reader& r, stray_step& out) -> status {
+    std::string action;
+    std::int64_t partition = -1;
+    r.get("action", action, true);
+    r.get("topic", out.partition.topic, true);
+    r.get("partition", partition, true);
+    r.get("from", out.from);
+    r.get("producer_id", out.producer_id);
+    r.get("resumed", out.resumed);
+    r.get("appended", out.appended);
+    if (!r.ok()) return r.first_error();
+    if (partition < 0 || partition > INT32_MAX) return error{errc::invalid_argument, "partition: out of range"};
+    out.partition.partition = static_cast<std::int32_t>(partition);
+    if (action == "check") out.action = stray_step::kind::check;
+    else if (action == "clear") out.action = stray_step::kind::clear;
+    else if (action == "append") out.action = stray_step::kind::append;
+    else if (action == "discard") out.action = stray_step::kind::discard;
+    else return error{errc::invalid_argument, "unknown action '" + action + "'"};
+    return {};
+  });
 }
 
 inline std::string write(const stray_info& i) {
@@ -98,6 +96,21 @@ inline std::string write_cleared(bool cleared) {
   return json::object([&](json::writer& w) { json::put(w, "cleared", cleared); });
 }
 
+/// `"runs":[{"stray_first","stray_last","first","last"}, ...]`: an append step's, and the operator's answer's.
+inline void write_runs(json::writer& w, const std::vector<appended_run>& runs) {
+  w.Key("runs");
+  w.StartArray();
+  for (const auto& run : runs) {
+    w.StartObject();
+    json::put(w, "stray_first", run.stray_first);
+    json::put(w, "stray_last", run.stray_last);
+    json::put(w, "first", run.first);
+    json::put(w, "last", run.last);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 inline std::string write(const append_step& a) {
   return json::object([&](json::writer& w) {
     json::put(w, "owner", a.owner.value());
@@ -106,17 +119,7 @@ inline std::string write(const append_step& a) {
     json::put(w, "copied", a.copied);
     json::put(w, "already", a.already);
     json::put(w, "skipped", a.skipped);
-    w.Key("runs");
-    w.StartArray();
-    for (const auto& run : a.runs) {
-      w.StartObject();
-      json::put(w, "stray_first", run.stray_first);
-      json::put(w, "stray_last", run.stray_last);
-      json::put(w, "first", run.first);
-      json::put(w, "last", run.last);
-      w.EndObject();
-    }
-    w.EndArray();
+    write_runs(w, a.runs);
   });
 }
 

@@ -65,4 +65,17 @@ class object_reader {
   status error_;
 };
 
+/// Parses `text` as one object (`what` names it in errors) and reads it into a T: `read(reader, out)` asks for its
+/// fields and returns its own verdict; then a key it did not ask for is refused. The shape of every request reader.
+template <typename T, typename Read>
+result<T> read_object(std::string_view text, std::string_view what, Read&& read) {
+  rapidjson::Document d;
+  if (auto s = parse_document(text, d, what); !s) return s.err();
+  object_reader r(d, "");
+  T out{};
+  if (status s = read(r, out); !s) return s.err();
+  if (auto s = r.finish(); !s) return s.err();
+  return out;
+}
+
 }  // namespace moonmq::json

@@ -166,22 +166,19 @@ inline std::string write(const init_request& q) {
 }
 
 inline result<init_request> read_init_request(std::string_view body) {
-  rapidjson::Document d;
-  if (auto st = json::parse_document(body, d, "body"); !st) return st.err();
-  json::object_reader r(d, "");
-  init_request q;
-  std::uint64_t producer_id = 0;
-  std::uint32_t epoch = 0;
-  read_producer(r, q.transactional_id, producer_id, epoch, false);
-  r.get("keeps_epoch", q.options.session.keeps_epoch);
-  r.get("timeout_ms", q.options.session.timeout_ms);
-  if (r.ok() && q.options.session.timeout_ms < 0) r.fail("timeout_ms", "must not be negative");
-  if (r.has("producer_id")) {
-    read_producer(r, q.transactional_id, producer_id, epoch, true);
-    q.options.expected = producer_identity{producer_id, epoch};
-  }
-  if (auto st = r.finish(); !st) return st.err();
-  return q;
+  return json::read_object<init_request>(body, "body", [](json::object_reader& r, init_request& q) -> status {
+    std::uint64_t producer_id = 0;
+    std::uint32_t epoch = 0;
+    read_producer(r, q.transactional_id, producer_id, epoch, false);
+    r.get("keeps_epoch", q.options.session.keeps_epoch);
+    r.get("timeout_ms", q.options.session.timeout_ms);
+    if (r.ok() && q.options.session.timeout_ms < 0) r.fail("timeout_ms", "must not be negative");
+    if (r.has("producer_id")) {
+      read_producer(r, q.transactional_id, producer_id, epoch, true);
+      q.options.expected = producer_identity{producer_id, epoch};
+    }
+    return r.first_error();
+  });
 }
 
 /// POST /cluster/txn/add: the producer's fields, `"partitions"` (their owners as the sender sees them) and
@@ -202,18 +199,15 @@ inline std::string write(const add_request& q) {
 }
 
 inline result<add_request> read_add_request(std::string_view body) {
-  rapidjson::Document d;
-  if (auto st = json::parse_document(body, d, "body"); !st) return st.err();
-  json::object_reader r(d, "");
-  add_request q;
-  read_producer(r, q.transactional_id, q.producer_id, q.epoch, true);
-  r.get("replace_owners", q.replace_owners);
-  if (!r.ok()) return r.first_error().err();
-  auto refs = read_refs(r, "partitions", false);
-  if (!refs) return refs.err();
-  if (auto st = r.finish(); !st) return st.err();
-  for (auto& ref : *refs) q.partitions.emplace_back(ref.tp, broker_id(ref.owner));
-  return q;
+  return json::read_object<add_request>(body, "body", [](json::object_reader& r, add_request& q) -> status {
+    read_producer(r, q.transactional_id, q.producer_id, q.epoch, true);
+    r.get("replace_owners", q.replace_owners);
+    if (!r.ok()) return r.first_error();
+    auto refs = read_refs(r, "partitions", false);
+    if (!refs) return refs.err();
+    for (auto& ref : *refs) q.partitions.emplace_back(ref.tp, broker_id(ref.owner));
+    return {};
+  });
 }
 
 /// The answer to an add: the owners the coordinator holds, and whether the session keeps its epoch.
@@ -265,19 +259,17 @@ inline std::string write(const offsets_call& c) {
 
 /// An offset whose owner is empty: the sender's own.
 inline result<offsets_call> read_offsets_call(std::string_view body) {
-  rapidjson::Document d;
-  if (auto st = json::parse_document(body, d, "body"); !st) return st.err();
-  json::object_reader r(d, "");
-  offsets_call c;
-  read_producer(r, c.transactional_id, c.producer_id, c.epoch, true);
-  r.get("group", c.group, true);
-  if (r.ok() && !valid_client_name(c.group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
-  if (!r.ok()) return r.first_error().err();
-  auto refs = read_refs(r, "offsets", true);
-  if (!refs) return refs.err();
-  if (auto st = r.finish(); !st) return st.err();
-  for (auto& ref : *refs) c.offsets.push_back({{c.group, ref.tp, ref.offset}, broker_id(ref.owner)});
-  return c;
+  return json::read_object<offsets_call>(body, "body", [](json::object_reader& r, offsets_call& c) -> status {
+    read_producer(r, c.transactional_id, c.producer_id, c.epoch, true);
+    r.get("group", c.group, true);
+    if (r.ok() && !valid_client_name(c.group))
+      r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
+    if (!r.ok()) return r.first_error();
+    auto refs = read_refs(r, "offsets", true);
+    if (!refs) return refs.err();
+    for (auto& ref : *refs) c.offsets.push_back({{c.group, ref.tp, ref.offset}, broker_id(ref.owner)});
+    return {};
+  });
 }
 
 /// POST /cluster/txn/end: the producer's fields, `"commit"` and `"wait"`.
@@ -289,15 +281,12 @@ inline std::string write(const end_call& c) {
 }
 
 inline result<end_call> read_end_call(std::string_view body) {
-  rapidjson::Document d;
-  if (auto st = json::parse_document(body, d, "body"); !st) return st.err();
-  json::object_reader r(d, "");
-  end_call c;
-  read_producer(r, c.transactional_id, c.producer_id, c.epoch, true);
-  r.get("commit", c.commit, true);
-  r.get("wait", c.wait);
-  if (auto st = r.finish(); !st) return st.err();
-  return c;
+  return json::read_object<end_call>(body, "body", [](json::object_reader& r, end_call& c) -> status {
+    read_producer(r, c.transactional_id, c.producer_id, c.epoch, true);
+    r.get("commit", c.commit, true);
+    r.get("wait", c.wait);
+    return r.first_error();
+  });
 }
 
 /// What the coordinator asks of a partition's owner: enroll a producer (`{"topic","partition","producer_id",
@@ -355,40 +344,38 @@ inline std::string write(const owner_call& c) {
 }
 
 inline result<owner_call> read_owner_call(owner_call::kind route, std::string_view body) {
-  rapidjson::Document d;
-  if (auto st = json::parse_document(body, d, "body"); !st) return st.err();
-  json::object_reader r(d, "");
-  owner_call c;
-  c.route = route;
-  std::int64_t partition = -1;
-  std::uint64_t epoch = 0, coordinator_epoch = 0, number = 0;
-  r.get("topic", c.partition.topic, true);
-  r.get("partition", partition, true);
-  if (route == owner_call::kind::commit_offsets) {
-    r.get("group", c.group, true);
-    r.get("offset", c.offset, true);
-    if (r.ok() && !valid_client_name(c.group)) r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
-  } else {
-    r.get("producer_id", c.producer_id, true);
-    r.get("producer_epoch", epoch, true);
-    if (route == owner_call::kind::markers) {
-      r.get("commit", c.commit, true);
-      r.get("coordinator_epoch", coordinator_epoch);
-      if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
-      r.get("number", number);
-      if (r.ok() && number > UINT32_MAX) r.fail("number", "out of range");
+  return json::read_object<owner_call>(body, "body", [route](json::object_reader& r, owner_call& c) -> status {
+    c.route = route;
+    std::int64_t partition = -1;
+    std::uint64_t epoch = 0, coordinator_epoch = 0, number = 0;
+    r.get("topic", c.partition.topic, true);
+    r.get("partition", partition, true);
+    if (route == owner_call::kind::commit_offsets) {
+      r.get("group", c.group, true);
+      r.get("offset", c.offset, true);
+      if (r.ok() && !valid_client_name(c.group))
+        r.fail("group", "must be 1 to 255 bytes of UTF-8, no control characters");
+    } else {
+      r.get("producer_id", c.producer_id, true);
+      r.get("producer_epoch", epoch, true);
+      if (route == owner_call::kind::markers) {
+        r.get("commit", c.commit, true);
+        r.get("coordinator_epoch", coordinator_epoch);
+        if (r.ok() && coordinator_epoch > UINT32_MAX) r.fail("coordinator_epoch", "out of range");
+        r.get("number", number);
+        if (r.ok() && number > UINT32_MAX) r.fail("number", "out of range");
+      }
+      if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
     }
-    if (r.ok() && epoch > UINT32_MAX) r.fail("producer_epoch", "out of range");
-  }
-  if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
-  if (r.ok())
-    if (auto v = validate_topic_name(c.partition.topic); !v) r.fail("topic", v.message());
-  if (auto st = r.finish(); !st) return st.err();
-  c.partition.partition = static_cast<std::int32_t>(partition);
-  c.epoch = static_cast<std::uint32_t>(epoch);
-  c.coordinator_epoch = static_cast<std::uint32_t>(coordinator_epoch);
-  c.number = static_cast<std::uint32_t>(number);
-  return c;
+    if (r.ok() && (partition < 0 || partition > INT32_MAX)) r.fail("partition", "out of range");
+    if (r.ok())
+      if (auto v = validate_topic_name(c.partition.topic); !v) r.fail("topic", v.message());
+    c.partition.partition = static_cast<std::int32_t>(partition);
+    c.epoch = static_cast<std::uint32_t>(epoch);
+    c.coordinator_epoch = static_cast<std::uint32_t>(coordinator_epoch);
+    c.number = static_cast<std::uint32_t>(number);
+    return r.first_error();
+  });
 }
 
 /// A broker's 421 to an owner call: `{"error":"not_owner","owner"}`, the owner it knows.
