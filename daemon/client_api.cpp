@@ -177,6 +177,7 @@ status client_api::build() {
   m.balancer = std::move(*bapi);
   cluster::drain_options dopt;
   dopt.self = p.self;
+  dopt.wall_ms = [rt = p.rt] { return rt->wall_ms(); };
   dopt.max_moves = p.cfg->autobalance.max_moves_per_broker;
   dopt.excluded = {p.cfg->autobalance.excluded_brokers.begin(), p.cfg->autobalance.excluded_brokers.end()};
   // What every broker serves, as the view gathers it (this broker's own report included).
@@ -199,6 +200,7 @@ status client_api::build() {
   m.watch = std::make_unique<peer_watch>(*m.view, *p.log, *p.rt);
   cluster::reclaim_options ropt;
   ropt.self = p.self;
+  ropt.steady_ms = [rt = p.rt] { return rt->steady_ms(); };
   ropt.after_seconds = p.cfg->cluster ? p.cfg->cluster->reclaim_after_seconds : 0;
   for (const auto& peer : m.view->peers()) ropt.peers.push_back(peer.id);
   m.reclaim = std::make_unique<reclaim_api>(

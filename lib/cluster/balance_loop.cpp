@@ -595,19 +595,17 @@ asio::awaitable<void> balance_loop::run() {
   while (!impl_->stopping) {
     if (!impl_->paused) (void)co_await impl_->pass();
     runtime& rt = *impl_->opt.rt;
-    const time_ms deadline = rt.steady_ms() + impl_->opt.config.interval_seconds * 1000;
+    const time_ms deadline = rt.steady_ms() + static_cast<time_ms>(impl_->opt.config.interval_seconds) * 1000;
     while (!impl_->stopping) {
       const std::chrono::milliseconds left(deadline - rt.steady_ms());
       if (left <= std::chrono::milliseconds::zero()) break;
       // With moves waiting for a slot, look at the moves in flight every watch_period and start the next pass as
       // soon as one has ended.
       const bool watch = impl_->deferred && !impl_->inflight.empty() && !impl_->paused && !impl_->superseded;
-      cancellable_sleep sleep(ex);
+      cancellable_sleep sleep(
+          rt, ex, watch ? std::min(left, std::chrono::duration_cast<std::chrono::milliseconds>(impl::watch_period)) : left);
       impl_->sleeping = &sleep;
-      const bool slept =
-          co_await sleep.wait(rt, watch ? std::min(left, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                             impl::watch_period))
-                                        : left);
+      const bool slept = co_await sleep.wait();
       impl_->sleeping = nullptr;
       if (!slept) break;  // stopped, or resumed by an operator: the next pass now
       if (!watch) continue;

@@ -26,6 +26,7 @@ class timed_job final : public scheduled_job {
     std::mutex mu;
     std::condition_variable idle;
     bool stopped = false, running = false, woken = false;
+    std::thread::id ticking;  ///< the thread of the tick under way
   };
 
   explicit timed_job(std::shared_ptr<state> s) : s_(std::move(s)) {}
@@ -51,6 +52,7 @@ class timed_job final : public scheduled_job {
       if (s->stopped) return;
       s->running = true;
       s->woken = false;
+      s->ticking = std::this_thread::get_id();
     }
     s->tick();
     {
@@ -77,6 +79,9 @@ class timed_job final : public scheduled_job {
       s_->stopped = true;
       asio::post(s_->reactor, [s = s_] { s->timer.cancel(); });
     }
+    // From the job's own tick (an owner stopping it from inside): no tick starts after this one, which cannot be
+    // waited for from within.
+    if (s_->running && s_->ticking == std::this_thread::get_id()) return;
     s_->idle.wait(lock, [this] { return !s_->running; });
   }
 

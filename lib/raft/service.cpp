@@ -191,12 +191,12 @@ struct service::impl {
 
   /// Waits on the io thread until `index` is applied here or the deadline passes.
   asio::awaitable<bool> wait_applied(index_t index, time_ms deadline) {
-    while (applied < index && !stopped && opt.rt->steady_ms() < deadline) {
-      cancellable_sleep sleep(io.get_executor());
-      waiters.push_back(&sleep);
-      (void)co_await sleep.wait(*opt.rt, std::chrono::milliseconds(deadline - opt.rt->steady_ms()));
-      std::erase(waiters, &sleep);
-    }
+    if (applied >= index) co_return true;
+    // One timer for the whole wait; every apply wakes it to look again.
+    cancellable_sleep sleep(*opt.rt, io.get_executor(), std::chrono::milliseconds(deadline - opt.rt->steady_ms()));
+    waiters.push_back(&sleep);
+    while (applied < index && !stopped && !sleep.due()) (void)co_await sleep.wait();
+    std::erase(waiters, &sleep);
     co_return applied >= index;
   }
 

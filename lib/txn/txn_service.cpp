@@ -228,16 +228,19 @@ response txn_service::coordinator_route(const std::string& route, const request&
   if (req.method != "POST") return error_response(405, "method_not_allowed", req.path + " takes POST");
   auto refused = [](const error& e) { return error_response(400, "invalid_argument", e.message); };
   auto not_here = [this](const std::string& id) -> std::optional<response> {
+    if (!valid_client_name(id)) return std::nullopt;  // the call's reader says what is wrong with it
     if (coordinator_of(id) == self()) return std::nullopt;
     return error_response(421, "not_coordinator", "the coordinator of " + id + " is " + coordinator_of(id).value());
   };
+  // A call for an id coordinated elsewhere: 421 before anything else about it is judged.
+  if (auto id = wire::peek_transactional_id(req.body))
+    if (auto other = not_here(*id)) return *other;
   // An owner the sender left out is its own.
   auto owner_or_self = [this](const broker_id& b) { return b.value().empty() ? self() : b; };
 
   if (route == "init") {
     auto q = wire::read_init_request(req.body);
     if (!q) return refused(q.err());
-    if (auto other = not_here(q->transactional_id)) return *other;
     auto p = init_here(q->transactional_id, q->options);
     if (!p) return from_error(p.err());
     return json_ok(wire::identity_body(*p));
@@ -245,7 +248,6 @@ response txn_service::coordinator_route(const std::string& route, const request&
   if (route == "add") {
     auto q = wire::read_add_request(req.body);
     if (!q) return refused(q.err());
-    if (auto other = not_here(q->transactional_id)) return *other;
     std::map<topic_partition, broker_id> owners;
     for (const auto& [tp, owner] : q->partitions) owners[tp] = owner_or_self(owner);
     auto held = add_here(q->transactional_id, q->producer_id, q->epoch, std::move(owners), q->replace_owners);
@@ -255,7 +257,6 @@ response txn_service::coordinator_route(const std::string& route, const request&
   if (route == "offsets") {
     auto c = wire::read_offsets_call(req.body);
     if (!c) return refused(c.err());
-    if (auto other = not_here(c->transactional_id)) return *other;
     for (auto& [offset, owner] : c->offsets) owner = owner_or_self(owner);
     if (auto s = offsets_here(*c); !s) return from_error(s.err());
     return json_ok("{}");
@@ -263,7 +264,6 @@ response txn_service::coordinator_route(const std::string& route, const request&
   if (route == "end") {
     auto c = wire::read_end_call(req.body);
     if (!c) return refused(c.err());
-    if (auto other = not_here(c->transactional_id)) return *other;
     auto a = end_here(*c);
     if (!a) return from_error(a.err());
     return json_ok(wire::end_answer_body(*a));

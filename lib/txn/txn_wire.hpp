@@ -6,7 +6,8 @@
 // and the coordinator's calls to a partition's owner (owner_call; a broker that does not own it answers 421 with
 // the owner it knows, not_owner):
 //   POST /cluster/txn/enroll | markers | commit_offsets
-// A call's reader refuses a field it does not know; an answer's reader leaves one alone. Internal to lib/ and daemon/.
+// A call's reader refuses a field it does not know; an answer's reader leaves one alone at its top level. Internal to
+// lib/ and daemon/.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -225,17 +226,27 @@ inline std::string write(const add_answer& a) {
 
 /// nullopt: not this document (a coordinator that predates the answer says nothing; one that says something
 /// unreadable is not believed).
+/// Whether the session keeps its epoch is read even when the list of owners is not believed.
 inline std::optional<add_answer> read_add_answer(std::string_view body) {
   rapidjson::Document d;
   if (!json::parse_object(body, d)) return std::nullopt;
   json::object_reader r(d, "the coordinator's answer");
   add_answer a;
-  auto refs = read_refs(r, "partitions", false);
   r.get("keeps_epoch", a.keeps_epoch);
-  if (!refs || !r.ok()) return std::nullopt;
-  for (const auto& ref : *refs)
-    if (!ref.owner.empty()) a.partitions[ref.tp] = broker_id(ref.owner);
+  if (!r.ok()) return std::nullopt;
+  if (auto refs = read_refs(r, "partitions", false))
+    for (const auto& ref : *refs)
+      if (!ref.owner.empty()) a.partitions[ref.tp] = broker_id(ref.owner);
   return a;
+}
+
+/// The transactional id a call names, read before the rest of it: a call for an id coordinated elsewhere is
+/// answered 421 (the sender tries the coordinator it names) whatever else it carries.
+inline std::optional<std::string> peek_transactional_id(std::string_view body) {
+  rapidjson::Document d;
+  if (!json::parse_object(body, d) || !d.HasMember("transactional_id") || !d["transactional_id"].IsString())
+    return std::nullopt;
+  return std::string(d["transactional_id"].GetString(), d["transactional_id"].GetStringLength());
 }
 
 /// POST /cluster/txn/offsets: the producer's fields, `"group"` and `"offsets"` (each with its partition's owner as

@@ -119,6 +119,14 @@ class world {
                           const std::function<status()>& write) { return write(); };
   }
 
+  // The runtime's waiting coroutines go while the reactor they resume on (c.io) is still here.
+  ~world() {
+    for (auto& j : jobs) j.stop();
+    rt.drop_pending();
+  }
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+
   void start_balancer() {
     autobalancer::autobalance_config config;
     config.enabled = true;

@@ -1,7 +1,8 @@
 // A runtime (core/runtime.hpp) whose time moves only when the test or the simulation moves it: advance_to() runs,
 // in time order, every tick and callback due by then, each with the clock at its own time (ties in the order they
 // were scheduled), on the calling thread. Both clocks read `now`. A seed replays, whatever the machine's speed.
-// Thread safety: one thread, the one that advances it.
+// Thread safety: one thread, the one that advances it. Call drop_pending() (or destroy it) before the executors its
+// sleepers resume on go: a waiting coroutine's handler, destroyed, hands its frame back to its executor.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,9 @@ class manual_runtime final : public runtime {
     now = std::max(now, until);
   }
   void advance(std::chrono::milliseconds by) { advance_to(now + by.count()); }
+
+  /// Forgets everything scheduled, uncalled.
+  void drop_pending() { due_.clear(); }
 
  private:
   struct key {

@@ -20,7 +20,8 @@ class scheduled_job {
   virtual ~scheduled_job() = default;
   /// The next tick runs now, or as soon as the one under way ends (a drain that was just asked for).
   virtual void wake() = 0;
-  /// No tick starts after this returns, and one under way has ended. Not from the job's own tick.
+  /// No tick starts after this returns, and one under way has ended (called from the job's own tick: that tick
+  /// is the last, and it is not waited for).
   virtual void stop() = 0;
 };
 
@@ -42,7 +43,8 @@ class runtime {
   /// manual runtime moves its clock on and runs nothing meanwhile: in a simulation nothing else runs while one waits.
   virtual void block_for(std::chrono::milliseconds delay) = 0;
   /// Calls `fn` once, `delay` from now, where the runtime runs its timers (moonmqd: the broker's reactor thread).
-  /// `fn` must not block. A runtime destroyed first drops it uncalled.
+  /// `fn` must not block, and must hold what it touches (a timer of the system runtime fires on the reactor even
+  /// after the runtime is gone; a manual runtime destroyed first drops it uncalled).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 

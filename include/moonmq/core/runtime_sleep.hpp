@@ -30,33 +30,38 @@ inline asio::awaitable<void> sleep_on(runtime& rt, std::chrono::milliseconds del
 
 namespace moonmq {
 
-/// One wait on a runtime's clock that its owner may cut short (a loop told to stop, or to go on now). A new one for
-/// every wait: a cut-short wait's callback, when it comes later, only touches its own timer.
-/// Thread safety: cancel() on the executor the waiting coroutine runs on.
+/// A wait of `delay` on a runtime's clock, from its construction, that its owner may cut short (a loop told to stop
+/// or to go on now, a proposal whose entry was applied). wait() may be called again after a cut: it then waits out
+/// what is left. The runtime's callback, when it comes after the sleep is gone, only touches its own timer.
+/// Thread safety: wait() and cancel() on the executor `ex`.
 class cancellable_sleep {
  public:
-  explicit cancellable_sleep(const asio::any_io_executor& ex)
-      : timer_(std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max())) {}
-
-  /// True when `delay` passed; false when cancel() came first.
-  asio::awaitable<bool> wait(runtime& rt, std::chrono::milliseconds delay) {
-    auto due = std::make_shared<bool>(false);
-    auto timer = timer_;
-    rt.after(delay, [timer, due] {
+  cancellable_sleep(runtime& rt, const asio::any_io_executor& ex, std::chrono::milliseconds delay)
+      : timer_(std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max())),
+        due_(std::make_shared<bool>(false)) {
+    rt.after(delay, [timer = timer_, due = due_] {
       asio::post(timer->get_executor(), [timer, due] {
         *due = true;
         timer->cancel();
       });
     });
-    asio::error_code ec;
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    co_return *due;
   }
 
+  /// True when the delay has passed; false when cancel() came first.
+  asio::awaitable<bool> wait() {
+    if (*due_) co_return true;
+    asio::error_code ec;
+    co_await timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return *due_;
+  }
+
+  bool due() const { return *due_; }
+  /// Ends a wait under way (one not under way is not affected).
   void cancel() { timer_->cancel(); }
 
  private:
   std::shared_ptr<asio::steady_timer> timer_;
+  std::shared_ptr<bool> due_;
 };
 
 }  // namespace moonmq

@@ -1,8 +1,10 @@
 // The runtime moonmqd runs on (core/runtime.hpp): the system's clocks; timers on the broker's reactor; ticks on a
 // pool of `tick_threads` threads of its own, started at the first job, so that a tick that waits on a peer holds
-// neither the reactor nor the listeners' workers. Jobs beyond the pool's size share it: a slow tick delays another
-// job only when every thread is held by one.
-// Thread safety: all functions from any thread. Stop every job before the runtime goes; the reactor must outlive it.
+// neither the reactor nor the listeners' workers. moonmqd runs five jobs on the default eight threads, so each has a
+// thread when its tick is due and a slow tick delays only its own job; with more jobs than threads, a tick would wait
+// for a thread while every one is held by a slow tick.
+// Thread safety: all functions from any thread. Stop every job before the runtime goes; the reactor must outlive it
+// (its `after` timers are on the reactor and fire there, the runtime gone or not).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,7 @@ namespace moonmq {
 
 class system_runtime final : public runtime {
  public:
-  explicit system_runtime(asio::io_context& reactor, std::size_t tick_threads = 4);
+  explicit system_runtime(asio::io_context& reactor, std::size_t tick_threads = 8);
   ~system_runtime() override;
   system_runtime(const system_runtime&) = delete;
   system_runtime& operator=(const system_runtime&) = delete;

@@ -152,3 +152,50 @@ TEST_CASE("sleep_on: a coroutine waits for the runtime's clock, not the machine'
   io.poll();
   CHECK(woke);
 }
+
+TEST_CASE("system runtime: a job stopped from its own tick ends there, without waiting for itself", "[runtime]") {
+  running_reactor reactor;
+  moonmq::system_runtime rt(reactor.io);
+  std::atomic<int> ticks{0};
+  std::unique_ptr<moonmq::scheduled_job> job;
+  std::atomic<bool> made{false};
+  job = rt.every(1ms, [&] {
+    while (!made) std::this_thread::sleep_for(1ms);
+    ++ticks;
+    job->stop();  // would wait for this very tick if it did not know it is inside it
+  });
+  made = true;
+  REQUIRE(eventually([&] { return ticks == 1; }, 5s, 1ms));
+  CHECK_FALSE(eventually([&] { return ticks > 1; }, 50ms, 5ms));
+}
+
+TEST_CASE("cancellable_sleep: cut short, then waited again for what is left, on the runtime's clock", "[runtime]") {
+  moonmq::test::manual_runtime rt;
+  asio::io_context io;
+  std::vector<bool> results;
+  moonmq::cancellable_sleep* live = nullptr;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        moonmq::cancellable_sleep sleep(rt, io.get_executor(), std::chrono::milliseconds(100));
+        live = &sleep;
+        results.push_back(co_await sleep.wait());  // cut short
+        results.push_back(co_await sleep.wait());  // waits out the rest
+        live = nullptr;
+      },
+      asio::detached);
+  io.poll();
+  io.restart();
+  REQUIRE(live);
+  live->cancel();
+  io.poll();
+  io.restart();
+  REQUIRE(results == std::vector<bool>{false});
+  rt.advance(99ms);
+  io.poll();
+  io.restart();
+  CHECK(results.size() == 1);
+  rt.advance(1ms);
+  io.poll();
+  CHECK(results == std::vector<bool>{false, true});
+}

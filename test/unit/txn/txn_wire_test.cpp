@@ -70,7 +70,11 @@ TEST_CASE("txn wire: an add's answer names the owners held, and an unreadable on
   CHECK(a->partitions.at({"orders", 0}) == broker_id("b3"));
   CHECK(a->keeps_epoch);
   CHECK(wire::read_add_answer("{}"));  // an older coordinator: says nothing
-  CHECK_FALSE(wire::read_add_answer(R"({"partitions":"b3"})"));
+  // Owners that cannot be read are not believed; whether the session keeps its epoch still is.
+  auto unreadable = wire::read_add_answer(R"({"partitions":"b3","keeps_epoch":true})");
+  REQUIRE(unreadable);
+  CHECK(unreadable->partitions.empty());
+  CHECK(unreadable->keeps_epoch);
   CHECK_FALSE(wire::read_add_answer("not json"));
 }
 
@@ -110,4 +114,11 @@ TEST_CASE("txn wire: the coordinator's calls to an owner round-trip, and a 421 n
   CHECK(wire::read_not_owner(wire::write_not_owner(broker_id("b2"))) == broker_id("b2"));
   CHECK_FALSE(wire::read_not_owner(R"({"error":"not_owner","owner":""})"));
   CHECK_FALSE(wire::read_not_owner("{}"));
+}
+
+TEST_CASE("txn wire: a call's transactional id is read before the rest, for the 421 that sends it on",
+          "[txn][wire]") {
+  CHECK(wire::peek_transactional_id(R"({"transactional_id":"tx-9","producer_id":1,"unknown":true})") == "tx-9");
+  CHECK_FALSE(wire::peek_transactional_id(R"({"transactional_id":7})"));
+  CHECK_FALSE(wire::peek_transactional_id("[]"));
 }
