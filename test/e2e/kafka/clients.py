@@ -252,9 +252,13 @@ def raw_group(address, group_id, topic):
         data = call(14, 2, string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>i', 0))
         return struct.unpack('>ih', data[:6])[1]
 
-    def assigned_topics(member, generation):
+    def assigned_partitions(member, generation):
+        # SyncGroup v2: throttle, error, assignment bytes = version, [topic [partition]], user data
         data = call(14, 2, string(group_id) + struct.pack('>i', generation) + string(member) + struct.pack('>i', 0))
-        return struct.unpack('>i', data[12:16])[0] if len(data) >= 16 else 0
+        if len(data) < 16 or struct.unpack('>i', data[12:16])[0] == 0:
+            return 0
+        at = 18 + struct.unpack('>h', data[16:18])[0]
+        return struct.unpack('>i', data[at:at + 4])[0]
 
     def heartbeat(member, generation):
         data = call(12, 2, string(group_id) + struct.pack('>i', generation) + string(member))
@@ -275,9 +279,10 @@ def raw_group(address, group_id, topic):
     out['join'] = error
     out['leader_is_member'] = leader == member
     out['sync'] = sync(member, generation)
-    # The partitions are handed once their owners cleared them: heartbeat until told to rejoin, then join again.
+    # The partitions are handed once their owners cleared them, each when its own owner has: heartbeat (rejoining
+    # when told to) until all three are held, so that the commits below are a member's commits of its partitions.
     deadline = time.time() + 20
-    while assigned_topics(member, generation) == 0 and time.time() < deadline:
+    while assigned_partitions(member, generation) < 3 and time.time() < deadline:
         if heartbeat(member, generation) == 27:
             error, generation, leader, member = join(member)
         else:
