@@ -119,11 +119,17 @@ int record_frames(const std::uint8_t* data, std::size_t size) {
   if (scan.end == storage::frame_scan::ending::corrupt)
     (void)storage::is_torn_last_write(in.substr(scan.whole), scan.whole, in.size(),
                                       [&](std::uint64_t at) { return storage::all_zero_from(in, at); });
-  // Whatever decodes, encodes back to the same bytes.
-  std::string again;
-  for (const auto& v : views)
-    storage::encode_frame(storage::to_record(v), again);
-  must(again == in.substr(0, scan.whole));
+  // Whatever decodes, encodes back to the same bytes: with its Kafka batch position (to_record leaves it out, for a
+  // copy appended elsewhere), and for frames the encoder writes (it never sets the headers bit for no headers).
+  std::size_t at = 0;
+  for (const auto& v : views) {
+    const std::string_view frame = in.substr(at, v.frame_size);
+    at += v.frame_size;
+    if ((v.attributes & storage::attr_headers) && v.headers.empty()) continue;
+    auto r = storage::to_record(v);
+    r.batch = v.batch;
+    must(storage::encode_frame(r) == frame);
+  }
   return 0;
 }
 
