@@ -52,7 +52,8 @@ bench: build
 	$(BUILD)/benchmarks/kafka_groups
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
-# end-to-end tests, whose moonmqd processes are built with the sanitizers too (CI runs this). The Raft simulation runs
+# end-to-end tests, whose moonmqd processes are built with the sanitizers too (run before merging a change to the
+# library; .ci/run leaves it out for time, see there). The Raft simulation runs
 # 50 seeds here, the transaction simulation 100 and the whole-cluster simulation 50 per mode (an unoptimized,
 # instrumented build runs them ~60x slower); `make test` runs 2,000 Raft and transaction seeds and 1,000 whole-cluster
 # seeds per mode.

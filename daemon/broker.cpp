@@ -117,7 +117,8 @@ class running_broker final : public broker {
     std::vector<broker_id> brokers{self_};
     for (const auto& p : peer_ids) brokers.emplace_back(p);
     auto coordinators = coordinators::open({&cfg_, self_, brokers, st, link_.peers.get(), blocking_.get_executor(),
-                                            [this] { return local_loads(); }, log_, &metrics_, &runtime_});
+                                            [this] { return local_loads(); }, log_, &metrics_, &runtime_,
+                                            topics_.get()});
     if (!coordinators) return coordinators.err();
     coordinators_ = std::move(*coordinators);
     coordinators_->start();

@@ -22,10 +22,13 @@ status coordinators::open_groups() {
   const auto& cfg = *p_.config;
   // Who owns what comes from the placement directory (every broker's own report of the partitions it serves),
   // refreshed by the ticker outside the coordinator's lock; without Raft no single table knows every move.
-  directory_ = std::make_unique<frontend::placement_directory>(
-      frontend::placement_directory_options{p_.self, p_.brokers, p_.local_loads, [rt = p_.rt] { return rt->steady_ms(); }, 5000,
-                                            cfg.groups.session_timeout_ms, 1000},
-      *p_.peers);
+  frontend::placement_directory_options where{p_.self, p_.brokers, p_.local_loads,
+                                              [rt = p_.rt] { return rt->steady_ms(); }, 5000,
+                                              cfg.groups.session_timeout_ms, 1000};
+  where.ruled_out = [topics = p_.topics](const std::string& topic, std::optional<std::int32_t> partition) {
+    return topics->rules_out(topic, partition);
+  };
+  directory_ = std::make_unique<frontend::placement_directory>(std::move(where), *p_.peers);
   auto placements = [d = directory_.get()](const std::set<std::string>& topics)
       -> std::optional<std::vector<groups::placement>> {
     auto known = d->placements(topics);

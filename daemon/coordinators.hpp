@@ -12,6 +12,7 @@
 
 #include "moonmq/cluster/cluster_service.hpp"
 #include "moonmq/cluster/config.hpp"
+#include "moonmq/cluster/topic_directory.hpp"
 #include "moonmq/core/runtime.hpp"
 #include "moonmq/frontend/coordinator_jobs.hpp"
 #include "moonmq/frontend/placement_directory.hpp"
@@ -33,6 +34,7 @@ struct coordinators_parts {
   std::shared_ptr<logger> log;
   metrics_sink* metrics;
   runtime* rt;  ///< the clocks the coordinators read, and where their jobs run
+  const cluster::topic_directory* topics;  ///< what the placement directory's answers are checked against
 };
 
 class coordinators {

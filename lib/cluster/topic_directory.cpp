@@ -233,6 +233,13 @@ std::optional<topic_record> topic_directory::find(std::string_view topic) const 
   return std::nullopt;
 }
 
+bool topic_directory::rules_out(std::string_view topic, std::optional<std::int32_t> partition) const {
+  std::lock_guard lock(mu_);
+  const auto* t = catalog_.find(topic);
+  if (!t) return false;
+  return t->deleted || (partition && (*partition < 0 || *partition >= t->partitions()));
+}
+
 std::vector<topic_record> topic_directory::live() const {
   std::lock_guard lock(mu_);
   std::vector<topic_record> out;

@@ -26,7 +26,7 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
     if (owner && *owner != p_.self)
       return refusal{{errc::not_owner, name_of(tp) + " is served by " + owner->value()}, owner, {}};
     if (!owner)
-      if (auto silent = unplaced_while_silent(p_.placement, name_of(tp))) return *silent;
+      if (auto silent = unplaced_while_silent(p_.placement, tp.topic, tp.partition, name_of(tp))) return *silent;
   }
   if (!cluster::serves(*p_.ownership, tp, p_.self)) return not_served(*p_.ownership, tp, p_.self);
   auto end = p_.store->end_offset(tp);

@@ -89,7 +89,7 @@ std::optional<refusal> served_elsewhere(const offsets_parts& p, const topic_part
   if (owner && *owner != p.self)
     return refusal{{errc::not_owner, name_of(tp) + " is served by " + owner->value()}, owner, {}};
   if (!owner)
-    if (auto silent = unplaced_while_silent(p.placement, name_of(tp))) return refusal{*silent, {}, {}};
+    if (auto silent = unplaced_while_silent(p.placement, tp.topic, tp.partition, name_of(tp))) return refusal{*silent, {}, {}};
   return std::nullopt;
 }
 

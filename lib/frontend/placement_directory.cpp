@@ -39,10 +39,14 @@ void placement_directory::rebuild_locked() const {
       silent.insert(b);
       continue;
     }
+    const time_ms asked = opt_.clock();
     auto r = peers_.call_now(b.value(), transport::get_request("/cluster/loads"));
     auto loads = r && r->ok() ? cluster::wire::read_load_report(r->body) : std::nullopt;
     if (!loads) {
-      retry_at_[b] = opt_.clock() + opt_.retry_after;
+      if (const time_ms failed = opt_.clock(); failed - asked >= opt_.slow_failure)
+        retry_at_[b] = failed + opt_.retry_after;
+      else
+        retry_at_.erase(b);
       silent.insert(b);
       continue;
     }
@@ -86,10 +90,13 @@ bool placement_directory::known() const {
 std::optional<std::vector<std::pair<topic_partition, broker_id>>> placement_directory::placements(
     const std::set<std::string>& topics) const {
   if (!known()) return std::nullopt;
-  std::lock_guard lock(mu_);
   std::vector<std::pair<topic_partition, broker_id>> out;
-  for (const auto& [tp, owner] : owners_)
-    if (topics.count(tp.topic)) out.emplace_back(tp, owner);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [tp, owner] : owners_)
+      if (topics.count(tp.topic)) out.emplace_back(tp, owner);
+  }
+  std::erase_if(out, [this](const auto& p) { return ruled_out(p.first.topic, p.first.partition); });
   return out;
 }
 
@@ -128,15 +135,20 @@ void placement_directory::refresh_on_miss(const std::string& topic, std::optiona
 }
 
 std::map<std::int32_t, broker_id> placement_directory::topic_owners(const std::string& topic) const {
+  if (ruled_out(topic, std::nullopt)) return {};
   refresh_on_miss(topic, std::nullopt);
-  std::lock_guard lock(mu_);
   std::map<std::int32_t, broker_id> out;
-  for (auto it = owners_.lower_bound({topic, INT32_MIN}); it != owners_.end() && it->first.topic == topic; ++it)
-    out.emplace(it->first.partition, it->second);
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = owners_.lower_bound({topic, INT32_MIN}); it != owners_.end() && it->first.topic == topic; ++it)
+      out.emplace(it->first.partition, it->second);
+  }
+  std::erase_if(out, [&](const auto& p) { return ruled_out(topic, p.first); });
   return out;
 }
 
 std::optional<broker_id> placement_directory::owner_of(const topic_partition& tp) const {
+  if (ruled_out(tp.topic, tp.partition)) return std::nullopt;
   refresh_on_miss(tp.topic, tp.partition);
   std::lock_guard lock(mu_);
   auto it = owners_.find(tp);

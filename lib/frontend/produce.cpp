@@ -51,7 +51,7 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
           owners[*req.partition] = *more;
           count = *req.partition + 1;
         }
-    } else if (auto silent = unplaced_while_silent(p_.placement, "topic '" + topic + "'")) {
+    } else if (auto silent = unplaced_while_silent(p_.placement, topic, req.partition, "topic '" + topic + "'")) {
       return *silent;
     } else {
       return count.err();
@@ -184,7 +184,7 @@ result<std::map<std::int32_t, broker_id>> produce_frontend::owners(const std::st
       continue;
     }
     const std::string name = name_of({topic, p});
-    if (auto silent = unplaced_while_silent(p_.placement, name)) return *silent;
+    if (auto silent = unplaced_while_silent(p_.placement, topic, p, name)) return *silent;
     return error{errc::not_found, "no broker has " + name};
   }
   return out;

@@ -183,8 +183,12 @@ void placement_grow_and_delete(cluster3& c) {
   CHECK_THAT(gone.body, Catch::Contains("\"deleted\":true"));
   REQUIRE(everyone_lists(c, "spread", 0));
   for (auto* b : {&c.b1, &c.b2, &c.b3}) {
-    CHECK(post(*b, "/v1/topics/spread/records", R"({"partition":0,"records":[{"value":"late"}]})").status == 404);
-    CHECK(b->api().Get("/v1/topics/spread/partitions/0/records?offset=0")->status == 404);
+    auto late = post(*b, "/v1/topics/spread/records", R"({"partition":0,"records":[{"value":"late"}]})");
+    INFO(late.body);
+    CHECK(late.status == 404);
+    auto read = b->api().Get("/v1/topics/spread/partitions/0/records?offset=0");
+    INFO(read->body);
+    CHECK(read->status == 404);
   }
   CHECK(del(c.b2, "/v1/topics/spread").status == 404);
   // The name may be used again, for a new topic that starts empty.

@@ -53,17 +53,22 @@ TEST_CASE("placement directory: every broker's report, one owner per partition, 
   CHECK(x.d.unanswered().empty());
 }
 
-TEST_CASE("placement directory: a silent broker keeps its last report and is asked again only after a while",
+TEST_CASE("placement directory: a broker that timed out keeps its last report and is asked again only after a while",
           "[frontend][integration]") {
   directory_of_b1 x;
   x.d.refresh();
   const auto asked = x.c.net.delivered("/cluster/loads");
-  x.c.net.partition("b1", "b3");
+  // b3 is cut off, and its request fails only at the peer timeout.
+  x.c.net.set_hook([&x](const std::string&, const std::string& to, const transport::request& r) {
+    if (to != "b3" || r.path != "/cluster/loads") return transport::fate::deliver;
+    x.now += 3000;
+    return transport::fate::drop;
+  });
   x.d.refresh();
   CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b3")});
   CHECK(x.d.owner_of({"t", 2}) == broker_id("b3"));  // its last report stands
   CHECK(x.c.net.delivered("/cluster/loads") == asked + 1);  // b2 answered; b3's request was not delivered
-  x.c.net.heal();
+  x.c.net.set_hook({});
   x.d.refresh();  // within retry_after: b3 is not asked
   CHECK(x.c.net.delivered("/cluster/loads") == asked + 2);
   CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b3")});
@@ -71,6 +76,54 @@ TEST_CASE("placement directory: a silent broker keeps its last report and is ask
   x.d.refresh();
   CHECK(x.c.net.delivered("/cluster/loads") == asked + 4);
   CHECK(x.d.unanswered().empty());
+}
+
+TEST_CASE("placement directory: a broker whose request failed at once (not listening yet) is asked again at the next "
+          "refresh",
+          "[frontend][integration]") {
+  directory_of_b1 x;
+  x.d.refresh();
+  const auto asked = x.c.net.delivered("/cluster/loads");
+  x.c.net.partition("b1", "b3");  // fails without a wait, as a refused connection does
+  x.d.refresh();
+  CHECK(x.d.unanswered() == std::vector<broker_id>{broker_id("b3")});
+  x.c.net.heal();
+  x.d.refresh();  // no time has passed, and b3 is asked
+  CHECK(x.c.net.delivered("/cluster/loads") == asked + 3);
+  CHECK(x.d.unanswered().empty());
+}
+
+TEST_CASE("placement directory: the catalog's word that a topic was deleted stands whoever is silent",
+          "[frontend][integration]") {
+  test::in_process_cluster c{3};
+  frontend::placement_directory_options o{broker_id("b1"),
+                                          {broker_id("b1"), broker_id("b2"), broker_id("b3")},
+                                          [] { return std::vector<cluster::partition_load>{}; },
+                                          [] { return frontend::time_ms{1000}; }};
+  o.ruled_out = [](const std::string& topic, std::optional<std::int32_t> partition) {
+    return topic == "gone" || (topic == "two" && partition && *partition >= 2);
+  };
+  frontend::placement_directory d(o, *c[1].peers);
+  c.net.partition("b1", "b3");
+  CHECK_FALSE(d.owner_of({"unlisted", 0}));  // a miss: every broker is asked
+  REQUIRE(d.unanswered() == std::vector<broker_id>{broker_id("b3")});
+  // Not served anywhere: not found (nullopt), not "retry".
+  CHECK_FALSE(frontend::unplaced_while_silent(&d, "gone", 0, "gone-0"));
+  CHECK_FALSE(frontend::unplaced_while_silent(&d, "gone", std::nullopt, "topic 'gone'"));
+  CHECK_FALSE(frontend::unplaced_while_silent(&d, "two", 2, "two-2"));
+  // What the catalog cannot rule out may be on the silent broker.
+  auto maybe = frontend::unplaced_while_silent(&d, "two", 1, "two-1");
+  REQUIRE(maybe);
+  CHECK(maybe->code == errc::unavailable);
+  CHECK_THAT(maybe->message, Catch::Contains("b3"));
+  CHECK(frontend::unplaced_while_silent(&d, "unlisted", 0, "unlisted-0"));
+  // A report (or a request) that still names a deleted topic's owner is not believed.
+  d.learn({"gone", 0}, broker_id("b2"));
+  d.learn({"two", 1}, broker_id("b2"));
+  d.learn({"two", 2}, broker_id("b2"));
+  CHECK_FALSE(d.owner_of({"gone", 0}));
+  CHECK(d.topic_owners("gone").empty());
+  CHECK(d.topic_owners("two") == std::map<std::int32_t, broker_id>{{1, broker_id("b2")}});
 }
 
 TEST_CASE("placement directory: unknown until every broker reported or the settle time passed",

@@ -131,6 +131,10 @@ class topic_directory {
   void after_carried_out(std::function<void()> work);
 
   std::optional<topic_record> find(std::string_view topic) const;
+  /// Whether the catalog rules out that any broker serves `topic` (or its `partition`): it holds the topic as
+  /// deleted, or lists it with no such partition (logs past a record's count are strays, never served). A name it
+  /// does not list at all may be a topic made before topics were metadata: not ruled out.
+  bool rules_out(std::string_view topic, std::optional<std::int32_t> partition) const;
   /// Topics that exist now, by name.
   std::vector<topic_record> live() const;
   topic_catalog catalog() const;

@@ -29,6 +29,14 @@ class placement_source {
   /// The brokers that did not answer when last asked (their partitions may be missing from the answers above).
   virtual std::vector<broker_id> unanswered() const { return {}; }
 
+  /// Whether the cluster's topic catalog rules out that any broker serves `topic` (or its `partition`), silent
+  /// brokers included: the catalog holds the topic as deleted, or lists it with fewer partitions.
+  virtual bool ruled_out(const std::string& topic, std::optional<std::int32_t> partition) const {
+    (void)topic;
+    (void)partition;
+    return false;
+  }
+
   /// What a request learned: `owner` took records of `tp` (a source that caches may keep it).
   virtual void learn(const topic_partition& tp, const broker_id& owner) {
     (void)tp;
@@ -36,12 +44,15 @@ class placement_source {
   }
 };
 
-/// Why no broker is known to serve `what`, when some broker did not answer (it may be the one): unavailable, naming
-/// those brokers, so that a client retries rather than hear that nothing serves it. nullopt when every broker
-/// answered (or there is no source to ask).
-inline std::optional<error> unplaced_while_silent(const placement_source* source, const std::string& what) {
+/// Why no broker is known to serve `what` (`topic`, or its `partition`), when some broker did not answer (it may be
+/// the one): unavailable, naming those brokers, so that a client retries rather than hear that nothing serves it.
+/// nullopt when every broker answered, when the catalog rules the partition out (a deleted topic is not found
+/// whoever is silent), or when there is no source to ask.
+inline std::optional<error> unplaced_while_silent(const placement_source* source, const std::string& topic,
+                                                  std::optional<std::int32_t> partition, const std::string& what) {
   if (!source) return std::nullopt;
-  const auto silent = source->unanswered();
+  auto silent = source->unanswered();
+  if (!silent.empty() && source->ruled_out(topic, partition)) silent.clear();
   if (silent.empty()) return std::nullopt;
   std::string ids;
   for (const auto& b : silent) ids += (ids.empty() ? "" : ", ") + b.value();

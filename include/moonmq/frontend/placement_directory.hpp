@@ -4,10 +4,14 @@
 // read it for a topic this broker does not have, so that a produce owned elsewhere costs no extra round trip while
 // the directory is fresh, and the group coordinator reads it to place partitions with members.
 //
-// A broker that does not answer keeps its last report for `forget_after` and is asked again only after
-// `retry_after`, so that one dead broker does not slow every refresh by a peer timeout. Where a fresh report and an
+// A broker that does not answer keeps its last report for `forget_after`. One whose request took `slow_failure` or
+// longer to fail (a peer timeout: a broker cut off or stalled) is asked again only after `retry_after`, so that it does
+// not slow every refresh by a timeout; one that failed at once (nothing listening yet, a broker starting or down) is
+// asked again at the next refresh, which costs nothing. Where a fresh report and an
 // old one name different owners of a partition, the fresh one wins. The picture counts as known once every broker
 // has reported since the directory started, or `settle` after its first refresh (a broker that stays down).
+// What the topic catalog rules out (a deleted topic, a partition past a listed topic's count) is never placed, however
+// recent the report that named it: a lookup of it asks no broker and finds nothing.
 // Thread safety: every method may be called concurrently. Refreshes run one at a time, and callers that waited for
 // one to end take its picture rather than asking every broker again.
 #pragma once
@@ -44,6 +48,10 @@ struct placement_directory_options {
   /// A broker that has not answered for this long no longer counts as serving what it last reported: a request
   /// for those partitions is not forwarded to it on an old word.
   time_ms forget_after = 60'000;
+  /// A request for a report that failed after this long sends its broker to the back of `retry_after`.
+  time_ms slow_failure = 200;
+  /// Whether the cluster's topic catalog rules out that any broker serves the topic (or partition); empty: never.
+  std::function<bool(const std::string&, std::optional<std::int32_t>)> ruled_out = {};
 };
 
 class placement_directory final : public placement_source {
@@ -62,6 +70,9 @@ class placement_directory final : public placement_source {
   std::optional<std::vector<std::pair<topic_partition, broker_id>>> placements(const std::set<std::string>& topics) const;
   /// Brokers whose last request went unanswered.
   std::vector<broker_id> unanswered() const override;
+  bool ruled_out(const std::string& topic, std::optional<std::int32_t> partition) const override {
+    return opt_.ruled_out && opt_.ruled_out(topic, partition);
+  }
 
   /// What a request learned: `owner` serves `tp` (until the next refresh says otherwise).
   void learn(const topic_partition& tp, const broker_id& owner) override;
