@@ -18,6 +18,8 @@ namespace moonmq::kafka {
 class reader {
  public:
   explicit reader(std::string_view bytes) : b_(bytes) {}
+  /// A reader views its input: never one of a temporary string, which is gone before the first read.
+  explicit reader(std::string&&) = delete;
 
   bool ok() const noexcept { return ok_; }
   std::size_t left() const noexcept { return b_.size() - at_; }
