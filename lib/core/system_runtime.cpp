@@ -70,7 +70,12 @@ class timed_job final : public scheduled_job {
       if (s_->stopped) return;
       s_->woken = true;
     }
-    asio::post(s_->reactor, [s = s_] { s->timer.cancel(); });
+    // The cancel runs later, on the reactor: by then a tick may have started and taken the wake (it clears the flag),
+    // and the timer cancelled would be the next period's, a tick too early. Cancelled only while the wake is pending.
+    asio::post(s_->reactor, [s = s_] {
+      std::lock_guard lock(s->mu);
+      if (s->woken) s->timer.cancel();
+    });
   }
 
   void stop() override {
