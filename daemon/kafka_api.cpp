@@ -319,8 +319,11 @@ struct kafka_api::impl {
 
   // ---- Produce ----
 
+  /// `would_wait` set: the append must not wait (see produce_at_once), and is set to true, with nothing written, where
+  /// it would have.
   kafka::produce_response::partition produce_one(const std::string& topic, const kafka::produce_request::partition& in,
-                                                 const std::optional<std::string>& transactional_id, bool authorized) {
+                                                 const std::optional<std::string>& transactional_id, bool authorized,
+                                                 bool* would_wait = nullptr) {
     kafka::produce_response::partition out;
     out.index = in.index;
     if (!authorized) {
@@ -352,8 +355,13 @@ struct kafka_api::impl {
     req.producer = batch.producer;
     req.forward = false;
     req.one_batch = true;
+    req.never_wait = would_wait != nullptr;
     const bool transactional = batch.transactional;
     auto done = p.produce->produce(std::move(req));
+    if (!done && would_wait && done.code() == errc::would_block) {
+      *would_wait = true;
+      return out;
+    }
     if (!done) {
       out.error = partition_code(done.code());
       // The transaction's coordinator refused the partition: its own codes, as AddPartitionsToTxn has them.
@@ -391,6 +399,25 @@ struct kafka_api::impl {
       out.topics.push_back(std::move(rt));
     }
     if (req.acks == 0) return {};
+    return frame(h, out);
+  }
+
+  /// A Produce answered on the calling thread, which must not wait (kafka_api::handle_at_once): one partition, not
+  /// transactional, appended here at once, with Storage.Fsync not `always` (an fsync would hold the thread).
+  /// nullopt: nothing was done.
+  std::optional<reply> produce_at_once(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    kafka::produce_request req;
+    if (!kafka::decode(r, h.api_version, req)) return std::nullopt;  // handle() answers what is malformed
+    if (req.transactional_id || req.topics.size() != 1 || req.topics.front().partitions.size() != 1 ||
+        (req.acks != 0 && req.acks != 1 && req.acks != -1) || p.cfg->storage.fsync == "always")
+      return std::nullopt;
+    const auto& t = req.topics.front();
+    bool would_wait = false;
+    auto part = produce_one(t.name, t.partitions.front(), std::nullopt, may(s, role::client), &would_wait);
+    if (would_wait) return std::nullopt;
+    if (req.acks == 0) return reply{};
+    kafka::produce_response out;
+    out.topics.push_back({t.name, {std::move(part)}});
     return frame(h, out);
   }
 
@@ -616,6 +643,16 @@ kafka_api::session kafka_api::open_session() const {
   session s;
   s.authenticated = !m_->tokens;
   return s;
+}
+
+std::optional<kafka_api::reply> kafka_api::handle_at_once(const session& s, std::string_view bytes) {
+  if (s.raw_sasl || !s.authenticated) return std::nullopt;
+  kafka::reader r(bytes);
+  kafka::request_header h;
+  if (!kafka::decode_header(r, h) || h.api_key != static_cast<std::int16_t>(api::produce)) return std::nullopt;
+  const auto range = kafka::supported(h.api_key);
+  if (!range || h.api_version < range->min || h.api_version > range->max) return std::nullopt;
+  return m_->produce_at_once(h, r, s);
 }
 
 kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool final_attempt) {

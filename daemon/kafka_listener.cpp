@@ -94,6 +94,10 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
         c->socket.close(ignored);
         continue;
       }
+      {
+        asio::error_code ignored;
+        c->socket.set_option(tcp::no_delay(true), ignored);
+      }
       admit(c);
       // A handler that throws closes its connection (and ends its reader) rather than leave it open for good.
       asio::co_spawn(io, serve(shared_from_this(), c), [self = shared_from_this(), c](const std::exception_ptr& e) {
@@ -238,7 +242,13 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       auto handle = [&self, &session, &frame](bool final_attempt) {
         return self->api.handle(session, frame.view(), final_attempt);
       };
-      auto reply = co_await offload(self->handlers.get_executor(), [&handle] { return handle(false); });
+      // A produce appended here at once is answered on the reactor: a hop to a handler thread and back cost more than
+      // the append (docs/performance.md, kafka_clients). Anything that may wait goes to a handler thread.
+      kafka_api::reply reply;
+      if (auto now = self->api.handle_at_once(session, frame.view()))
+        reply = std::move(*now);
+      else
+        reply = co_await offload(self->handlers.get_executor(), [&handle] { return handle(false); });
       if (reply.wait_ms > 0) {
         // A fetch that found nothing waits on the reactor, not on a handler thread, and asks again.
         const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(reply.wait_ms);

@@ -112,7 +112,7 @@ result<std::vector<std::uint64_t>> producer_states::write(const topic_partition&
 
 result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
                                                            const std::vector<storage::record>& records,
-                                                           const txn_append& how) {
+                                                           const append_options& how) {
   if (records.empty()) return error{errc::invalid_argument, "no records"};
   const auto& first = records.front().producer;
   const bool transactional = records.front().attributes & storage::attr_transactional;
@@ -129,7 +129,16 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
       return error{errc::invalid_argument, "a transactional batch is all transactional and stamped by its producer"};
   }
   slot& s = slot_of(tp);
-  std::lock_guard lock(s.mu);
+  std::unique_lock lock(s.mu, std::defer_lock);
+  if (!how.never_wait) {
+    lock.lock();
+  } else {
+    if (!lock.try_lock()) return error{errc::would_block, name_of(tp) + ": another append is under way"};
+    auto end = store_.end_offset(tp);
+    if (!end) return end.err();
+    if (*end != s.table.applied())
+      return error{errc::would_block, name_of(tp) + ": the producer table must read the log first"};
+  }
   if (auto c = catch_up(tp, s); !c) return c.err();
   if (first) {
     // The first batch of a transaction here opens it: the router had the coordinator record this partition first,

@@ -35,6 +35,7 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
   const std::string& topic = req.topic;
   auto count = p_.store->partition_count(topic);
   std::map<std::int32_t, broker_id> owners;  // of a topic this broker does not have, as the brokers say
+  if (!count && req.never_wait) return error{errc::would_block, "topic '" + topic + "' is not held here"};
   if (!count) {
     // Not a topic here, but a partition the ownership table places on a peer (with Raft, every broker knows every
     // move): route it there.
@@ -119,13 +120,15 @@ outcome<produced> produce_frontend::served_elsewhere(const topic_partition& tp, 
 }
 
 outcome<produced> produce_frontend::produce(produce_request req) {
+  if (req.never_wait && (req.forward || !req.transactional_id.empty()))
+    return error{errc::would_block, "a forwarded or transactional produce may wait"};
   auto at = prepare(req);
   if (!at) return at.refused();
   if (!req.forward && at->elsewhere) return served_elsewhere(at->tp, *at->elsewhere);
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
   const bool join_on_open = req.join_on_open && !req.transactional_id.empty();
   auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
-                             : p_.router->try_local(at->tp, req.records, {join_on_open, join_on_open});
+                             : p_.router->try_local(at->tp, req.records, {join_on_open, join_on_open, req.never_wait});
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local);
       join_on_open && here && !*here && here->code() == errc::not_found) {
     // The batch opens the transaction here: the coordinator records the partition first (asked afresh: what this

@@ -414,3 +414,71 @@ TEST_CASE("hand moves: listed while they run, forgotten when they end, started a
               .code() == errc::corrupt);
   }
 }
+
+TEST_CASE("an append that must not wait is refused, writing nothing, during a cutover and before the producer table "
+          "has read the log",
+          "[reassigner][produce]") {
+  in_process_cluster c(2, 2048);
+  seed(c, 10);  // straight into the log: the producer table has not read it
+  const cluster::append_options never_wait{false, false, true};
+  auto refused = [&](std::variant<result<cluster::produce_result>, broker_id> local) {
+    auto* done = std::get_if<result<cluster::produce_result>>(&local);
+    REQUIRE(done);
+    return !*done && done->code() == errc::would_block;
+  };
+  const auto end = *c[1].store.end_offset(orders0);
+  CHECK(refused(c[1].router->try_local(orders0, {rec("early")}, never_wait)));
+  CHECK(*c[1].store.end_offset(orders0) == end);
+  // An append that may wait reads the log first; after it, one that must not wait goes through.
+  auto read_first = c[1].router->try_local(orders0, {rec("waited")});
+  REQUIRE(std::get<result<cluster::produce_result>>(read_first));
+  auto at_once = c[1].router->try_local(orders0, {rec("at once")}, never_wait);
+  REQUIRE(std::get<result<cluster::produce_result>>(at_once));
+  {
+    // A cutover holds the partition's gate: the append would wait for it.
+    std::unique_lock cutover(c[1].gates.gate(orders0));
+    const auto before = *c[1].store.end_offset(orders0);
+    CHECK(refused(c[1].router->try_local(orders0, {rec("during")}, never_wait)));
+    CHECK(*c[1].store.end_offset(orders0) == before);
+  }
+  // Records a peer appended to the log (a move's copy) are read by the next append that may wait.
+  REQUIRE(c[1].store.append(orders0, {rec("copied")}));
+  CHECK(refused(c[1].router->try_local(orders0, {rec("late")}, never_wait)));
+  REQUIRE(std::get<result<cluster::produce_result>>(c[1].router->try_local(orders0, {rec("then")})));
+  REQUIRE(std::get<result<cluster::produce_result>>(c[1].router->try_local(orders0, {rec("and now")}, never_wait)));
+}
+
+TEST_CASE("a produce that must not wait is refused where it would wait, and appended at once otherwise",
+          "[reassigner][produce]") {
+  in_process_cluster c(2, 2048);
+  seed(c, 0);
+  auto fe = c[1].produce_frontend();
+  auto request = [](std::string topic, std::string value) {
+    frontend::produce_request r;
+    r.topic = std::move(topic);
+    r.partition = 0;
+    r.records = {rec(std::move(value))};
+    r.forward = false;
+    r.never_wait = true;
+    return r;
+  };
+  // Nothing written yet: the producer table has read all of the (empty) log.
+  auto done = fe.produce(request("orders", "at once"));
+  REQUIRE(done);
+  CHECK(done->broker == broker_id("b1"));
+  const auto end = *c[1].store.end_offset(orders0);
+  // A topic this broker does not hold (the brokers would be asked who serves it), a forward, a transaction.
+  CHECK(fe.produce(request("elsewhere", "x")).code() == errc::would_block);
+  auto forwarded = request("orders", "x");
+  forwarded.forward = true;
+  CHECK(fe.produce(std::move(forwarded)).code() == errc::would_block);
+  auto transactional = request("orders", "x");
+  transactional.transactional_id = "t1";
+  transactional.producer = storage::producer_stamp{1, 0, 0};
+  CHECK(fe.produce(std::move(transactional)).code() == errc::would_block);
+  CHECK(*c[1].store.end_offset(orders0) == end);
+  // A partition served elsewhere is refused as without never_wait: its owner named, nothing waited for.
+  REQUIRE(c.move(1, orders0, 2));
+  auto moved = fe.produce(request("orders", "x"));
+  CHECK(moved.code() == errc::not_owner);
+}

@@ -27,8 +27,9 @@
 
 namespace moonmq::cluster {
 
-/// How a transactional batch meets its producer's transaction on the partition.
-struct txn_append {
+/// How a batch is appended: how a transactional batch meets its producer's transaction on the partition, and whether
+/// the caller may wait.
+struct append_options {
   /// A batch that would open the transaction here is refused (not_found) instead: the caller skipped the
   /// coordinator's join because it found the transaction open, and must join after all.
   bool must_be_open = false;
@@ -36,6 +37,10 @@ struct txn_append {
   /// transaction opens (a retry of a batch written in an earlier transaction is a duplicate, and opens nothing), and
   /// its begin record keeps the sequences.
   bool sequences_run_on = false;
+  /// The caller's thread must not wait (the Kafka listener's reactor, which serves every connection): where the
+  /// append would wait (the partition's gate held for a cutover, another append to it under way, or a producer table
+  /// that must first read the log), it is refused with errc::would_block and nothing is written.
+  bool never_wait = false;
 };
 
 class producer_states {
@@ -48,7 +53,7 @@ class producer_states {
   /// returns the offsets it was written at, and writes nothing. A transactional batch enrols first (see enroll()):
   /// the caller has had the coordinator record `tp` in the producer's transaction.
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records,
-                                            const txn_append& how = {});
+                                            const append_options& how = {});
 
   /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
   /// epoch already). producer_fenced for an older epoch than the partition knows; unavailable while a transaction

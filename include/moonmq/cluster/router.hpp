@@ -46,7 +46,7 @@ class router {
   /// producer_states::append.
   std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
                                                             const std::vector<storage::record>& records,
-                                                            const txn_append& how = {});
+                                                            const append_options& how = {});
 
   /// Forwards to `owner` (see above for hints and handovers).
   asio::awaitable<result<produce_result>> forward(topic_partition tp, std::vector<storage::record> records,

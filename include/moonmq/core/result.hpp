@@ -32,6 +32,7 @@ enum class errc {
   out_of_order_sequence,  ///< a producer's sequence leaves a gap (or overlaps part of what was written)
   duplicate_sequence,     ///< a retried batch was written, but too long ago for its offsets to be kept
   offset_out_of_range,    ///< a fetch or commit position past the partition's end
+  would_block,       ///< the caller asked not to wait, and the operation would have (nothing was done)
   internal,          ///< a bug: an invariant did not hold
 };
 
@@ -68,6 +69,8 @@ constexpr const char* errc_name(errc e) noexcept {
       return "offset_out_of_range";
     case errc::resource_exhausted:
       return "resource_exhausted";
+    case errc::would_block:
+      return "would_block";
     case errc::internal:
       return "internal";
   }

@@ -51,6 +51,11 @@ struct produce_request {
   /// so that a join remembered from the last one proves nothing about this one. Only with a local append (`forward`
   /// false) and produce().
   bool join_on_open = false;
+  /// The caller's thread must not wait (the Kafka listener's reactor): a produce that would wait is refused with
+  /// errc::would_block and writes nothing, and the caller asks again from a thread that may wait. It would wait for
+  /// a transactional produce (the coordinator), a topic this broker does not hold (the brokers are asked who
+  /// serves it), and where the local append would (cluster::append_options::never_wait). Only with `forward` false.
+  bool never_wait = false;
 };
 
 struct produced {

@@ -222,7 +222,7 @@ TEST_CASE("partition transactions: a session that keeps its epoch (a Kafka clien
   const topic_partition tp{"t", 0};
   REQUIRE(store.ensure_topic("t", 1));
   cluster::producer_states states(store);
-  const cluster::txn_append kafka{false, true};
+  const cluster::append_options kafka{false, true};
   // Transaction 1 at epoch 0: sequences 0..1, committed by marker number 1, stamped with the same epoch.
   REQUIRE(states.append(tp, txn_batch(6, 0, 0, 2), kafka));
   REQUIRE(states.end_transaction(tp, 6, 0, true, 0, 1));
