@@ -6,7 +6,8 @@
 // Each way: RECORDS records of 1 KiB over three partitions (one per broker).
 // - produce: a librdkafka producer with acks=all, idempotence and linger.ms=5, as fast as it takes them; records/s
 //   from the first send to the last delivery report (after an untimed first record per partition, so that learning
-//   the leaders is not timed); three runs against each cluster, in turns, and the median of each;
+//   the leaders is not timed); three runs of a third of the records against each cluster, in turns, and the
+//   median of each;
 // - consume: a librdkafka consumer in assign mode reads them back: from the mock, what it kept (only a partition's
 //   last few MiB), and from moonmqd as many records from the beginning; records/s from the first record to the last,
 //   the median of five reads;
@@ -31,6 +32,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <rapidjson/document.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -240,26 +242,41 @@ constexpr int consume_runs = 5;
 
 constexpr int produce_runs = 3;
 
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 /// The producer's peak against the mock cluster and moonmqd, in turns (mock, moonmqd, mock, ...), `produce_runs`
-/// times each (`topic`, new, with three partitions, must exist on both): the median of each. One run's rate differs
-/// from the next by up to a third on two cores, the mock cluster's by up to half; in turns, a slow spell of the machine
-/// weighs on both.
+/// times each with a third of the records (`topic`, new, with three partitions, must exist on both): the median of
+/// each. One run's rate differs from the next by up to a third on two cores, the mock cluster's by up to half; in
+/// turns, a slow spell of the machine weighs on both. Each cluster takes `records` records in all, as the consumer
+/// and the disk saw before the runs were split.
 void measure_peaks(const std::string& mock, const std::string& moon, const std::string& topic, long records,
                    figures& mocked, figures& moonf) {
-  std::vector<double> mock_rates, moon_rates;
+  std::vector<double> mock_rates, moon_rates, mock_cpu, moon_cpu;
   for (int i = 0; i < produce_runs; ++i) {
-    for (auto [bootstrap, rates, f] : {std::tuple{&mock, &mock_rates, &mocked}, std::tuple{&moon, &moon_rates, &moonf}}) {
+    for (auto [bootstrap, rates, cpu, f] : {std::tuple{&mock, &mock_rates, &mock_cpu, &mocked},
+                                            std::tuple{&moon, &moon_rates, &moon_cpu, &moonf}}) {
       delivery_state peak;
-      rates->push_back(produce(*bootstrap, topic, records, 0, peak));
+      const double before = process_cpu_seconds();
+      rates->push_back(produce(*bootstrap, topic, records / produce_runs, 0, peak));
+      cpu->push_back(process_cpu_seconds() - before);
       f->failed += peak.failed;
     }
   }
   mocked.produce_per_s = percentile(mock_rates, 0.50);
   moonf.produce_per_s = percentile(moon_rates, 0.50);
-  std::printf("kafka_clients: produce peaks, records/s: mock cluster");
-  for (double r : mock_rates) std::printf(" %.0f", r);
-  std::printf("; moonmqd");
-  for (double r : moon_rates) std::printf(" %.0f", r);
+  // This process's CPU time per run: the client's, and against the mock cluster the mock's too (it runs in here).
+  auto show = [](const char* name, const std::vector<double>& rates, const std::vector<double>& cpu) {
+    std::printf(" %s", name);
+    for (std::size_t i = 0; i < rates.size(); ++i) std::printf(" %.0f (%.2f s)", rates[i], cpu[i]);
+  };
+  std::printf("kafka_clients: produce peaks, records/s (this process's CPU time):");
+  show("mock cluster", mock_rates, mock_cpu);
+  show("; moonmqd", moon_rates, moon_cpu);
   std::printf("\n");
 }
 
