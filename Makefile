@@ -48,7 +48,7 @@ bench: build
 	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/transactions
 	$(BUILD)/benchmarks/raft
-	$(BUILD)/benchmarks/kafka_clients
+	$(BUILD)/benchmarks/kafka_clients 300000
 	$(BUILD)/benchmarks/kafka_groups
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: unit, in-process integration, and the
