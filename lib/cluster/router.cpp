@@ -23,8 +23,10 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
                                                                   const append_options& how) {
   const broker_id& self = peers_.directory().self;
   std::shared_lock gate(st_.gates.gate(tp), std::defer_lock);
-  if (!how.never_wait) gate.lock();
-  else if (!gate.try_lock()) return result<produce_result>(error{errc::would_block, name_of(tp) + ": a cutover is under way"});
+  if (!how.never_wait)
+    gate.lock();
+  else if (!gate.try_lock())
+    return result<produce_result>(error{errc::would_block, name_of(tp) + ": a cutover is under way"});
   // Not served here: the owner to forward to, or this broker itself while it waits to serve (a handover to it, or
   // catching up after a start), which the forward loop waits out.
   if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);

@@ -127,8 +127,10 @@ outcome<produced> produce_frontend::produce(produce_request req) {
   if (!req.forward && at->elsewhere) return served_elsewhere(at->tp, *at->elsewhere);
   // A topic this broker does not have goes straight to its owner (trying it here would only find no topic).
   const bool join_on_open = req.join_on_open && !req.transactional_id.empty();
+  const cluster::append_options how{
+      .must_be_open = join_on_open, .sequences_run_on = join_on_open, .never_wait = req.never_wait};
   auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
-                             : p_.router->try_local(at->tp, req.records, {join_on_open, join_on_open, req.never_wait});
+                             : p_.router->try_local(at->tp, req.records, how);
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local);
       join_on_open && here && !*here && here->code() == errc::not_found) {
     // The batch opens the transaction here: the coordinator records the partition first (asked afresh: what this

@@ -1,6 +1,9 @@
 // The Reassigner's six steps over the loopback network, with faults injected at every step.
 #include <catch2/catch.hpp>
 
+#include <future>
+#include <thread>
+
 #include "moonmq/cluster/hand_moves.hpp"
 #include "support/in_process_cluster.hpp"
 
@@ -420,7 +423,7 @@ TEST_CASE("an append that must not wait is refused, writing nothing, during a cu
           "[reassigner][produce]") {
   in_process_cluster c(2, 2048);
   seed(c, 10);  // straight into the log: the producer table has not read it
-  const cluster::append_options never_wait{false, false, true};
+  const cluster::append_options never_wait{.never_wait = true};
   auto refused = [&](std::variant<result<cluster::produce_result>, broker_id> local) {
     auto* done = std::get_if<result<cluster::produce_result>>(&local);
     REQUIRE(done);
@@ -435,10 +438,28 @@ TEST_CASE("an append that must not wait is refused, writing nothing, during a cu
   auto at_once = c[1].router->try_local(orders0, {rec("at once")}, never_wait);
   REQUIRE(std::get<result<cluster::produce_result>>(at_once));
   {
-    // A cutover holds the partition's gate: the append would wait for it.
-    std::unique_lock cutover(c[1].gates.gate(orders0));
+    // A cutover (another thread) holds the partition's gate: the append would wait for it.
+    std::promise<void> held, release;
+    std::future<std::variant<result<cluster::produce_result>, broker_id>> attempt;  // destroyed after the releaser
+    std::thread cutover([&] {
+      std::unique_lock gate(c[1].gates.gate(orders0));
+      held.set_value();
+      release.get_future().wait();
+    });
+    struct releaser {
+      std::promise<void>& release;
+      std::thread& t;
+      ~releaser() {
+        release.set_value();
+        t.join();
+      }
+    } on_exit{release, cutover};
+    held.get_future().wait();
     const auto before = *c[1].store.end_offset(orders0);
-    CHECK(refused(c[1].router->try_local(orders0, {rec("during")}, never_wait)));
+    attempt = std::async(std::launch::async, [&] { return c[1].router->try_local(orders0, {rec("during")}, never_wait); });
+    // Refused at once; an append that waited for the gate would still be waiting (and the test fails here).
+    REQUIRE(attempt.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    CHECK(refused(attempt.get()));
     CHECK(*c[1].store.end_offset(orders0) == before);
   }
   // Records a peer appended to the log (a move's copy) are read by the next append that may wait.

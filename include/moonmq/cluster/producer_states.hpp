@@ -27,8 +27,8 @@
 
 namespace moonmq::cluster {
 
-/// How a batch is appended: how a transactional batch meets its producer's transaction on the partition, and whether
-/// the caller may wait.
+/// How a batch is appended: two rules for how a transactional batch meets its producer's transaction on the
+/// partition, and one for whether the caller's thread may wait at all.
 struct append_options {
   /// A batch that would open the transaction here is refused (not_found) instead: the caller skipped the
   /// coordinator's join because it found the transaction open, and must join after all.

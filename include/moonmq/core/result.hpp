@@ -32,7 +32,7 @@ enum class errc {
   out_of_order_sequence,  ///< a producer's sequence leaves a gap (or overlaps part of what was written)
   duplicate_sequence,     ///< a retried batch was written, but too long ago for its offsets to be kept
   offset_out_of_range,    ///< a fetch or commit position past the partition's end
-  would_block,       ///< the caller asked not to wait, and the operation would have (nothing was done)
+  would_block,            ///< the caller asked not to wait, and the operation would have (nothing was done)
   internal,          ///< a bug: an invariant did not hold
 };
 

@@ -1,6 +1,10 @@
 // Appends through producer_states: deduplication against what the log holds, after a restart (a new object over
-// the same log) and on a broker that received the log's bytes by copy.
+// the same log) and on a broker that received the log's bytes by copy; transactions on a partition; and an append that
+// must not wait.
 #include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
 
 #include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
@@ -291,4 +295,74 @@ TEST_CASE("producer states: a batch that must find its transaction open is refus
   REQUIRE(retried);
   CHECK(*store.end_offset(tp) == end);
   CHECK(states.append(tp, txn_batch(2, 0, 2, 1), {true, true}).code() == errc::not_found);
+}
+
+namespace {
+/// A memory store whose next append waits until the test releases it: an append under way, held at will.
+class held_store final : public storage::partition_store {
+ public:
+  storage::memory_partition_store inner;
+  bool hold_next = false;  ///< set before the appending thread starts
+  std::promise<void> entered, release;
+
+  result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
+    return inner.ensure_topic(topic, partitions);
+  }
+  status remove_topic(const std::string& topic) override { return inner.remove_topic(topic); }
+  result<std::int32_t> partition_count(const std::string& topic) const override { return inner.partition_count(topic); }
+  std::vector<std::string> topics() const override { return inner.topics(); }
+  std::vector<topic_partition> list_partitions() const override { return inner.list_partitions(); }
+  result<std::uint64_t> end_offset(const topic_partition& tp) const override { return inner.end_offset(tp); }
+  result<std::uint64_t> size_bytes(const topic_partition& tp) const override { return inner.size_bytes(tp); }
+  result<storage::read_result> read(const topic_partition& tp, std::uint64_t from,
+                                    std::size_t max_bytes) const override {
+    return inner.read(tp, from, max_bytes);
+  }
+  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
+    return inner.next_record(tp, offset);
+  }
+  result<std::vector<std::uint64_t>> append(const topic_partition& tp,
+                                            const std::vector<storage::record>& records) override {
+    if (hold_next) {
+      hold_next = false;
+      entered.set_value();
+      release.get_future().wait();
+    }
+    return inner.append(tp, records);
+  }
+  status append_at(const topic_partition& tp, std::uint64_t expected_offset, std::string_view frames,
+                   std::uint64_t* actual_end) override {
+    return inner.append_at(tp, expected_offset, frames, actual_end);
+  }
+  status sync(const topic_partition& tp) override { return inner.sync(tp); }
+  status discard(const topic_partition& tp) override { return inner.discard(tp); }
+};
+}  // namespace
+
+TEST_CASE("producer states: an append that must not wait is refused, writing nothing, while another is under way",
+          "[txn]") {
+  held_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  const cluster::append_options never_wait{.never_wait = true};
+  REQUIRE(states.append(tp, batch(7, 0, 0, 1), never_wait));  // nothing to wait for: written at once
+  store.hold_next = true;
+  std::thread slow([&] { (void)states.append(tp, batch(7, 0, 1, 1)); });
+  std::future<result<std::vector<std::uint64_t>>> attempt;  // destroyed after the releaser: it may wait on `slow`
+  struct releaser {
+    held_store& s;
+    std::thread& t;
+    ~releaser() {
+      s.release.set_value();
+      t.join();
+    }
+  } on_exit{store, slow};
+  store.entered.get_future().wait();  // the other append holds the partition now
+  const auto end = *store.end_offset(tp);
+  attempt = std::async(std::launch::async, [&] { return states.append(tp, batch(8, 0, 0, 1), never_wait); });
+  // Refused at once; an append that waited for the held one would still be waiting (and the test fails here).
+  REQUIRE(attempt.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  CHECK(attempt.get().code() == errc::would_block);
+  CHECK(*store.end_offset(tp) == end);
 }
