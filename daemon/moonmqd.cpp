@@ -12,6 +12,7 @@
 
 #include "broker.hpp"
 #include "daemon_logger.hpp"
+#include "memory_policy.hpp"
 #include "moonmq/cluster/settings_loader.hpp"
 #include "moonmq/core/fault_points.hpp"
 
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
     std::cerr << "moonmqd: " << f.message() << "\n";
     return 2;
   }
+
+  moonmq::daemon::keep_freed_memory();
 
   // Signals are taken by one thread with sigwait, so every other thread starts with them blocked.
   sigset_t stop_signals;
