@@ -10,7 +10,7 @@
 //   median of each;
 // - consume: a librdkafka consumer in assign mode reads them back: from the mock, what it kept (only a partition's
 //   last few MiB), and from moonmqd as many records from the beginning; records/s from the first record to the last,
-//   the median of five reads;
+//   seven reads against each cluster, in turns, and the median of each;
 // - latency: the producer again at half the peak rate it reached, for a third as many records; p50 and p99 from
 //   send to delivery report.
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
@@ -31,6 +31,7 @@
 // KAFKA_CLIENTS_PRODUCE_ONLY=1 runs only the producer's peak against the mock cluster and moonmqd (a profile's run).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <malloc.h>
 #include <rapidjson/document.h>
 #include <sys/resource.h>
 
@@ -238,7 +239,7 @@ std::pair<double, long> consume(const std::string& bootstrap, const std::string&
   return {static_cast<double>(seen) / elapsed, seen};
 }
 
-constexpr int consume_runs = 5;
+constexpr int consume_runs = 7;
 
 constexpr int produce_runs = 3;
 
@@ -257,6 +258,12 @@ double process_cpu_seconds() {
 void measure_peaks(const std::string& mock, const std::string& moon, const std::string& topic, long records,
                    figures& mocked, figures& moonf) {
   std::vector<double> mock_rates, moon_rates, mock_cpu, moon_cpu;
+  // First an untimed run against each, a tenth of the records: a new process's first run was the slowest by up to
+  // half (its allocator and the kernel's caches warming), and in turns it would fall on the mock cluster every time.
+  for (const std::string* bootstrap : {&mock, &moon}) {
+    delivery_state warm_up;
+    produce(*bootstrap, topic, records / 10, 0, warm_up);
+  }
   for (int i = 0; i < produce_runs; ++i) {
     for (auto [bootstrap, rates, cpu, f] : {std::tuple{&mock, &mock_rates, &mock_cpu, &mocked},
                                             std::tuple{&moon, &moon_rates, &moon_cpu, &moonf}}) {
@@ -280,18 +287,35 @@ void measure_peaks(const std::string& mock, const std::string& moon, const std::
   std::printf("\n");
 }
 
-/// After the peaks, against one bootstrap: the consumer reads `read` records from the beginning (-1: what the mock
-/// cluster kept, which is then the count moonmqd's consumer reads too, so that both are timed over as many records),
-/// and the producer runs at half its peak for a third as many records.
-void measure_rest(const std::string& bootstrap, const std::string& topic, long records, long read, figures& f) {
-  // The mock keeps about 5 MiB a partition, so a read takes tens of milliseconds: the median of five.
-  std::vector<double> rates;
+/// After the peaks, the consumer against the mock cluster and moonmqd in turns (mock, moonmqd, mock, ...),
+/// `consume_runs` reads each by a new consumer: the median of each. The mock keeps about 5 MiB a partition, so a read
+/// takes tens of milliseconds and its rate swings with whatever else the two cores do; in turns, a slow spell of the
+/// machine (the kernel writing back what moonmqd's producers wrote, say) weighs on both. The mock's consumer reads
+/// what it kept, and moonmqd's as many records from the beginning, so that both are timed over as many records.
+void measure_consumers(const std::string& mock, const std::string& moon, const std::string& topic, figures& mocked,
+                       figures& moonf) {
+  std::vector<double> mock_rates, moon_rates;
+  // An untimed read from each first, as for the producer: the first read was the slowest, by up to four times.
+  const long kept = consume(mock, topic, -1).second;
+  consume(moon, topic, kept);
   for (int i = 0; i < consume_runs; ++i) {
     double per_s = 0;
-    std::tie(per_s, f.consumed) = consume(bootstrap, topic, read);
-    rates.push_back(per_s);
+    std::tie(per_s, mocked.consumed) = consume(mock, topic, -1);
+    mock_rates.push_back(per_s);
+    std::tie(per_s, moonf.consumed) = consume(moon, topic, mocked.consumed);
+    moon_rates.push_back(per_s);
   }
-  f.consume_per_s = percentile(rates, 0.50);
+  mocked.consume_per_s = percentile(mock_rates, 0.50);
+  moonf.consume_per_s = percentile(moon_rates, 0.50);
+  std::printf("kafka_clients: consumer reads, records/s: mock cluster");
+  for (double r : mock_rates) std::printf(" %.0f", r);
+  std::printf("; moonmqd");
+  for (double r : moon_rates) std::printf(" %.0f", r);
+  std::printf("\n");
+}
+
+/// Last, against one bootstrap: the producer at half its peak for a third as many records; p50 and p99.
+void measure_latency(const std::string& bootstrap, const std::string& topic, long records, figures& f) {
   delivery_state paced;
   f.latency_rate = f.produce_per_s / 2;
   produce(bootstrap, topic, records / 3, f.latency_rate, paced);
@@ -495,6 +519,11 @@ std::vector<std::string> make_topic(moonmqd_process& b1, const std::string& name
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   const long records = argc > 1 ? std::atol(argv[1]) : 60000;
+  // This process (the client, and the mock cluster) keeps freed memory as moonmqd does (daemon/memory_policy.cpp):
+  // with glibc's defaults each megabyte-sized buffer is mapped and faulted in afresh, which on this machine's
+  // virtualised memory cost the client, and so the mock cluster, from a quarter to two thirds of its read rate.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
   // librdkafka's mock cluster: three brokers in this process.
   char error[512];
@@ -525,17 +554,18 @@ int main(int argc, char** argv) {
   figures mocked, moon;
   measure_peaks(mock_bootstrap, moon_bootstrap, "bench", records, mocked, moon);
   if (std::getenv("KAFKA_CLIENTS_PRODUCE_ONLY")) {
-    std::printf("kafka_clients: produce only, %ld records a run: mock cluster %.0f/s, moonmqd %.0f/s (medians), "
-                "ratio %.2f\n", records, mocked.produce_per_s, moon.produce_per_s,
+    std::printf("kafka_clients: produce only, %ld records in %d runs: mock cluster %.0f/s, moonmqd %.0f/s "
+                "(medians), ratio %.2f\n", records, produce_runs, mocked.produce_per_s, moon.produce_per_s,
                 moon.produce_per_s / mocked.produce_per_s);
     rd_kafka_mock_cluster_destroy(mock);
     rd_kafka_destroy(host);
     return moon.failed || mocked.failed ? 1 : 0;
   }
-  measure_rest(mock_bootstrap, "bench", records, -1, mocked);
+  measure_consumers(mock_bootstrap, moon_bootstrap, "bench", mocked, moon);
+  measure_latency(mock_bootstrap, "bench", records, mocked);
   rd_kafka_mock_cluster_destroy(mock);
   rd_kafka_destroy(host);
-  measure_rest(moon_bootstrap, "bench", records, mocked.consumed, moon);
+  measure_latency(moon_bootstrap, "bench", records, moon);
   const double page_cache = page_cache_records_per_s(dir.path(), records);
   const auto http_owners = make_topic(b1, "bench-http");
   if (http_owners.size() != partitions) return 1;
