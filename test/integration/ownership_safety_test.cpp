@@ -8,6 +8,7 @@
 
 #include "moonmq/cluster/cluster_metrics.hpp"
 #include "support/manual_runtime.hpp"
+#include "support/forwarding_store.hpp"
 #include "support/in_process_cluster.hpp"
 
 using namespace moonmq;
@@ -173,35 +174,13 @@ TEST_CASE("B: a confirm for a move that was rolled back is refused by the destin
 namespace {
 
 /// A partition store that runs `after_ensure` right after each ensure_topic: the moment a produce may arrive.
-struct hooked_store final : storage::partition_store {
-  storage::memory_partition_store inner;
+struct hooked_store final : forwarding_store {
   std::function<void()> after_ensure;
   result<std::int32_t> ensure_topic(const std::string& t, std::int32_t n) override {
     auto r = inner.ensure_topic(t, n);
     if (after_ensure) after_ensure();
     return r;
   }
-  status remove_topic(const std::string& t) override { return inner.remove_topic(t); }
-  result<std::int32_t> partition_count(const std::string& t) const override { return inner.partition_count(t); }
-  std::vector<std::string> topics() const override { return inner.topics(); }
-  std::vector<topic_partition> list_partitions() const override { return inner.list_partitions(); }
-  result<std::uint64_t> end_offset(const topic_partition& tp) const override { return inner.end_offset(tp); }
-  result<std::uint64_t> size_bytes(const topic_partition& tp) const override { return inner.size_bytes(tp); }
-  result<storage::read_result> read(const topic_partition& tp, std::uint64_t from, std::size_t max) const override {
-    return inner.read(tp, from, max);
-  }
-  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
-    return inner.next_record(tp, offset);
-  }
-  result<std::vector<std::uint64_t>> append(const topic_partition& tp,
-                                            const std::vector<storage::record>& records) override {
-    return inner.append(tp, records);
-  }
-  status append_at(const topic_partition& tp, std::uint64_t at, std::string_view frames, std::uint64_t* end) override {
-    return inner.append_at(tp, at, frames, end);
-  }
-  status sync(const topic_partition& tp) override { return inner.sync(tp); }
-  status discard(const topic_partition& tp) override { return inner.discard(tp); }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "moonmq/cluster/producer_states.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
+#include "support/forwarding_store.hpp"
 
 using namespace moonmq;
 
@@ -299,28 +300,11 @@ TEST_CASE("producer states: a batch that must find its transaction open is refus
 
 namespace {
 /// A memory store whose next append waits until the test releases it: an append under way, held at will.
-class held_store final : public storage::partition_store {
+class held_store final : public test::forwarding_store {
  public:
-  storage::memory_partition_store inner;
   bool hold_next = false;  ///< set before the appending thread starts
   std::promise<void> entered, release;
 
-  result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
-    return inner.ensure_topic(topic, partitions);
-  }
-  status remove_topic(const std::string& topic) override { return inner.remove_topic(topic); }
-  result<std::int32_t> partition_count(const std::string& topic) const override { return inner.partition_count(topic); }
-  std::vector<std::string> topics() const override { return inner.topics(); }
-  std::vector<topic_partition> list_partitions() const override { return inner.list_partitions(); }
-  result<std::uint64_t> end_offset(const topic_partition& tp) const override { return inner.end_offset(tp); }
-  result<std::uint64_t> size_bytes(const topic_partition& tp) const override { return inner.size_bytes(tp); }
-  result<storage::read_result> read(const topic_partition& tp, std::uint64_t from,
-                                    std::size_t max_bytes) const override {
-    return inner.read(tp, from, max_bytes);
-  }
-  result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
-    return inner.next_record(tp, offset);
-  }
   result<std::vector<std::uint64_t>> append(const topic_partition& tp,
                                             const std::vector<storage::record>& records) override {
     if (hold_next) {
@@ -330,12 +314,6 @@ class held_store final : public storage::partition_store {
     }
     return inner.append(tp, records);
   }
-  status append_at(const topic_partition& tp, std::uint64_t expected_offset, std::string_view frames,
-                   std::uint64_t* actual_end) override {
-    return inner.append_at(tp, expected_offset, frames, actual_end);
-  }
-  status sync(const topic_partition& tp) override { return inner.sync(tp); }
-  status discard(const topic_partition& tp) override { return inner.discard(tp); }
 };
 }  // namespace
 
