@@ -31,11 +31,11 @@
 // KAFKA_CLIENTS_PRODUCE_ONLY=1 runs only the producer's peak against the mock cluster and moonmqd (a profile's run).
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
-#include <malloc.h>
 #include <rapidjson/document.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -49,6 +49,7 @@
 #include <tuple>
 #include <vector>
 
+#include "memory_policy.hpp"
 #include "support/daemon_process.hpp"
 
 using namespace moonmq::test;
@@ -250,23 +251,26 @@ double process_cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
-/// The producer's peak against the mock cluster and moonmqd, in turns (mock, moonmqd, mock, ...), `produce_runs`
-/// times each with a third of the records (`topic`, new, with three partitions, must exist on both): the median of
-/// each. One run's rate differs from the next by up to a third on two cores, the mock cluster's by up to half; in
-/// turns, a slow spell of the machine weighs on both. Each cluster takes `records` records in all, as the consumer
-/// and the disk saw before the runs were split.
+/// The producer's peak against the mock cluster and moonmqd, in turns whose order alternates (mock, moonmqd, moonmqd,
+/// mock, ...), `produce_runs` times each with a third of the records (`topic`, new, with three partitions, must exist
+/// on both): the median of each. One run's rate differs from the next by up to a third on two cores, the mock
+/// cluster's by up to half; in turns, a slow spell of the machine weighs on both, and alternating the order favours
+/// neither. Each cluster takes `records` records in the timed runs, as the consumer and the disk saw before the runs
+/// were split, and a tenth more in its warm-up run.
 void measure_peaks(const std::string& mock, const std::string& moon, const std::string& topic, long records,
                    figures& mocked, figures& moonf) {
   std::vector<double> mock_rates, moon_rates, mock_cpu, moon_cpu;
-  // First an untimed run against each, a tenth of the records: a new process's first run was the slowest by up to
-  // half (its allocator and the kernel's caches warming), and in turns it would fall on the mock cluster every time.
+  // First an untimed run against each, a tenth of the records: a new process's first run was the slowest, at about
+  // half the rate of the later ones (its allocator and the kernel's caches warming).
   for (const std::string* bootstrap : {&mock, &moon}) {
     delivery_state warm_up;
     produce(*bootstrap, topic, records / 10, 0, warm_up);
   }
   for (int i = 0; i < produce_runs; ++i) {
-    for (auto [bootstrap, rates, cpu, f] : {std::tuple{&mock, &mock_rates, &mock_cpu, &mocked},
-                                            std::tuple{&moon, &moon_rates, &moon_cpu, &moonf}}) {
+    const auto mock_run = std::tuple{&mock, &mock_rates, &mock_cpu, &mocked};
+    const auto moon_run = std::tuple{&moon, &moon_rates, &moon_cpu, &moonf};
+    const auto order = i % 2 == 0 ? std::array{mock_run, moon_run} : std::array{moon_run, mock_run};
+    for (auto [bootstrap, rates, cpu, f] : order) {
       delivery_state peak;
       const double before = process_cpu_seconds();
       rates->push_back(produce(*bootstrap, topic, records / produce_runs, 0, peak));
@@ -287,7 +291,7 @@ void measure_peaks(const std::string& mock, const std::string& moon, const std::
   std::printf("\n");
 }
 
-/// After the peaks, the consumer against the mock cluster and moonmqd in turns (mock, moonmqd, mock, ...),
+/// After the peaks, the consumer against the mock cluster and moonmqd in turns whose order alternates, as the peaks do,
 /// `consume_runs` reads each by a new consumer: the median of each. The mock keeps about 5 MiB a partition, so a read
 /// takes tens of milliseconds and its rate swings with whatever else the two cores do; in turns, a slow spell of the
 /// machine (the kernel writing back what moonmqd's producers wrote, say) weighs on both. The mock's consumer reads
@@ -298,12 +302,24 @@ void measure_consumers(const std::string& mock, const std::string& moon, const s
   // An untimed read from each first, as for the producer: the first read was the slowest, by up to four times.
   const long kept = consume(mock, topic, -1).second;
   consume(moon, topic, kept);
-  for (int i = 0; i < consume_runs; ++i) {
+  auto read_mock = [&] {
     double per_s = 0;
     std::tie(per_s, mocked.consumed) = consume(mock, topic, -1);
     mock_rates.push_back(per_s);
-    std::tie(per_s, moonf.consumed) = consume(moon, topic, mocked.consumed);
+  };
+  auto read_moon = [&] {
+    double per_s = 0;
+    std::tie(per_s, moonf.consumed) = consume(moon, topic, kept);
     moon_rates.push_back(per_s);
+  };
+  for (int i = 0; i < consume_runs; ++i) {
+    if (i % 2 == 0) {
+      read_mock();
+      read_moon();
+    } else {
+      read_moon();
+      read_mock();
+    }
   }
   mocked.consume_per_s = percentile(mock_rates, 0.50);
   moonf.consume_per_s = percentile(moon_rates, 0.50);
@@ -519,11 +535,9 @@ std::vector<std::string> make_topic(moonmqd_process& b1, const std::string& name
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   const long records = argc > 1 ? std::atol(argv[1]) : 60000;
-  // This process (the client, and the mock cluster) keeps freed memory as moonmqd does (daemon/memory_policy.cpp):
-  // with glibc's defaults each megabyte-sized buffer is mapped and faulted in afresh, which on this machine's
-  // virtualised memory cost the client, and so the mock cluster, from a quarter to two thirds of its read rate.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // This process (the client, and the mock cluster) keeps freed memory as moonmqd does: with glibc's defaults the
+  // in-process mock cluster paid page faults for its buffers that moonmqd no longer pays (docs/performance.md).
+  moonmq::daemon::keep_freed_memory();
 
   // librdkafka's mock cluster: three brokers in this process.
   char error[512];

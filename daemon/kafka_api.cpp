@@ -25,9 +25,9 @@ using kafka::api;
 
 namespace {
 
-/// The most a produce answered on the reactor (kafka_api::handle_at_once) may be: its request, and its records once
-/// decompressed. A larger one goes to a handler thread, so that one request holds the reactor for a few milliseconds
-/// at most (a librdkafka batch is 1 MB by default).
+/// The most a produce answered on the reactor (kafka_api::handle_at_once) may be. A larger one, or one whose records
+/// are compressed, goes to a handler thread, so that one request holds the reactor for about a millisecond (a CRC and
+/// a copy of 4 MiB; a librdkafka batch is 1 MB by default).
 constexpr std::size_t at_once_bytes = 4u << 20;
 
 /// Kafka's code for a front end's refusal of one partition's request.
@@ -339,17 +339,14 @@ struct kafka_api::impl {
       out.error = ec::corrupt_message;
       return out;
     }
-    if (would_wait && !p.store->partition_count(topic)) {
-      *would_wait = true;  // the brokers would be asked who serves it: decoded on a handler thread, once
+    // On a thread that must not wait, neither a topic the brokers would be asked about nor a compressed batch (tens of
+    // milliseconds to inflate a few MiB of gzip) is decoded: both go to a handler thread, to be decoded there once.
+    if (would_wait && (!p.store->partition_count(topic) || kafka::names_compression(*in.records))) {
+      *would_wait = true;
       return out;
     }
-    auto decoded =
-        kafka::decode_produced_batch(*in.records, would_wait ? at_once_bytes : p.cfg->kafka->max_request_bytes);
+    auto decoded = kafka::decode_produced_batch(*in.records, p.cfg->kafka->max_request_bytes);
     if (auto* refused = std::get_if<kafka::batch_refusal>(&decoded)) {
-      if (would_wait && refused->fault == kafka::batch_fault::too_large) {
-        *would_wait = true;  // records that inflate past at_once_bytes: on a handler thread, under the full limit
-        return out;
-      }
       out.error = batch_code(refused->fault);
       return out;
     }
@@ -417,9 +414,9 @@ struct kafka_api::impl {
   }
 
   /// A Produce answered on the calling thread, which must not wait (kafka_api::handle_at_once): one partition, not
-  /// transactional, of a topic held here, at most at_once_bytes, with Storage.Fsync not `always` (an fsync would hold
-  /// the thread). nullopt: nothing was done. What is answered without an append (not authorized, a malformed batch, a
-  /// partition served elsewhere, a refused sequence) is answered here too.
+  /// transactional, of a topic held here, at most at_once_bytes and not compressed, with Storage.Fsync not `always`
+  /// (an fsync would hold the thread). nullopt: nothing was done. What is answered without an append (not authorized,
+  /// a malformed batch, a partition served elsewhere, a refused sequence) is answered here too.
   std::optional<reply> produce_at_once(const kafka::request_header& h, kafka::reader& r, const session& s) {
     kafka::produce_request req;
     if (!kafka::decode(r, h.api_version, req)) return std::nullopt;  // handle() answers what is malformed

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  moonmq::daemon::keep_freed_memory();
+  const std::string memory = moonmq::daemon::keep_freed_memory();  // before any thread starts
 
   // Signals are taken by one thread with sigwait, so every other thread starts with them blocked.
   sigset_t stop_signals;
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
 
   auto log = std::make_shared<moonmq::daemon::daemon_logger>(moonmq::daemon::parse_log_level(config->logging.level),
                                                               config->logging.format == "json");
+  log->info("moonmqd", "allocator: " + memory + " (docs/operations.md, \"Memory\")");
   auto b = moonmq::daemon::broker::start(*config, log);
   if (!b) {
     log->error("moonmqd", "cannot start: " + b.message());

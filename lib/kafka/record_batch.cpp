@@ -24,6 +24,13 @@ std::optional<std::string_view> var_bytes(reader& r) {
 
 }  // namespace
 
+bool names_compression(std::string_view bytes) {
+  reader r(bytes);
+  r.raw(8 + 4 + 4 + 1 + 4);  // baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+  const std::int16_t attributes = r.i16();
+  return r.ok() && (attributes & batch_compression_mask) != 0;
+}
+
 std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes, std::size_t max_records_bytes) {
   reader r(bytes);
   r.i64();  // baseOffset: the broker assigns offsets

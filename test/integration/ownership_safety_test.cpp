@@ -7,9 +7,9 @@
 #include <asio/detached.hpp>
 
 #include "moonmq/cluster/cluster_metrics.hpp"
-#include "support/manual_runtime.hpp"
 #include "support/forwarding_store.hpp"
 #include "support/in_process_cluster.hpp"
+#include "support/manual_runtime.hpp"
 
 using namespace moonmq;
 using namespace moonmq::test;

@@ -454,9 +454,10 @@ TEST_CASE("an append that must not wait is refused, writing nothing, during a cu
         t.join();
       }
     } on_exit{release, cutover};
-    held.get_future().wait();
+    REQUIRE(held.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready);
     const auto before = *c[1].store.end_offset(orders0);
-    attempt = std::async(std::launch::async, [&] { return c[1].router->try_local(orders0, {rec("during")}, never_wait); });
+    attempt = std::async(std::launch::async,
+                         [&] { return c[1].router->try_local(orders0, {rec("during")}, never_wait); });
     // Refused at once; an append that waited for the gate would still be waiting (and the test fails here).
     REQUIRE(attempt.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
     CHECK(refused(attempt.get()));

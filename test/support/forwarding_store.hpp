@@ -15,6 +15,9 @@ struct forwarding_store : storage::partition_store {
   result<std::int32_t> ensure_topic(const std::string& topic, std::int32_t partitions) override {
     return inner.ensure_topic(topic, partitions);
   }
+  status room_for(const std::string& topic, std::int32_t partitions) const override {
+    return inner.room_for(topic, partitions);
+  }
   status remove_topic(const std::string& topic) override { return inner.remove_topic(topic); }
   result<std::int32_t> partition_count(const std::string& topic) const override { return inner.partition_count(topic); }
   std::vector<std::string> topics() const override { return inner.topics(); }

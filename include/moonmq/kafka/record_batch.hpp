@@ -68,6 +68,10 @@ struct batch_refusal {
 std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_view bytes,
                                                                  std::size_t max_records_bytes = 64u << 20);
 
+/// Whether a produced batch's attributes name a compression codec, read before anything is checked (false for bytes
+/// too short to hold them): decompressing costs far more than reading, so a caller may choose where to decode it.
+bool names_compression(std::string_view bytes);
+
 /// Appends `records` (in log order) to `out` as record batches: the records of one stored Kafka batch as that batch
 /// (base + index, storage::kafka_offset), and other records one batch per run with the same producer stamp,
 /// transactional flag and control flag, numbered by their frames.

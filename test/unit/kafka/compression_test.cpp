@@ -155,6 +155,7 @@ TEST_CASE("kafka compression: a compressed produce batch decodes to the records 
   for (const auto& [codec, body] : std::vector<std::pair<std::int16_t, std::string>>{
            {0, plain}, {1, gzip(plain)}, {2, snappy(plain)}, {3, lz4(plain)}, {4, zstd(plain)}}) {
     INFO("codec " << codec);
+    CHECK(kafka::names_compression(batch(codec, body)) == (codec != 0));  // read before anything is checked
     auto decoded = kafka::decode_produced_batch(batch(codec, body));
     REQUIRE(std::holds_alternative<kafka::produced_batch>(decoded));
     const auto& b = std::get<kafka::produced_batch>(decoded);
@@ -169,6 +170,7 @@ TEST_CASE("kafka compression: a compressed produce batch decodes to the records 
       CHECK(std::get<kafka::batch_refusal>(big).fault == kafka::batch_fault::too_large);
     }
   }
+  CHECK_FALSE(kafka::names_compression(batch(1, plain).substr(0, 22)));  // too short to hold the attributes
   // Codec 5 is not Kafka's; damaged compressed bytes are corrupt.
   auto unknown = kafka::decode_produced_batch(batch(5, plain));
   REQUIRE(std::holds_alternative<kafka::batch_refusal>(unknown));

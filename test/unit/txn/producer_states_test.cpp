@@ -336,7 +336,8 @@ TEST_CASE("producer states: an append that must not wait is refused, writing not
       t.join();
     }
   } on_exit{store, slow};
-  store.entered.get_future().wait();  // the other append holds the partition now
+  // The other append holds the partition now.
+  REQUIRE(store.entered.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready);
   const auto end = *store.end_offset(tp);
   attempt = std::async(std::launch::async, [&] { return states.append(tp, batch(8, 0, 0, 1), never_wait); });
   // Refused at once; an append that waited for the held one would still be waiting (and the test fails here).
