@@ -362,10 +362,9 @@ struct kafka_api::impl {
     }
     req.topic = topic;
     req.partition = in.index;
-    req.records = std::move(batch.records);
+    req.encoded = std::move(batch.records);
     req.producer = batch.producer;
     req.forward = false;
-    req.one_batch = true;
     req.never_wait = would_wait != nullptr;
     const bool transactional = batch.transactional;
     auto done = p.produce->produce(std::move(req));

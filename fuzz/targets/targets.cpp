@@ -210,10 +210,10 @@ int kafka_request(const std::uint8_t* data, std::size_t size) {
           auto batch = kafka::decode_produced_batch(*part.records, 1u << 20);
           if (auto* b = std::get_if<kafka::produced_batch>(&batch)) {
             must(!b->records.empty());
-            std::string frames;
-            for (const auto& rec : b->records) storage::encode_frame(rec, frames);
-            auto views = storage::decode_frames(frames, 0);
-            must(views.size() == b->records.size());
+            // The decoder writes the log's frames itself: they must be whole, valid frames, one per record.
+            const auto scan = storage::scan_frames(b->records.bytes);
+            must(scan.end == storage::frame_scan::ending::clean && scan.records == b->records.size());
+            auto views = storage::decode_frames(b->records.bytes, 0);
             std::string out;
             kafka::encode_batches(views, out);
             // A fetch's batches have offset deltas with gaps (byte offsets), which a produce may not carry: decoded

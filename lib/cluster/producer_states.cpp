@@ -98,36 +98,50 @@ status producer_states::catch_up(const topic_partition& tp, slot& s) {
 }
 
 result<std::vector<std::uint64_t>> producer_states::write(const topic_partition& tp, slot& s,
-                                                          const std::vector<storage::record>& records) {
-  auto offsets = store_.append(tp, records);
+                                                          const storage::encoded_records& records) {
+  auto offsets = store_.append_encoded(tp, records);
   if (!offsets) return offsets;
-  for (std::size_t i = 0; i < records.size(); ++i)
-    learn(s, records[i].producer, records[i].attributes,
-          records[i].key ? std::optional<std::string_view>(*records[i].key) : std::nullopt, records[i].value,
-          (*offsets)[i]);
+  std::size_t i = 0;
+  storage::for_each_frame(records.bytes, 0, [&](const storage::record_view& v) {
+    learn(s, v.producer, v.attributes, v.key, v.value, (*offsets)[i++]);
+  });
   // Appends to a served partition all pass here, so the log ends where this batch does.
-  s.table.set_applied(offsets->back() + storage::frame_size(records.back()));
+  s.table.set_applied(offsets->front() + records.bytes.size());
   return offsets;
 }
 
 result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
                                                            const std::vector<storage::record>& records,
                                                            const append_options& how) {
+  return append(tp, storage::encode_records(records), how);
+}
+
+result<std::vector<std::uint64_t>> producer_states::append(const topic_partition& tp,
+                                                           const storage::encoded_records& records,
+                                                           const append_options& how) {
   if (records.empty()) return error{errc::invalid_argument, "no records"};
-  const auto& first = records.front().producer;
-  const bool transactional = records.front().attributes & storage::attr_transactional;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const auto& r = records[i];
+  std::optional<storage::producer_stamp> first;
+  bool transactional = false;
+  std::size_t i = 0;
+  std::optional<error> wrong;
+  storage::for_each_frame(records.bytes, 0, [&](const storage::record_view& r) {
     const auto& p = r.producer;
+    if (i == 0) {
+      first = p;
+      transactional = r.attributes & storage::attr_transactional;
+    }
+    if (wrong) return;
     if (p.has_value() != first.has_value() ||
         (p && (p->id != first->id || p->epoch != first->epoch || p->sequence != first->sequence + i)))
-      return error{errc::invalid_argument,
-                   "a batch's records must all be one producer's, with consecutive sequences, or none stamped"};
-    if (r.attributes & storage::attr_control)
-      return error{errc::invalid_argument, "control records are written by the cluster, not produced"};
-    if (static_cast<bool>(r.attributes & storage::attr_transactional) != transactional || (transactional && !p))
-      return error{errc::invalid_argument, "a transactional batch is all transactional and stamped by its producer"};
-  }
+      wrong = error{errc::invalid_argument,
+                    "a batch's records must all be one producer's, with consecutive sequences, or none stamped"};
+    else if (r.attributes & storage::attr_control)
+      wrong = error{errc::invalid_argument, "control records are written by the cluster, not produced"};
+    else if (static_cast<bool>(r.attributes & storage::attr_transactional) != transactional || (transactional && !p))
+      wrong = error{errc::invalid_argument, "a transactional batch is all transactional and stamped by its producer"};
+    ++i;
+  });
+  if (wrong) return std::move(*wrong);
   slot& s = slot_of(tp);
   std::unique_lock lock(s.mu, std::defer_lock);
   if (!how.never_wait) {
@@ -181,7 +195,7 @@ status producer_states::enroll_locked(const topic_partition& tp, slot& s, std::u
                                    "'s transaction at epoch " + std::to_string(open->epoch) +
                                    " is still open here (its marker is on its way); retry"};
   }
-  auto w = write(tp, s, {control(producer_id, epoch, txn::marker_begin, sequences_run_on ? 1 : 0)});
+  auto w = write(tp, s, storage::encode_records({control(producer_id, epoch, txn::marker_begin, sequences_run_on ? 1 : 0)}));
   if (!w) return w.err();
   return {};
 }
@@ -210,8 +224,8 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   // A commit marker commits only the transaction it ends (the epoch right below its own). An older one still open
   // here was orphaned (its end never reached this partition): it is aborted, never committed by someone else's end.
   const bool commits = commit && (!open || (number != 0 ? open->epoch == epoch : open->epoch + 1 == epoch));
-  auto w = write(tp, s, {control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort,
-                                 coordinator_epoch, number)});
+  auto w = write(tp, s, storage::encode_records({control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort,
+                                                         coordinator_epoch, number)}));
   if (!w) return w.err();
   return {};
 }

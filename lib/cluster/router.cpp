@@ -21,6 +21,12 @@ constexpr int max_hints = 2;
 std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
                                                                   const std::vector<storage::record>& records,
                                                                   const append_options& how) {
+  return try_local(tp, storage::encode_records(records), how);
+}
+
+std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
+                                                                  const storage::encoded_records& records,
+                                                                  const append_options& how) {
   const broker_id& self = peers_.directory().self;
   std::shared_lock gate(st_.gates.gate(tp), std::defer_lock);
   if (!how.never_wait)
@@ -32,9 +38,7 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
   if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);
   auto offsets = st_.producers.append(tp, records, how);
   if (!offsets) return result<produce_result>(offsets.err());
-  std::uint64_t bytes = 0;
-  for (const auto& r : records) bytes += storage::frame_size(r);
-  st_.counters.count_produce(tp, bytes);
+  st_.counters.count_produce(tp, records.bytes.size());
   return result<produce_result>(produce_result{std::move(*offsets), self});
 }
 

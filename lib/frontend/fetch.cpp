@@ -58,17 +58,17 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   out.next_offset = out.read.next_offset;
   if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
   std::size_t bytes = 0, data = 0;
-  for (const auto& v : storage::decode_frames(out.read.bytes.view(), out.offset)) {
-    if (stable && v.offset >= stable->last_stable_offset) break;
+  storage::for_each_frame(out.read.bytes.view(), out.offset, [&](const storage::record_view& v) {
+    if (stable && v.offset >= stable->last_stable_offset) return;  // and so are all after it
     if (v.attributes & storage::attr_control) {
       if (req.with_control) out.records.push_back(v);
-      continue;
+      return;
     }
-    if (stable && !stable->visible(v)) continue;
+    if (stable && !stable->visible(v)) return;
     bytes += (v.key ? v.key->size() : 0) + v.value.size();
     ++data;
     out.records.push_back(v);
-  }
+  });
   if (p_.metrics) {
     p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(data));
     p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(bytes));

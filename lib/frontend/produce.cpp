@@ -12,13 +12,19 @@
 namespace moonmq::frontend {
 
 outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) {
-  if (req.records.empty()) return error{errc::invalid_argument, "records: expected at least one"};
+  const bool encoded = !req.encoded.empty();
+  if (req.records.empty() && !encoded) return error{errc::invalid_argument, "records: expected at least one"};
+  if (encoded && (!req.records.empty() || req.forward || !req.partition))
+    return error{errc::invalid_argument, "encoded records go alone, to a named partition, appended where they arrive"};
   const bool transactional = !req.transactional_id.empty();
   if (transactional && !req.producer)
     return error{errc::invalid_argument, "a transactional produce names its producer (id, epoch, sequence)"};
   if (transactional && !p_.txns)
     return error{errc::unavailable, "transactions are not available on this broker"};
   plan at;
+  storage::for_each_frame(req.encoded.bytes, 0, [&](const storage::record_view& v) {
+    at.bytes += (v.key ? v.key->size() : 0) + v.value.size();
+  });
   for (std::size_t i = 0; i < req.records.size(); ++i) {
     auto& rec = req.records[i];
     at.bytes += (rec.key ? rec.key->size() : 0) + rec.value.size();
@@ -27,10 +33,6 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
       rec.producer->sequence += static_cast<std::uint32_t>(i);
     }
     if (transactional) rec.attributes |= storage::attr_transactional;
-  }
-  if (req.one_batch) {
-    if (req.forward) return error{errc::invalid_argument, "a Kafka batch is appended where it arrives, never forwarded"};
-    storage::number_batch(req.records);
   }
   const std::string& topic = req.topic;
   auto count = p_.store->partition_count(topic);
@@ -129,8 +131,11 @@ outcome<produced> produce_frontend::produce(produce_request req) {
   const bool join_on_open = req.join_on_open && !req.transactional_id.empty();
   const cluster::append_options how{
       .must_be_open = join_on_open, .sequences_run_on = join_on_open, .never_wait = req.never_wait};
-  auto local = at->elsewhere ? decltype(p_.router->try_local(at->tp, req.records))(*at->elsewhere)
-                             : p_.router->try_local(at->tp, req.records, how);
+  auto append_here = [&](const cluster::append_options& with) {
+    return req.encoded.empty() ? p_.router->try_local(at->tp, req.records, with)
+                               : p_.router->try_local(at->tp, req.encoded, with);
+  };
+  auto local = at->elsewhere ? decltype(append_here(how))(*at->elsewhere) : append_here(how);
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local);
       join_on_open && here && !*here && here->code() == errc::not_found) {
     // The batch opens the transaction here: the coordinator records the partition first (asked afresh: what this
@@ -141,7 +146,7 @@ outcome<produced> produce_frontend::produce(produce_request req) {
       return joined.err();
     }
     at->joined_owner = *joined;
-    local = p_.router->try_local(at->tp, req.records, {false, true});
+    local = append_here({false, true});
   }
   if (auto* here = std::get_if<result<cluster::produce_result>>(&local)) return finish(req, *at, std::move(*here));
   // On this thread, straight to the owner: no hop to the reactor and back for every forwarded produce.
@@ -154,7 +159,8 @@ outcome<produced> produce_frontend::produce(produce_request req) {
 }
 
 asio::awaitable<outcome<produced>> produce_frontend::produce_async(produce_request req) {
-  if (req.join_on_open) co_return error{errc::invalid_argument, "join_on_open is for produce()"};
+  if (req.join_on_open || !req.encoded.empty())
+    co_return error{errc::invalid_argument, "join_on_open and encoded records are for produce()"};
   auto at = prepare(req);
   if (!at) co_return at.refused();
   if (!req.forward && at->elsewhere) co_return served_elsewhere(at->tp, *at->elsewhere);

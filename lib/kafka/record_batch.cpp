@@ -91,7 +91,13 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
     out.producer = storage::producer_stamp{static_cast<std::uint64_t>(producer_id),
                                            static_cast<std::uint32_t>(producer_epoch),
                                            static_cast<std::uint32_t>(base_sequence)};
-  out.records.reserve(static_cast<std::size_t>(count));
+  // The frames take the records' bytes and, per record, at most the frame's fixed fields and lengths.
+  out.records.bytes.reserve(records_bytes.size() +
+                            static_cast<std::size_t>(count) *
+                                (storage::frame_header_size + storage::payload_fixed_size +
+                                 storage::producer_fields_size + storage::batch_fields_size + 4));
+  out.records.starts.reserve(static_cast<std::size_t>(count));
+  std::uint32_t distance = 0;
   for (std::int32_t i = 0; i < count; ++i) {
     const std::int32_t record_length = rr.varint();
     if (!rr.ok() || record_length < 0 || static_cast<std::size_t>(record_length) > rr.left())
@@ -115,16 +121,24 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
     if (!rec.ok() || rec.left() != 0) return corrupt("record " + std::to_string(i) + " is malformed");
     if (offset_delta != i)
       return invalid("record " + std::to_string(i) + " has offset delta " + std::to_string(offset_delta));
-    storage::record rec_out;
-    if (key) rec_out.key = std::string(*key);
+    // The log's frame, written straight from the request's bytes.
+    storage::record_view rec_out;
+    rec_out.key = key;
     if (value)
-      rec_out.value = std::string(*value);
+      rec_out.value = *value;
     else
       rec_out.attributes |= storage::attr_null_value;
+    if (out.transactional) rec_out.attributes |= storage::attr_transactional;
     rec_out.timestamp_ms = base_timestamp + timestamp_delta;
     // The headers as the client encoded them, from their count to the record's end (none: nothing kept).
-    if (header_count > 0) rec_out.headers = std::string(record_bytes.substr(headers_at));
-    out.records.push_back(std::move(rec_out));
+    if (header_count > 0) rec_out.headers = record_bytes.substr(headers_at);
+    if (out.producer) {
+      rec_out.producer = out.producer;
+      rec_out.producer->sequence += static_cast<std::uint32_t>(i);
+    }
+    rec_out.batch = storage::batch_position{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(count), distance};
+    distance += static_cast<std::uint32_t>(storage::frame_size(rec_out));
+    out.records.add(rec_out);
   }
   if (rr.left() != 0) return corrupt("bytes after the last record of the batch");
   return out;

@@ -115,22 +115,17 @@ class partition_log {
     return {};
   }
 
-  result<std::vector<std::uint64_t>> append(const std::vector<record>& records, fsync_policy policy) {
-    std::string buf;
-    std::size_t total = 0;
-    for (const auto& r : records) total += frame_size(r);
-    buf.reserve(total);
+  result<std::vector<std::uint64_t>> append(const encoded_records& records, fsync_policy policy) {
     std::vector<std::uint64_t> offsets;
     offsets.reserve(records.size());
     std::lock_guard lock(mu_);
     const std::uint64_t at = end_.load(std::memory_order_relaxed);
-    for (const auto& r : records) {
-      offsets.push_back(at + buf.size());
-      encode_frame(r, buf);
+    if (auto s = write_locked(at, records.bytes, policy); !s) return s.err();
+    for (auto start : records.starts) {
+      offsets.push_back(at + start);
+      note_frame(at + start);
     }
-    if (auto s = write_locked(at, buf, policy); !s) return s.err();
-    for (auto o : offsets) note_frame(o);
-    end_.store(at + buf.size(), std::memory_order_release);
+    end_.store(at + records.bytes.size(), std::memory_order_release);
     return offsets;
   }
 
@@ -452,6 +447,13 @@ class file_partition_store final : public partition_store {
   }
 
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->append(encode_records(records), opt_.fsync);
+  }
+
+  result<std::vector<std::uint64_t>> append_encoded(const topic_partition& tp,
+                                                    const encoded_records& records) override {
     auto log = find(tp);
     if (!log) return log.err();
     return (*log)->append(records, opt_.fsync);

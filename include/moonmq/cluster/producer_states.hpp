@@ -54,6 +54,9 @@ class producer_states {
   /// the caller has had the coordinator record `tp` in the producer's transaction.
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<storage::record>& records,
                                             const append_options& how = {});
+  /// The same for records already encoded as frames (the Kafka listener's batch), appended as they are.
+  result<std::vector<std::uint64_t>> append(const topic_partition& tp, const storage::encoded_records& records,
+                                            const append_options& how = {});
 
   /// Opens `producer_id`'s transaction on `tp` at `epoch` by writing a begin record (nothing when it is open at that
   /// epoch already). producer_fenced for an older epoch than the partition knows; unavailable while a transaction
@@ -123,7 +126,7 @@ class producer_states {
   /// Reads the log of `tp` from where `s` stopped to its end. Under s.mu.
   status catch_up(const topic_partition& tp, slot& s);
   /// Appends and learns what was appended. Under s.mu, caught up.
-  result<std::vector<std::uint64_t>> write(const topic_partition& tp, slot& s, const std::vector<storage::record>& records);
+  result<std::vector<std::uint64_t>> write(const topic_partition& tp, slot& s, const storage::encoded_records& records);
   /// enroll() under s.mu, caught up.
   /// `sequences_run_on`: the begin record keeps the producer's sequences where they are (see above).
   status enroll_locked(const topic_partition& tp, slot& s, std::uint64_t producer_id, std::uint32_t epoch,

@@ -47,6 +47,10 @@ class router {
   std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
                                                             const std::vector<storage::record>& records,
                                                             const append_options& how = {});
+  /// The same for records already encoded as frames (the Kafka listener's batch), appended as they are.
+  std::variant<result<produce_result>, broker_id> try_local(const topic_partition& tp,
+                                                            const storage::encoded_records& records,
+                                                            const append_options& how = {});
 
   /// Forwards to `owner` (see above for hints and handovers).
   asio::awaitable<result<produce_result>> forward(topic_partition tp, std::vector<storage::record> records,

@@ -37,15 +37,12 @@ namespace moonmq::frontend {
 struct produce_request {
   std::string topic;
   std::optional<std::int32_t> partition;  ///< absent: chosen (see above)
-  std::vector<storage::record> records;   ///< at least one; stamped here for an idempotent producer
+  std::vector<storage::record> records;   ///< at least one (or `encoded`); stamped here for an idempotent producer
   std::optional<storage::producer_stamp> producer;  ///< the first record's id, epoch and sequence
   std::string transactional_id;  ///< not empty: the records join the producer's open transaction
   /// false: a partition another broker serves is refused (errc::not_owner naming it) instead of forwarded there
   /// (the Kafka listener: its clients follow the owner through Metadata).
   bool forward = true;
-  /// The records are one Kafka batch: numbered in it (storage::number_batch) once stamped, so that a Kafka client
-  /// knows them as base, base+1, … (only where they are appended here: never with `forward`).
-  bool one_batch = false;
   /// A transactional produce asks the coordinator only when its batch opens the transaction on the partition (a
   /// batch of a transaction open there needs no round trip). For a Kafka client, whose transactions share one epoch,
   /// so that a join remembered from the last one proves nothing about this one. Only with a local append (`forward`
@@ -56,6 +53,10 @@ struct produce_request {
   /// a transactional produce (the coordinator), a topic this broker does not hold (the brokers are asked who
   /// serves it), and where the local append would (cluster::append_options::never_wait). Only with `forward` false.
   bool never_wait = false;
+  /// Instead of `records`: the records already encoded as frames, stamped and numbered by the caller (the Kafka
+  /// listener's decoder writes a produced batch straight into them), appended as they are. Only with `forward` false
+  /// and a named partition, in produce().
+  storage::encoded_records encoded;
 };
 
 struct produced {

@@ -7,8 +7,9 @@
 //            headerCount:varint (key:varstring value:varbytes)*
 // The CRC-32C covers everything from the attributes to the end of the batch. A produced batch is validated as Kafka
 // does (magic 2, its CRC, count = lastOffsetDelta + 1 with offset deltas 0..count-1, no control bit, producer fields
-// all set or all -1, no compression this build cannot read) and its records become log records that keep the key,
-// the value (null as attr_null_value), the headers (as encoded) and the CreateTime timestamp.
+// all set or all -1, no compression this build cannot read) and its records become log frames that keep the key,
+// the value (null as attr_null_value), the headers (as encoded) and the CreateTime timestamp: written once, straight
+// from the request's bytes, and appended as they are (docs/kafka.md, "Records and offsets").
 //
 // Offsets (docs/kafka.md, "Records and offsets"): a record that arrived in a Kafka batch is numbered base + index,
 // the base being its batch's first frame's byte position in the log (storage::kafka_offset); any other record is
@@ -40,9 +41,10 @@ inline constexpr std::int16_t batch_control = 0x20;
 /// The fixed part of a batch, from baseOffset to the record count.
 inline constexpr std::size_t batch_overhead = 61;
 
-/// A produced batch, as log records.
+/// A produced batch, as the log's frames: each record stamped with the producer (its sequence the first one's plus
+/// its index), transactional when the batch is, and numbered as one Kafka batch (storage::batch_position).
 struct produced_batch {
-  std::vector<storage::record> records;
+  storage::encoded_records records;
   std::optional<storage::producer_stamp> producer;  ///< the first record's id, epoch and sequence
   bool transactional = false;
   std::int64_t max_timestamp = 0;

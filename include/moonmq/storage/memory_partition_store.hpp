@@ -116,6 +116,22 @@ class memory_partition_store final : public partition_store {
     return offsets;
   }
 
+  result<std::vector<std::uint64_t>> append_encoded(const topic_partition& tp,
+                                                    const encoded_records& records) override {
+    auto p = find(tp);
+    if (!p) return p.err();
+    std::lock_guard lock((*p)->mu);
+    std::vector<std::uint64_t> offsets;
+    offsets.reserve(records.size());
+    const std::uint64_t end = (*p)->log.size();
+    for (auto start : records.starts) {
+      offsets.push_back(end + start);
+      (*p)->starts.push_back(end + start);
+    }
+    (*p)->log.append(records.bytes);
+    return offsets;
+  }
+
   status append_at(const topic_partition& tp, std::uint64_t expected, std::string_view frames,
                    std::uint64_t* actual_end = nullptr) override {
     auto p = find(tp);

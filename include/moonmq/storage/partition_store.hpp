@@ -82,6 +82,19 @@ class partition_store {
   /// Appends records at the end; returns the offset of each.
   virtual result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) = 0;
 
+  /// Appends records already encoded as frames (encoded_records: the caller encoded them, so they are not checked
+  /// again) at the end, together; returns the offset of each. The same as append() of the records they encode, with
+  /// their Kafka batch positions; a store that writes frames overrides it to write them as they are.
+  virtual result<std::vector<std::uint64_t>> append_encoded(const topic_partition& tp, const encoded_records& records) {
+    std::vector<record> decoded;
+    decoded.reserve(records.size());
+    for_each_frame(records.bytes, 0, [&](const record_view& v) {
+      decoded.push_back(to_record(v));
+      decoded.back().batch = v.batch;
+    });
+    return append(tp, decoded);
+  }
+
   /// Appends whole frames (a migration batch) only if the partition ends exactly at `expected_offset`; otherwise a
   /// `conflict` error whose message holds the real end offset (and `actual_end`, when given, receives it). Frames are
   /// validated first: a batch that is not whole valid frames is refused and nothing is written.

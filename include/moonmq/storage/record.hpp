@@ -128,26 +128,16 @@ inline record to_record(const record_view& v) {
 }
 
 /// The frame size of a record, without encoding it.
-inline std::size_t frame_size(const record& r) {
+template <typename Record>
+std::size_t frame_size(const Record& r) {
   return frame_header_size + payload_fixed_size + (r.producer ? producer_fields_size : 0) +
          (r.batch ? batch_fields_size : 0) + (r.headers.empty() ? 0 : 4 + r.headers.size()) +
          (r.key ? r.key->size() : 0) + r.value.size();
 }
 
-/// Numbers `records` as one Kafka batch, in order: each one's index, the count, and its distance from the first
-/// frame. Call it once their frames are final (producer fields stamped), right before they are appended together.
-inline void number_batch(std::vector<record>& records) {
-  const auto count = static_cast<std::uint32_t>(records.size());
-  for (std::uint32_t i = 0; i < count; ++i) records[i].batch = batch_position{i, count, 0};
-  std::uint32_t distance = 0;
-  for (auto& r : records) {
-    r.batch->distance = distance;
-    distance += static_cast<std::uint32_t>(frame_size(r));
-  }
-}
-
-/// Appends the frame of `r` to `out`.
-inline void encode_frame(const record& r, std::string& out) {
+/// Appends the frame of `r` (a record, or a record_view: its offset and frame_size are not read) to `out`.
+template <typename Record>
+void encode_frame(const Record& r, std::string& out) {
   std::size_t payload = frame_size(r) - frame_header_size;
   std::size_t start = out.size();
   detail::put_u32(out, static_cast<std::uint32_t>(payload));
@@ -323,9 +313,10 @@ inline std::size_t frames_within(std::string_view bytes, std::size_t max_bytes, 
   return take;
 }
 
-/// Decodes whole, already validated frames; `base` is the log offset of the first byte.
-inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint64_t base) {
-  std::vector<record_view> out;
+/// Calls `on_record(view)` for each of the whole, already validated frames in `bytes`, in order; `base` is the log
+/// offset of the first byte.
+template <typename OnRecord>
+void for_each_frame(std::string_view bytes, std::uint64_t base, OnRecord&& on_record) {
   std::size_t at = 0;
   while (at + frame_header_size <= bytes.size()) {
     const char* f = bytes.data() + at;
@@ -361,9 +352,43 @@ inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint6
     }
     v.value = std::string_view(rest, rest_len);
     v.frame_size = frame_header_size + len;
-    out.push_back(v);
     at += v.frame_size;
+    on_record(v);
   }
+}
+
+/// Decodes whole, already validated frames; `base` is the log offset of the first byte.
+inline std::vector<record_view> decode_frames(std::string_view bytes, std::uint64_t base) {
+  std::vector<record_view> out;
+  for_each_frame(bytes, base, [&](const record_view& v) { out.push_back(v); });
+  return out;
+}
+
+/// Records already encoded as frames, to be appended together and as they are: the frames, and where each starts.
+/// The Kafka listener decodes a produced batch straight into this (no record is copied twice), and an append of
+/// `record`s encodes them into it once.
+struct encoded_records {
+  std::string bytes;
+  std::vector<std::uint32_t> starts;
+
+  std::size_t size() const { return starts.size(); }
+  bool empty() const { return starts.empty(); }
+  /// Appends the frame of `r`.
+  template <typename Record>
+  void add(const Record& r) {
+    starts.push_back(static_cast<std::uint32_t>(bytes.size()));
+    encode_frame(r, bytes);
+  }
+};
+
+/// `records` encoded, in order.
+inline encoded_records encode_records(const std::vector<record>& records) {
+  encoded_records out;
+  std::size_t total = 0;
+  for (const auto& r : records) total += frame_size(r);
+  out.bytes.reserve(total);
+  out.starts.reserve(records.size());
+  for (const auto& r : records) out.add(r);
   return out;
 }
 

@@ -74,18 +74,23 @@ TEST_CASE("kafka record batch: what a fetch encodes, a produce decodes, with key
   REQUIRE(std::holds_alternative<kafka::produced_batch>(decoded));
   const auto& b = std::get<kafka::produced_batch>(decoded);
   REQUIRE(b.records.size() == 1);
-  CHECK(b.records[0].key == std::optional<std::string>("k"));
-  CHECK(b.records[0].value == "v");
-  CHECK(b.records[0].timestamp_ms == 1234);
-  CHECK(b.records[0].headers == rec.headers);
+  REQUIRE(storage::scan_frames(b.records.bytes).end == storage::frame_scan::ending::clean);
+  const auto v = storage::decode_frames(b.records.bytes, 0);
+  CHECK(v[0].key == std::optional<std::string_view>("k"));
+  CHECK(v[0].value == "v");
+  CHECK(v[0].timestamp_ms == 1234);
+  CHECK(v[0].headers == rec.headers);
+  CHECK(v[0].batch == storage::batch_position{0, 1, 0});
+  CHECK(!v[0].producer.has_value());
   CHECK(!b.producer.has_value());
 
   storage::record tombstone;
   tombstone.attributes = storage::attr_null_value;
   auto null_value = kafka::decode_produced_batch(batch_of({tombstone}));
   REQUIRE(std::holds_alternative<kafka::produced_batch>(null_value));
-  CHECK(std::get<kafka::produced_batch>(null_value).records[0].attributes & storage::attr_null_value);
-  CHECK(!std::get<kafka::produced_batch>(null_value).records[0].key.has_value());
+  const auto tomb = storage::decode_frames(std::get<kafka::produced_batch>(null_value).records.bytes, 0);
+  CHECK(tomb[0].attributes & storage::attr_null_value);
+  CHECK(!tomb[0].key.has_value());
 }
 
 TEST_CASE("kafka record batch: a bad CRC, a control batch, a wrong count and a second batch are refused", "[kafka]") {
@@ -251,7 +256,11 @@ TEST_CASE("kafka offsets: a stored Kafka batch is numbered base + index, fetched
     batch[static_cast<std::size_t>(i)].value = std::string(40 + 10 * static_cast<std::size_t>(i), 'v');
     batch[static_cast<std::size_t>(i)].producer = storage::producer_stamp{9, 1, 100 + static_cast<std::uint32_t>(i)};
   }
-  storage::number_batch(batch);
+  std::uint32_t distance = 0;  // numbered as the Kafka decoder numbers a produced batch
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    batch[i].batch = storage::batch_position{i, 3, distance};
+    distance += static_cast<std::uint32_t>(storage::frame_size(batch[i]));
+  }
   storage::record alone;
   alone.value = "alone";
   std::string log;
