@@ -93,6 +93,35 @@ TEST_CASE("kafka record batch: what a fetch encodes, a produce decodes, with key
   CHECK(!tomb[0].key.has_value());
 }
 
+TEST_CASE("kafka record batch: a produced batch becomes the frames its records encode to, stamped and numbered",
+          "[kafka]") {
+  // Three records of a transactional producer (id 5, epoch 1, sequences 10..12), as one stored batch would hold them.
+  std::vector<storage::record> records(3);
+  std::uint32_t distance = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    auto& r = records[i];
+    if (i != 1) r.key = "key" + std::to_string(i);
+    r.value = std::string(20 + i, 'a' + static_cast<char>(i));
+    r.timestamp_ms = 5000 + i;
+    r.attributes = storage::attr_transactional;
+    r.producer = storage::producer_stamp{5, 1, 10 + i};
+    r.batch = storage::batch_position{i, 3, distance};
+    distance += static_cast<std::uint32_t>(storage::frame_size(r));
+  }
+  const auto want = storage::encode_records(records);
+  std::string produced;
+  kafka::encode_batches(storage::decode_frames(want.bytes, 0), produced);
+  put_be32(produced, 23, 2);  // a producer's lastOffsetDelta: count - 1 (a fetch's reaches the last byte)
+  put_be32(produced, 17, crc32c(produced.data() + 21, produced.size() - 21));
+  auto decoded = kafka::decode_produced_batch(produced);
+  REQUIRE(std::holds_alternative<kafka::produced_batch>(decoded));
+  const auto& b = std::get<kafka::produced_batch>(decoded);
+  CHECK(b.transactional);
+  CHECK(b.producer == storage::producer_stamp{5, 1, 10});
+  CHECK(b.records.starts == want.starts);
+  CHECK(b.records.bytes == want.bytes);  // byte for byte: every field, stamp and batch position
+}
+
 TEST_CASE("kafka record batch: a bad CRC, a control batch, a wrong count and a second batch are refused", "[kafka]") {
   storage::record rec;
   rec.value = "payload";

@@ -7,6 +7,7 @@
 #include "moonmq/storage/file_partition_store.hpp"
 #include "moonmq/storage/memory_partition_store.hpp"
 #include "storage/posix_file.hpp"
+#include "support/forwarding_store.hpp"
 #include "support/process.hpp"
 
 using namespace moonmq;
@@ -22,6 +23,8 @@ struct store_under_test {
   explicit store_under_test(std::string k) : kind(std::move(k)) {
     if (kind == "memory") {
       store = std::make_unique<memory_partition_store>();
+    } else if (kind == "append only") {  // a store that does not override append_encoded: the base class's
+      store = std::make_unique<test::forwarding_store>();
     } else {
       auto s = open_file_partition_store({dir.path(), fsync_policy::never, 1000, default_logger()});
       REQUIRE(s);
@@ -200,6 +203,41 @@ TEST_CASE("partition store: append_at writes only at the expected offset", "[par
     REQUIRE(r);
     CHECK(decode_frames(r->bytes.view(), 0)[0].value == "two");
   }
+}
+
+TEST_CASE("partition store: encoded records are appended as they are, at the offsets their starts give",
+          "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file", "append only"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  REQUIRE(s->append(tp, {rec("before")}));
+  const std::uint64_t base = *s->end_offset(tp);
+  // A Kafka batch's frames: stamped, numbered in the batch, one with headers, one with a null value.
+  encoded_records batch;
+  std::uint32_t distance = 0;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    record r = rec(std::string(10 + i, 'v'), i == 1 ? std::nullopt : std::optional<std::string>("k"));
+    r.producer = producer_stamp{7, 2, 40 + i};
+    r.batch = batch_position{i, 3, distance};
+    if (i == 0) r.headers = std::string("\x02\x02h\x02x", 5);
+    if (i == 2) r.attributes |= attr_null_value | attr_transactional;
+    distance += static_cast<std::uint32_t>(frame_size(r));
+    batch.add(r);
+  }
+  auto offsets = s->append_encoded(tp, batch);
+  REQUIRE(offsets);
+  REQUIRE(offsets->size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK((*offsets)[i] == base + batch.starts[i]);
+  CHECK(*s->end_offset(tp) == base + batch.bytes.size());
+  auto read = s->read(tp, base, 1 << 20);
+  REQUIRE(read);
+  CHECK(read->bytes.view() == batch.bytes);  // byte for byte, whichever way the store wrote them
+  const auto views = decode_frames(read->bytes.view(), base);
+  REQUIRE(views.size() == 3);
+  for (std::uint32_t i = 0; i < 3; ++i) CHECK(kafka_offset(views[i]) == base + i);
+  CHECK(views[2].producer == producer_stamp{7, 2, 42});
+  CHECK(s->append_encoded({"t", 9}, batch).code() == errc::not_found);
 }
 
 TEST_CASE("partition store: concurrent appends are atomic and offsets unique", "[partition_store]") {
