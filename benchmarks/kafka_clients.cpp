@@ -240,7 +240,7 @@ std::pair<double, long> consume(const std::string& bootstrap, const std::string&
   return {static_cast<double>(seen) / elapsed, seen};
 }
 
-constexpr int consume_runs = 7;
+constexpr int consume_runs = 25;
 
 constexpr int produce_runs = 3;
 

@@ -434,9 +434,34 @@ struct kafka_api::impl {
 
   // ---- Fetch ----
 
-  reply fetch(const kafka::request_header& h, kafka::reader& r, const session& s, bool final_attempt) {
+  /// A Fetch answered on the calling thread, which must not wait (kafka_api::handle_at_once): of topics held here, at
+  /// most at_once_bytes, every byte read from the page cache, and under read_committed no producer table to wait
+  /// for. nullopt: nothing was answered (a malformed request included: handle() answers it).
+  std::optional<reply> fetch_at_once(const kafka::request_header& h, kafka::reader& r, const session& s) {
+    bool would_wait = false;
+    auto out = fetch(h, r, s, false, &would_wait);
+    if (would_wait || out.close) return std::nullopt;
+    return out;
+  }
+
+  /// `would_wait` set: the fetch must not wait (see fetch_at_once), and is set to true, with nothing answered, where it
+  /// would have.
+  reply fetch(const kafka::request_header& h, kafka::reader& r, const session& s, bool final_attempt,
+              bool* would_wait = nullptr) {
     kafka::fetch_request req;
     if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
+    if (would_wait) {
+      // At most at_once_bytes read here, whatever the request allows.
+      std::size_t most = 0;
+      for (const auto& t : req.topics)
+        for (const auto& part : t.partitions)
+          most += std::min<std::size_t>(static_cast<std::size_t>(std::max(part.max_bytes, 1)),
+                                        static_cast<std::size_t>(std::max(req.max_bytes, 1)));
+      if (most > at_once_bytes) {
+        *would_wait = true;
+        return {};
+      }
+    }
     kafka::fetch_response out;
     std::size_t total = 0;
     bool any = false;
@@ -468,7 +493,8 @@ struct kafka_api::impl {
         }
         const topic_partition tp{t.name, part.index};
         const auto wanted = static_cast<std::uint64_t>(part.offset);
-        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true});
+        const bool never_wait = would_wait != nullptr;
+        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true, never_wait});
         // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
         // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
         // dropped, and when nothing is left the read goes on from where it stopped.
@@ -476,7 +502,11 @@ struct kafka_api::impl {
           std::erase_if(got->records, [&](const auto& v) { return storage::kafka_offset(v) < wanted; });
           if (!got->records.empty() || got->next_offset <= from || got->next_offset >= got->end_offset) break;
           from = got->next_offset;
-          got = p.fetch->fetch({tp, from, limit, req.read_committed, true});
+          got = p.fetch->fetch({tp, from, limit, req.read_committed, true, never_wait});
+        }
+        if (!got && never_wait && got.code() == errc::would_block) {
+          *would_wait = true;
+          return {};
         }
         if (!got) {
           rp.error = partition_code(got.code());
@@ -660,10 +690,12 @@ std::optional<kafka_api::reply> kafka_api::handle_at_once(const session& s, std:
   if (s.raw_sasl || !s.authenticated || bytes.size() > at_once_bytes) return std::nullopt;
   kafka::reader r(bytes);
   kafka::request_header h;
-  if (!kafka::decode_header(r, h) || h.api_key != static_cast<std::int16_t>(api::produce)) return std::nullopt;
+  if (!kafka::decode_header(r, h)) return std::nullopt;
   const auto range = kafka::supported(h.api_key);
   if (!range || h.api_version < range->min || h.api_version > range->max) return std::nullopt;
-  return m_->produce_at_once(h, r, s);
+  if (range->key == api::produce) return m_->produce_at_once(h, r, s);
+  if (range->key == api::fetch) return m_->fetch_at_once(h, r, s);
+  return std::nullopt;
 }
 
 kafka_api::reply kafka_api::handle(session& s, std::string_view bytes, bool final_attempt) {

@@ -79,9 +79,11 @@ class kafka_api {
   reply handle(session& s, std::string_view frame, bool final_attempt = true);
 
   /// handle(), on a thread that must not wait (the listener's reactor, which serves every connection), for a request
-  /// that needs no wait: an authenticated connection's Produce of one partition, not transactional, not compressed,
-  /// of at most a few MiB, that this broker answers at once (frontend::produce_request::never_wait). nullopt for anything else,
-  /// with nothing done: the caller calls handle() from a thread that may wait.
+  /// that needs no wait, of an authenticated connection: a Produce of one partition, not transactional, not
+  /// compressed, of at most a few MiB, that this broker appends at once (frontend::produce_request::never_wait); a
+  /// Fetch of at most a few MiB of topics held here, every byte in the page cache (frontend::fetch_request::
+  /// never_wait). nullopt for anything else, with nothing done but a fetch's counters (a fetch of several partitions
+  /// that finds one not cached has counted the ones before it): the caller calls handle() from a thread that may wait.
   std::optional<reply> handle_at_once(const session& s, std::string_view frame);
 
  private:

@@ -78,6 +78,20 @@ status producer_states::discard(const topic_partition& tp) {
   return {};
 }
 
+status producer_states::lock_slot(const topic_partition& tp, slot& s, std::unique_lock<std::mutex>& lock,
+                                  bool never_wait) {
+  if (!never_wait) {
+    lock.lock();
+    return {};
+  }
+  if (!lock.try_lock()) return {errc::would_block, name_of(tp) + ": another append is under way"};
+  auto end = store_.end_offset(tp);
+  if (!end) return end.err();
+  if (*end != s.table.applied())
+    return {errc::would_block, name_of(tp) + ": the producer table must read the log first"};
+  return {};
+}
+
 status producer_states::catch_up(const topic_partition& tp, slot& s) {
   auto end = store_.end_offset(tp);
   if (!end) return end.err();
@@ -144,15 +158,7 @@ result<std::vector<std::uint64_t>> producer_states::append(const topic_partition
   if (wrong) return std::move(*wrong);
   slot& s = slot_of(tp);
   std::unique_lock lock(s.mu, std::defer_lock);
-  if (!how.never_wait) {
-    lock.lock();
-  } else {
-    if (!lock.try_lock()) return error{errc::would_block, name_of(tp) + ": another append is under way"};
-    auto end = store_.end_offset(tp);
-    if (!end) return end.err();
-    if (*end != s.table.applied())
-      return error{errc::would_block, name_of(tp) + ": the producer table must read the log first"};
-  }
+  if (auto l = lock_slot(tp, s, lock, how.never_wait); !l) return l.err();
   if (auto c = catch_up(tp, s); !c) return c.err();
   if (first) {
     // The first batch of a transaction here opens it: the router had the coordinator record this partition first,
@@ -230,9 +236,11 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   return {};
 }
 
-result<producer_states::committed_view> producer_states::committed(const topic_partition& tp, std::uint64_t from) {
+result<producer_states::committed_view> producer_states::committed(const topic_partition& tp, std::uint64_t from,
+                                                                   bool never_wait) {
   slot& s = slot_of(tp);
-  std::lock_guard lock(s.mu);
+  std::unique_lock lock(s.mu, std::defer_lock);
+  if (auto l = lock_slot(tp, s, lock, never_wait); !l) return l.err();
   if (auto c = catch_up(tp, s); !c) return c.err();
   committed_view v;
   v.last_stable_offset = s.txns.last_stable_offset(s.table.applied());

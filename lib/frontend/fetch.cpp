@@ -20,6 +20,8 @@ refusal not_served(const cluster::ownership_table& ownership, const topic_partit
 
 outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   const auto& tp = req.tp;
+  if (req.never_wait && !p_.store->partition_count(tp.topic))
+    return error{errc::would_block, "topic '" + tp.topic + "' is not held here"};
   if (!p_.store->partition_count(tp.topic) && p_.placement) {
     // A topic this broker has never had: the broker that serves it, if one does.
     auto owner = p_.placement->owner_of(tp);
@@ -36,13 +38,13 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
                                                    " is past the end offset " + std::to_string(*end)},
                    {},
                    *end};
-  auto start = p_.store->next_record(tp, req.offset);
+  auto start = req.never_wait ? p_.store->next_record_cached(tp, req.offset) : p_.store->next_record(tp, req.offset);
   if (!start) return start.err();
   fetched out;
   out.offset = *start;
   std::optional<cluster::producer_states::committed_view> stable;
   if (req.read_committed) {
-    auto c = p_.producers->committed(tp, out.offset);
+    auto c = p_.producers->committed(tp, out.offset, req.never_wait);
     if (!c) return c.err();
     stable = std::move(*c);
     out.last_stable_offset = stable->last_stable_offset;
@@ -50,7 +52,8 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
       p_.metrics->set(txn::metrics::lso_lag, {{"topic", tp.topic}, {"partition", std::to_string(tp.partition)}},
                       static_cast<double>(*end - std::min(*end, stable->last_stable_offset)));
   }
-  auto r = p_.store->read(tp, out.offset, req.max_bytes);
+  auto r = req.never_wait ? p_.store->read_cached(tp, out.offset, req.max_bytes)
+                          : p_.store->read(tp, out.offset, req.max_bytes);
   if (!r) return r.err();
   out.read = std::move(*r);
   if (p_.counters) p_.counters->count_consume(tp, out.read.bytes.size());

@@ -149,7 +149,9 @@ class partition_log {
     return {};
   }
 
-  result<read_result> read(std::uint64_t from, std::size_t max_bytes, const std::string& name) const {
+  /// `cached_only`: see partition_store::read_cached.
+  result<read_result> read(std::uint64_t from, std::size_t max_bytes, const std::string& name,
+                           bool cached_only = false) const {
     read_result r;
     r.end_offset = end();
     r.next_offset = from;
@@ -169,7 +171,7 @@ class partition_log {
     auto file = files_.acquire(path_);
     if (!file) return file.err();
     byte_buffer buf(static_cast<std::size_t>(want));
-    auto got = posix::pread_full((*file)->get(), buf.data(), buf.size(), start, path_);
+    auto got = posix::pread_full((*file)->get(), buf.data(), buf.size(), start, path_, cached_only);
     if (!got) return got.err();
     buf.truncate(*got);
     // Walk the frames before `from`: it must be one of their starts.
@@ -186,7 +188,7 @@ class partition_log {
     if (take == 0 && first > rest.size() && from + first <= r.end_offset) {
       // The first frame alone is larger than what was read: read it whole.
       byte_buffer big(first);
-      auto more = posix::pread_full((*file)->get(), big.data(), big.size(), from, path_);
+      auto more = posix::pread_full((*file)->get(), big.data(), big.size(), from, path_, cached_only);
       if (!more) return more.err();
       big.truncate(*more);
       auto scan = scan_frames(big.view());
@@ -206,7 +208,7 @@ class partition_log {
     return r;
   }
 
-  result<std::uint64_t> next_record(std::uint64_t from, const std::string& name) const {
+  result<std::uint64_t> next_record(std::uint64_t from, const std::string& name, bool cached_only = false) const {
     const std::uint64_t end_offset = end();
     if (from > end_offset)
       return error{errc::invalid_argument, name + ": offset " + std::to_string(from) + " is past the end offset " +
@@ -228,7 +230,7 @@ class partition_log {
       if (pos < chunk_at || pos + frame_header_size > chunk_at + chunk.size()) {
         chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(index_interval + frame_header_size,
                                                                       end_offset - pos)));
-        auto got = posix::pread_full((*file)->get(), chunk.data(), chunk.size(), pos, path_);
+        auto got = posix::pread_full((*file)->get(), chunk.data(), chunk.size(), pos, path_, cached_only);
         if (!got) return got.err();
         chunk.resize(*got);
         chunk_at = pos;
@@ -444,6 +446,18 @@ class file_partition_store final : public partition_store {
     auto log = find(tp);
     if (!log) return log.err();
     return (*log)->next_record(offset, name(tp));
+  }
+
+  result<read_result> read_cached(const topic_partition& tp, std::uint64_t from, std::size_t max_bytes) const override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->read(from, max_bytes, name(tp), true);
+  }
+
+  result<std::uint64_t> next_record_cached(const topic_partition& tp, std::uint64_t offset) const override {
+    auto log = find(tp);
+    if (!log) return log.err();
+    return (*log)->next_record(offset, name(tp), true);
   }
 
   result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) override {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,13 +44,23 @@ status pwrite_all(int f, const void* data, std::size_t size, std::uint64_t offse
   return {};
 }
 
-result<std::size_t> pread_full(int f, void* data, std::size_t size, std::uint64_t offset, const std::string& path) {
+result<std::size_t> pread_full(int f, void* data, std::size_t size, std::uint64_t offset, const std::string& path,
+                               bool cached_only) {
   char* p = static_cast<char*>(data);
   std::size_t done = 0;
   while (done < size) {
-    ssize_t n = ::pread(f, p + done, size - done, static_cast<off_t>(offset + done));
+    ssize_t n = 0;
+    if (cached_only) {
+      iovec part{p + done, size - done};
+      n = ::preadv2(f, &part, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+    } else {
+      n = ::pread(f, p + done, size - done, static_cast<off_t>(offset + done));
+    }
     if (n < 0) {
       if (errno == EINTR) continue;
+      // Not in the page cache (or a file system that cannot tell without waiting).
+      if (cached_only && (errno == EAGAIN || errno == EOPNOTSUPP))
+        return error{errc::would_block, path + ": not in the page cache"};
       return os_error("cannot read", path);
     }
     if (n == 0) break;

@@ -31,6 +31,13 @@ struct forwarding_store : storage::partition_store {
   result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const override {
     return inner.next_record(tp, offset);
   }
+  result<storage::read_result> read_cached(const topic_partition& tp, std::uint64_t from,
+                                           std::size_t max_bytes) const override {
+    return inner.read_cached(tp, from, max_bytes);
+  }
+  result<std::uint64_t> next_record_cached(const topic_partition& tp, std::uint64_t offset) const override {
+    return inner.next_record_cached(tp, offset);
+  }
   result<std::vector<std::uint64_t>> append(const topic_partition& tp,
                                             const std::vector<storage::record>& records) override {
     return inner.append(tp, records);

@@ -92,7 +92,9 @@ class producer_states {
       return true;
     }
   };
-  result<committed_view> committed(const topic_partition& tp, std::uint64_t from);
+  /// `never_wait`: for a thread that must not wait (the Kafka listener's reactor): errc::would_block where it would,
+  /// for the partition's producer lock (an append under way) or a log the table has not read yet.
+  result<committed_view> committed(const topic_partition& tp, std::uint64_t from, bool never_wait = false);
   /// The same over the whole log, with every aborted range, those past the last stable offset too (a stray's records
   /// are judged by it, stray_reconciler: the stray is never written again, so its open transactions never end).
   result<committed_view> whole_log(const topic_partition& tp);
@@ -123,6 +125,9 @@ class producer_states {
     explicit slot(std::size_t max) : table(max) {}
   };
   slot& slot_of(const topic_partition& tp);
+  /// Locks `lock` (on s.mu); with `never_wait`, only where that waits for nothing: the lock free, and the log read
+  /// up to its end (otherwise errc::would_block, and `lock` is left as it is).
+  status lock_slot(const topic_partition& tp, slot& s, std::unique_lock<std::mutex>& lock, bool never_wait);
   /// Reads the log of `tp` from where `s` stopped to its end. Under s.mu.
   status catch_up(const topic_partition& tp, slot& s);
   /// Appends and learns what was appended. Under s.mu, caught up.

@@ -31,6 +31,11 @@ struct fetch_request {
   /// Control records (transaction markers) are returned too, below the last stable offset under read_committed: a
   /// Kafka consumer must see them to move its position past them.
   bool with_control = false;
+  /// The caller's thread must not wait (the Kafka listener's reactor): a fetch that would wait is refused with
+  /// errc::would_block, and the caller asks again from a thread that may wait. It would wait for a topic this broker
+  /// does not hold (the brokers are asked who serves it), bytes the page cache does not hold
+  /// (partition_store::read_cached), and under read_committed, where cluster::producer_states::committed would.
+  bool never_wait = false;
 };
 
 struct fetched {

@@ -56,7 +56,7 @@ struct produce_request {
   /// Instead of `records`: the records already encoded as frames, stamped and numbered by the caller (the Kafka
   /// listener's decoder writes a produced batch straight into them), appended as they are. Only with `forward` false
   /// and a named partition, in produce().
-  storage::encoded_records encoded;
+  storage::encoded_records encoded{};
 };
 
 struct produced {

@@ -79,6 +79,20 @@ class partition_store {
   /// (its offsets must be boundaries, and read() refuses any other).
   virtual result<std::uint64_t> next_record(const topic_partition& tp, std::uint64_t offset) const = 0;
 
+  /// read() and next_record() from memory only, for a thread that must not wait (the Kafka listener's reactor): where
+  /// they would wait for the disk (bytes the page cache does not hold), errc::would_block, and nothing is read. A
+  /// store that cannot tell refuses every call this way (the default); the caller then asks from a thread that may
+  /// wait.
+  virtual result<read_result> read_cached(const topic_partition& tp, std::uint64_t from, std::size_t max_bytes) const {
+    (void)from;
+    (void)max_bytes;
+    return error{errc::would_block, name_of(tp) + ": this store reads only from a thread that may wait"};
+  }
+  virtual result<std::uint64_t> next_record_cached(const topic_partition& tp, std::uint64_t offset) const {
+    (void)offset;
+    return error{errc::would_block, name_of(tp) + ": this store reads only from a thread that may wait"};
+  }
+
   /// Appends records at the end; returns the offset of each.
   virtual result<std::vector<std::uint64_t>> append(const topic_partition& tp, const std::vector<record>& records) = 0;
 

@@ -4,7 +4,9 @@
 #include <filesystem>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -209,6 +211,41 @@ TEST_CASE("file store: reads find record boundaries far into a large log", "[fil
   auto r = s->read({"t", 0}, (*big)[0], 100);
   REQUIRE(r);
   CHECK(decode_frames(r->bytes.view(), 0)[0].value.size() == 300000);
+}
+
+TEST_CASE("file store: a read that must not wait reads the page cache, and refuses what only the disk holds",
+          "[file_store]") {
+  test::temp_dir dir;
+  auto s = open_store(dir.path());
+  REQUIRE(s->ensure_topic("t", 1));
+  const topic_partition tp{"t", 0};
+  std::vector<std::uint64_t> offsets;
+  for (int i = 0; i < 600; ++i) offsets.push_back((*s->append(tp, {rec(std::string(300, 'a' + i % 26))}))[0]);
+  auto cached = s->read_cached(tp, offsets[500], 1000);  // just written: in the page cache
+  REQUIRE(cached);
+  CHECK(decode_frames(cached->bytes.view(), offsets[500])[0].value == std::string(300, 'a' + 500 % 26));
+  // Written back, then dropped from the page cache: only the disk holds the log now.
+  REQUIRE(s->sync(tp));
+  std::string log_file;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
+    if (e.path().extension() == ".log") log_file = e.path().string();
+  REQUIRE(!log_file.empty());
+  struct statfs fs {};
+  REQUIRE(statfs(log_file.c_str(), &fs) == 0);
+  if (fs.f_type == TMPFS_MAGIC) {
+    WARN("the test directory is on tmpfs, whose pages never leave memory: nothing to refuse");
+    return;
+  }
+  const int fd = ::open(log_file.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  ::close(fd);
+  CHECK(s->read_cached(tp, offsets[500], 1000).code() == errc::would_block);
+  CHECK(s->next_record_cached(tp, offsets[500] + 1).code() == errc::would_block);  // its frame headers too
+  // A thread that may wait reads it from the disk.
+  auto read = s->read(tp, offsets[500], 1000);
+  REQUIRE(read);
+  CHECK(decode_frames(read->bytes.view(), offsets[500])[0].value == std::string(300, 'a' + 500 % 26));
 }
 
 TEST_CASE("fsync policies are parsed by name", "[file_store]") {

@@ -240,6 +240,24 @@ TEST_CASE("partition store: encoded records are appended as they are, at the off
   CHECK(s->append_encoded({"t", 9}, batch).code() == errc::not_found);
 }
 
+TEST_CASE("partition store: reads that must not wait return what read() does for bytes in memory",
+          "[partition_store]") {
+  store_under_test s(GENERATE("memory", "file", "append only"));
+  INFO(s.kind);
+  REQUIRE(s->ensure_topic("t", 1));
+  topic_partition tp{"t", 0};
+  auto offsets = s->append(tp, {rec("one"), rec("two", "k"), rec("three")});
+  REQUIRE(offsets);
+  auto cached = s->read_cached(tp, (*offsets)[1], 1 << 20);
+  REQUIRE(cached);
+  auto plain = s->read(tp, (*offsets)[1], 1 << 20);
+  REQUIRE(plain);
+  CHECK(cached->bytes.view() == plain->bytes.view());
+  CHECK(cached->next_offset == plain->next_offset);
+  CHECK(*s->next_record_cached(tp, (*offsets)[1] + 1) == (*offsets)[2]);
+  CHECK(s->read_cached({"t", 9}, 0, 1).code() == errc::not_found);
+}
+
 TEST_CASE("partition store: concurrent appends are atomic and offsets unique", "[partition_store]") {
   store_under_test s(GENERATE("memory", "file"));
   INFO(s.kind);

@@ -328,6 +328,7 @@ TEST_CASE("producer states: an append that must not wait is refused, writing not
   store.hold_next = true;
   std::thread slow([&] { (void)states.append(tp, batch(7, 0, 1, 1)); });
   std::future<result<std::vector<std::uint64_t>>> attempt;  // destroyed after the releaser: it may wait on `slow`
+  std::future<result<cluster::producer_states::committed_view>> view;  // likewise
   struct releaser {
     held_store& s;
     std::thread& t;
@@ -344,4 +345,23 @@ TEST_CASE("producer states: an append that must not wait is refused, writing not
   REQUIRE(attempt.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
   CHECK(attempt.get().code() == errc::would_block);
   CHECK(*store.end_offset(tp) == end);
+  // So is a read_committed fetch's view that must not wait.
+  view = std::async(std::launch::async, [&] { return states.committed(tp, 0, true); });
+  REQUIRE(view.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  CHECK(view.get().code() == errc::would_block);
+}
+
+TEST_CASE("producer states: a view that must not wait is refused while the log holds bytes the table has not read",
+          "[txn]") {
+  storage::memory_partition_store store;
+  const topic_partition tp{"t", 0};
+  REQUIRE(store.ensure_topic("t", 1));
+  cluster::producer_states states(store);
+  REQUIRE(states.append(tp, batch(7, 0, 0, 1)));
+  CHECK(states.committed(tp, 0, true));  // the table has read everything: answered at once
+  // A copied batch (a move's), which the table reads at its next look: reading it may wait for the disk.
+  REQUIRE(store.append_at(tp, *store.end_offset(tp), storage::encode_records(batch(9, 0, 0, 2)).bytes));
+  CHECK(states.committed(tp, 0, true).code() == errc::would_block);
+  REQUIRE(states.committed(tp, 0));  // a thread that may wait reads it
+  CHECK(states.committed(tp, 0, true));
 }
