@@ -10,7 +10,7 @@
 //   median of each;
 // - consume: a librdkafka consumer in assign mode reads them back: from the mock, what it kept (only a partition's
 //   last few MiB), and from moonmqd as many records from the beginning; records/s from the first record to the last,
-//   seven reads against each cluster, in turns, and the median of each;
+//   25 reads against each cluster, in turns, and the median of each;
 // - latency: the producer again at half the peak rate it reached, for a third as many records; p50 and p99 from
 //   send to delivery report.
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads

@@ -25,9 +25,10 @@ using kafka::api;
 
 namespace {
 
-/// The most a produce answered on the reactor (kafka_api::handle_at_once) may be. A larger one, or one whose records
-/// are compressed, goes to a handler thread, so that one request holds the reactor for about a millisecond (a CRC and
-/// a copy of 4 MiB; a librdkafka batch is 1 MB by default).
+/// The most a produce answered on the reactor (kafka_api::handle_at_once) may be, and the most a fetch answered there
+/// reads. A larger produce, or one whose records are compressed, goes to a handler thread, and a fetch there returns
+/// at most this much, so that one request holds the reactor for about a millisecond (a CRC and a copy of 4 MiB; a
+/// librdkafka batch is 1 MB by default, and a partition's share of a fetch 1 MiB).
 constexpr std::size_t at_once_bytes = 4u << 20;
 
 /// Kafka's code for a front end's refusal of one partition's request.
@@ -434,9 +435,9 @@ struct kafka_api::impl {
 
   // ---- Fetch ----
 
-  /// A Fetch answered on the calling thread, which must not wait (kafka_api::handle_at_once): of topics held here, at
-  /// most at_once_bytes, every byte read from the page cache, and under read_committed no producer table to wait
-  /// for. nullopt: nothing was answered (a malformed request included: handle() answers it).
+  /// A Fetch answered on the calling thread, which must not wait (kafka_api::handle_at_once): of topics held here,
+  /// returning at most at_once_bytes, every byte read from the page cache, and under read_committed no producer table
+  /// to wait for. nullopt: nothing was answered (a malformed request included: handle() answers it).
   std::optional<reply> fetch_at_once(const kafka::request_header& h, kafka::reader& r, const session& s) {
     bool would_wait = false;
     auto out = fetch(h, r, s, false, &would_wait);
@@ -450,18 +451,13 @@ struct kafka_api::impl {
               bool* would_wait = nullptr) {
     kafka::fetch_request req;
     if (!kafka::decode(r, h.api_version, req)) return {std::nullopt, true};
-    if (would_wait) {
-      // At most at_once_bytes read here, whatever the request allows.
-      std::size_t most = 0;
-      for (const auto& t : req.topics)
-        for (const auto& part : t.partitions)
-          most += std::min<std::size_t>(static_cast<std::size_t>(std::max(part.max_bytes, 1)),
-                                        static_cast<std::size_t>(std::max(req.max_bytes, 1)));
-      if (most > at_once_bytes) {
-        *would_wait = true;
-        return {};
-      }
-    }
+    const bool never_wait = would_wait != nullptr;
+    // Without waiting, at most at_once_bytes in all (a response may hold less than the request allows; a record
+    // larger than its partition's share is read on a thread that may wait: partition_store::read_cached).
+    const std::size_t max_total = never_wait ? std::min<std::size_t>(std::max(req.max_bytes, 0), at_once_bytes)
+                                             : static_cast<std::size_t>(std::max(req.max_bytes, 0));
+    // What was read without waiting, counted once the whole answer stands (frontend::fetch_request::never_wait).
+    std::vector<std::pair<topic_partition, frontend::fetched>> to_count;
     kafka::fetch_response out;
     std::size_t total = 0;
     bool any = false;
@@ -481,9 +477,7 @@ struct kafka_api::impl {
           rt.partitions.push_back(std::move(rp));
           continue;
         }
-        const std::size_t room = static_cast<std::size_t>(std::max(req.max_bytes, 0)) > total
-                                     ? static_cast<std::size_t>(req.max_bytes) - total
-                                     : 0;
+        const std::size_t room = max_total > total ? max_total - total : 0;
         // At least one batch in the whole response, even past the limits; after that, only what fits.
         const std::size_t limit = std::min<std::size_t>(static_cast<std::size_t>(std::max(part.max_bytes, 1)),
                                                         any ? room : std::max<std::size_t>(room, 1));
@@ -493,7 +487,6 @@ struct kafka_api::impl {
         }
         const topic_partition tp{t.name, part.index};
         const auto wanted = static_cast<std::uint64_t>(part.offset);
-        const bool never_wait = would_wait != nullptr;
         auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true, never_wait});
         // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
         // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
@@ -501,6 +494,10 @@ struct kafka_api::impl {
         for (std::uint64_t from = wanted; got;) {
           std::erase_if(got->records, [&](const auto& v) { return storage::kafka_offset(v) < wanted; });
           if (!got->records.empty() || got->next_offset <= from || got->next_offset >= got->end_offset) break;
+          if (never_wait) {  // one read per partition here: the rest on a thread that may wait
+            *would_wait = true;
+            return {};
+          }
           from = got->next_offset;
           got = p.fetch->fetch({tp, from, limit, req.read_committed, true, never_wait});
         }
@@ -523,9 +520,11 @@ struct kafka_api::impl {
         total += rp.records.size();
         any = any || !rp.records.empty();
         rt.partitions.push_back(std::move(rp));
+        if (never_wait) to_count.emplace_back(tp, std::move(*got));
       }
       out.topics.push_back(std::move(rt));
     }
+    for (const auto& [tp, read] : to_count) p.fetch->count(tp, read);
     if (!any && !final_attempt && req.max_wait_ms > 0 && total < static_cast<std::size_t>(std::max(req.min_bytes, 1))) {
       reply again;
       again.wait_ms = std::min(req.max_wait_ms, 30'000);

@@ -242,8 +242,9 @@ struct kafka_listener::impl : std::enable_shared_from_this<impl> {
       auto handle = [&self, &session, &frame](bool final_attempt) {
         return self->api.handle(session, frame.view(), final_attempt);
       };
-      // A produce appended here at once is answered on the reactor: a hop to a handler thread and back cost more than
-      // the append (docs/performance.md, kafka_clients). Anything that may wait goes to a handler thread.
+      // A produce appended here at once, or a fetch read from the page cache, is answered on the reactor: a hop to a
+      // handler thread and back cost more than the work (docs/kafka.md, "Threads"). Anything that may wait goes to a
+      // handler thread.
       kafka_api::reply reply;
       if (auto now = self->api.handle_at_once(session, frame.view()))
         reply = std::move(*now);

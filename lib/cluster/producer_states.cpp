@@ -241,7 +241,9 @@ result<producer_states::committed_view> producer_states::committed(const topic_p
   slot& s = slot_of(tp);
   std::unique_lock lock(s.mu, std::defer_lock);
   if (auto l = lock_slot(tp, s, lock, never_wait); !l) return l.err();
-  if (auto c = catch_up(tp, s); !c) return c.err();
+  // Without waiting, the table has read the log as far as it ended when locked: no catch-up read (which may wait).
+  if (!never_wait)
+    if (auto c = catch_up(tp, s); !c) return c.err();
   committed_view v;
   v.last_stable_offset = s.txns.last_stable_offset(s.table.applied());
   v.aborted = s.txns.aborted_between(from, v.last_stable_offset);

@@ -7,6 +7,7 @@
 #include <asio/use_awaitable.hpp>
 
 #include <chrono>
+#include <optional>
 #include <shared_mutex>
 
 #include "json/parse.hpp"
@@ -21,12 +22,21 @@ constexpr int max_hints = 2;
 std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
                                                                   const std::vector<storage::record>& records,
                                                                   const append_options& how) {
-  return try_local(tp, storage::encode_records(records), how);
+  std::optional<storage::encoded_records> encoded;  // only for an append here: a forward encodes its own
+  return try_local_with(
+      tp, [&]() -> const storage::encoded_records& { return encoded.emplace(storage::encode_records(records)); }, how);
 }
 
 std::variant<result<produce_result>, broker_id> router::try_local(const topic_partition& tp,
                                                                   const storage::encoded_records& records,
                                                                   const append_options& how) {
+  return try_local_with(tp, [&]() -> const storage::encoded_records& { return records; }, how);
+}
+
+template <typename Encoded>
+std::variant<result<produce_result>, broker_id> router::try_local_with(const topic_partition& tp,
+                                                                       const Encoded& encoded,
+                                                                       const append_options& how) {
   const broker_id& self = peers_.directory().self;
   std::shared_lock gate(st_.gates.gate(tp), std::defer_lock);
   if (!how.never_wait)
@@ -36,6 +46,7 @@ std::variant<result<produce_result>, broker_id> router::try_local(const topic_pa
   // Not served here: the owner to forward to, or this broker itself while it waits to serve (a handover to it, or
   // catching up after a start), which the forward loop waits out.
   if (!serves(st_.ownership, tp, self)) return owner_as_seen_by(st_.ownership, tp, self);
+  const storage::encoded_records& records = encoded();
   auto offsets = st_.producers.append(tp, records, how);
   if (!offsets) return result<produce_result>(offsets.err());
   st_.counters.count_produce(tp, records.bytes.size());

@@ -56,11 +56,9 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
                           : p_.store->read(tp, out.offset, req.max_bytes);
   if (!r) return r.err();
   out.read = std::move(*r);
-  if (p_.counters) p_.counters->count_consume(tp, out.read.bytes.size());
   out.end_offset = out.read.end_offset;
   out.next_offset = out.read.next_offset;
   if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
-  std::size_t bytes = 0, data = 0;
   storage::for_each_frame(out.read.bytes.view(), out.offset, [&](const storage::record_view& v) {
     if (stable && v.offset >= stable->last_stable_offset) return;  // and so are all after it
     if (v.attributes & storage::attr_control) {
@@ -68,15 +66,20 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
       return;
     }
     if (stable && !stable->visible(v)) return;
-    bytes += (v.key ? v.key->size() : 0) + v.value.size();
-    ++data;
+    out.data_bytes += (v.key ? v.key->size() : 0) + v.value.size();
+    ++out.data_records;
     out.records.push_back(v);
   });
-  if (p_.metrics) {
-    p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(data));
-    p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(bytes));
-  }
+  if (!req.never_wait) count(tp, out);
   return out;
+}
+
+void fetch_frontend::count(const topic_partition& tp, const fetched& f) const {
+  if (p_.counters) p_.counters->count_consume(tp, f.read.bytes.size());
+  if (p_.metrics) {
+    p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(f.data_records));
+    p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(f.data_bytes));
+  }
 }
 
 }  // namespace moonmq::frontend

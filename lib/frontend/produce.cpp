@@ -22,9 +22,14 @@ outcome<produce_frontend::plan> produce_frontend::prepare(produce_request& req) 
   if (transactional && !p_.txns)
     return error{errc::unavailable, "transactions are not available on this broker"};
   plan at;
+  bool agrees = true;  // the frames are stamped by the producer the request names, transactional as it says
   storage::for_each_frame(req.encoded.bytes, 0, [&](const storage::record_view& v) {
+    if (v.offset == 0)  // the first frame
+      agrees = v.producer.has_value() == req.producer.has_value() && (!v.producer || *v.producer == *req.producer) &&
+               static_cast<bool>(v.attributes & storage::attr_transactional) == transactional;
     at.bytes += (v.key ? v.key->size() : 0) + v.value.size();
   });
+  if (!agrees) return error{errc::invalid_argument, "the encoded records' producer stamps do not match the request"};
   for (std::size_t i = 0; i < req.records.size(); ++i) {
     auto& rec = req.records[i];
     at.bytes += (rec.key ? rec.key->size() : 0) + rec.value.size();

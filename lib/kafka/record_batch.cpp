@@ -91,11 +91,14 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
     out.producer = storage::producer_stamp{static_cast<std::uint64_t>(producer_id),
                                            static_cast<std::uint32_t>(producer_epoch),
                                            static_cast<std::uint32_t>(base_sequence)};
-  // The frames take the records' bytes and, per record, at most the frame's fixed fields and lengths.
-  out.records.bytes.reserve(records_bytes.size() +
-                            static_cast<std::size_t>(count) *
-                                (storage::frame_header_size + storage::payload_fixed_size +
-                                 storage::producer_fields_size + storage::batch_fields_size + 4));
+  // The frames take the records' bytes and, per record, at most the frame's fixed fields and lengths. Frame
+  // positions within a batch are 32-bit (storage::batch_position, encoded_records::starts).
+  constexpr std::size_t per_record = storage::frame_header_size + storage::payload_fixed_size +
+                                     storage::producer_fields_size + storage::batch_fields_size + 4;
+  const std::size_t most = records_bytes.size() + static_cast<std::size_t>(count) * per_record;
+  if (most > UINT32_MAX)
+    return batch_refusal{batch_fault::too_large, "the batch's records would take more than 4 GiB as log records"};
+  out.records.bytes.reserve(most);
   out.records.starts.reserve(static_cast<std::size_t>(count));
   std::uint32_t distance = 0;
   for (std::int32_t i = 0; i < count; ++i) {
@@ -137,7 +140,10 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
       rec_out.producer->sequence += static_cast<std::uint32_t>(i);
     }
     rec_out.batch = storage::batch_position{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(count), distance};
-    distance += static_cast<std::uint32_t>(storage::frame_size(rec_out));
+    const std::size_t frame = storage::frame_size(rec_out);
+    if (frame - storage::frame_header_size > storage::max_payload_size)
+      return batch_refusal{batch_fault::too_large, "record " + std::to_string(i) + " is larger than a log record may be"};
+    distance += static_cast<std::uint32_t>(frame);
     out.records.add(rec_out);
   }
   if (rr.left() != 0) return corrupt("bytes after the last record of the batch");

@@ -161,7 +161,9 @@ class partition_log {
     if (from == r.end_offset) return r;
     std::uint64_t start = 0;
     {
-      std::lock_guard lock(mu_);
+      // An append holds the lock across its write (and fsync): a read that must not wait does not wait for it.
+      std::unique_lock lock(mu_, std::defer_lock);
+      if (auto l = lock_index(lock, cached_only, name); !l) return l.err();
       auto it = std::upper_bound(index_.begin(), index_.end(), from);
       start = it == index_.begin() ? 0 : *(it - 1);
     }
@@ -186,7 +188,9 @@ class partition_log {
     std::size_t first = 0;
     std::size_t take = frames_within(rest, max_bytes, &first);
     if (take == 0 && first > rest.size() && from + first <= r.end_offset) {
-      // The first frame alone is larger than what was read: read it whole.
+      // The first frame alone is larger than what was read: read it whole (on a thread that may wait: it may be as
+      // large as max_payload_size).
+      if (cached_only) return error{errc::would_block, name + ": a record larger than the read waits for a thread"};
       byte_buffer big(first);
       auto more = posix::pread_full((*file)->get(), big.data(), big.size(), from, path_, cached_only);
       if (!more) return more.err();
@@ -215,7 +219,8 @@ class partition_log {
                                                std::to_string(end_offset)};
     std::uint64_t pos = 0;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_, std::defer_lock);
+      if (auto l = lock_index(lock, cached_only, name); !l) return l.err();
       auto it = std::upper_bound(index_.begin(), index_.end(), from);
       pos = it == index_.begin() ? 0 : *(it - 1);
     }
@@ -267,6 +272,16 @@ class partition_log {
   }
 
  private:
+  /// Locks `lock` (on mu_); `cached_only`: without waiting, else errc::would_block.
+  static status lock_index(std::unique_lock<std::mutex>& lock, bool cached_only, const std::string& name) {
+    if (!cached_only) {
+      lock.lock();
+      return {};
+    }
+    if (!lock.try_lock()) return {errc::would_block, name + ": an append is under way"};
+    return {};
+  }
+
   /// REQUIRES: mu_ held.
   status write_locked(std::uint64_t at, std::string_view bytes, fsync_policy policy) {
     auto file = files_.acquire(path_);

@@ -47,7 +47,8 @@ error os_error(std::string_view what, const std::string& path);
 result<fd> open_file(const std::string& path, int flags, unsigned mode = 0644);
 status pwrite_all(int fd, const void* data, std::size_t size, std::uint64_t offset, const std::string& path);
 /// Reads up to `size` bytes at `offset` (fewer only at end of file); returns how many. `cached_only`: only what the
-/// page cache holds (preadv2 with RWF_NOWAIT); where the read would wait for the disk, errc::would_block.
+/// page cache holds (preadv2 with RWF_NOWAIT); where the read would wait for the disk, or fails in any way (a file
+/// system without RWF_NOWAIT among them), errc::would_block.
 result<std::size_t> pread_full(int fd, void* data, std::size_t size, std::uint64_t offset, const std::string& path,
                                bool cached_only = false);
 result<std::uint64_t> file_size(int fd, const std::string& path);

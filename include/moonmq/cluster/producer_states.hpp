@@ -126,7 +126,7 @@ class producer_states {
   };
   slot& slot_of(const topic_partition& tp);
   /// Locks `lock` (on s.mu); with `never_wait`, only where that waits for nothing: the lock free, and the log read
-  /// up to its end (otherwise errc::would_block, and `lock` is left as it is).
+  /// up to its end (otherwise errc::would_block; `lock` may then be held, and is released with it).
   status lock_slot(const topic_partition& tp, slot& s, std::unique_lock<std::mutex>& lock, bool never_wait);
   /// Reads the log of `tp` from where `s` stopped to its end. Under s.mu.
   status catch_up(const topic_partition& tp, slot& s);

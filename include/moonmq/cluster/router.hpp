@@ -67,6 +67,10 @@ class router {
   asio::awaitable<result<produce_result>> produce(topic_partition tp, std::vector<storage::record> records);
 
  private:
+  /// try_local's body; `encoded()` gives the records encoded, and is called only where they are appended here.
+  template <typename Encoded>
+  std::variant<result<produce_result>, broker_id> try_local_with(const topic_partition& tp, const Encoded& encoded,
+                                                                 const append_options& how);
   struct forward_state;
   /// What to do after one attempt; shared by forward() and forward_blocking() so they cannot drift apart.
   struct step {

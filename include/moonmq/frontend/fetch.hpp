@@ -35,6 +35,8 @@ struct fetch_request {
   /// errc::would_block, and the caller asks again from a thread that may wait. It would wait for a topic this broker
   /// does not hold (the brokers are asked who serves it), bytes the page cache does not hold
   /// (partition_store::read_cached), and under read_committed, where cluster::producer_states::committed would.
+  /// Such a fetch is not counted: its caller counts it (fetch_frontend::count) once its whole answer stands, so that
+  /// a request of several partitions that goes to another thread half way is counted once.
   bool never_wait = false;
 };
 
@@ -45,6 +47,8 @@ struct fetched {
   std::uint64_t end_offset = 0;   ///< the log's end when it was read
   std::optional<std::uint64_t> last_stable_offset;  ///< under read_committed
   std::vector<storage::record_view> records;  ///< what the consumer gets, in order (views into read.bytes)
+  std::size_t data_records = 0;  ///< of `records`, those that are not control records
+  std::size_t data_bytes = 0;    ///< and their keys' and values' bytes
 };
 
 struct fetch_parts {
@@ -66,6 +70,10 @@ class fetch_frontend {
   explicit fetch_frontend(fetch_parts parts) : p_(std::move(parts)) {}
 
   outcome<fetched> fetch(const fetch_request& req) const;
+
+  /// Counts what `f` read from `tp`: the partition's consumer load, and the records and bytes fetched. fetch() counts
+  /// its own reads, except with never_wait.
+  void count(const topic_partition& tp, const fetched& f) const;
 
  private:
   fetch_parts p_;
