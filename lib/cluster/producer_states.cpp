@@ -201,7 +201,8 @@ status producer_states::enroll_locked(const topic_partition& tp, slot& s, std::u
                                    "'s transaction at epoch " + std::to_string(open->epoch) +
                                    " is still open here (its marker is on its way); retry"};
   }
-  auto w = write(tp, s, storage::encode_records({control(producer_id, epoch, txn::marker_begin, sequences_run_on ? 1 : 0)}));
+  auto begin = control(producer_id, epoch, txn::marker_begin, sequences_run_on ? 1 : 0);
+  auto w = write(tp, s, storage::encode_records({begin}));
   if (!w) return w.err();
   return {};
 }
@@ -230,8 +231,8 @@ status producer_states::end_transaction(const topic_partition& tp, std::uint64_t
   // A commit marker commits only the transaction it ends (the epoch right below its own). An older one still open
   // here was orphaned (its end never reached this partition): it is aborted, never committed by someone else's end.
   const bool commits = commit && (!open || (number != 0 ? open->epoch == epoch : open->epoch + 1 == epoch));
-  auto w = write(tp, s, storage::encode_records({control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort,
-                                                         coordinator_epoch, number)}));
+  auto marker = control(producer_id, epoch, commits ? txn::marker_commit : txn::marker_abort, coordinator_epoch, number);
+  auto w = write(tp, s, storage::encode_records({marker}));
   if (!w) return w.err();
   return {};
 }

@@ -142,7 +142,8 @@ std::variant<produced_batch, batch_refusal> decode_produced_batch(std::string_vi
     rec_out.batch = storage::batch_position{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(count), distance};
     const std::size_t frame = storage::frame_size(rec_out);
     if (frame - storage::frame_header_size > storage::max_payload_size)
-      return batch_refusal{batch_fault::too_large, "record " + std::to_string(i) + " is larger than a log record may be"};
+      return batch_refusal{batch_fault::too_large,
+                           "record " + std::to_string(i) + " is larger than a log record may be"};
     distance += static_cast<std::uint32_t>(frame);
     out.records.add(rec_out);
   }

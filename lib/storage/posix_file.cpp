@@ -60,7 +60,8 @@ result<std::size_t> pread_full(int f, void* data, std::size_t size, std::uint64_
       if (errno == EINTR) continue;
       // Not in the page cache (EAGAIN), a file system that cannot tell without waiting (EOPNOTSUPP: tmpfs, NFS, …),
       // or anything else: a thread that may wait reads it again, and reports a real error.
-      if (cached_only) return error{errc::would_block, path + ": cannot read without waiting (" + std::strerror(errno) + ")"};
+      if (cached_only)
+        return error{errc::would_block, path + ": cannot read without waiting (" + std::strerror(errno) + ")"};
       return os_error("cannot read", path);
     }
     if (n == 0) break;
