@@ -122,6 +122,16 @@ TEST_CASE("kafka record batch: a produced batch becomes the frames its records e
   CHECK(b.records.bytes == want.bytes);  // byte for byte: every field, stamp and batch position
 }
 
+TEST_CASE("kafka record batch: a record larger than a log record may be is refused as too large", "[kafka]") {
+  storage::record big;
+  big.value = std::string(storage::max_payload_size, 'x');  // with the frame's fixed fields, past the limit
+  auto decoded = kafka::decode_produced_batch(batch_of({big}), 128u << 20);
+  REQUIRE(std::holds_alternative<kafka::batch_refusal>(decoded));
+  CHECK(std::get<kafka::batch_refusal>(decoded).fault == kafka::batch_fault::too_large);
+  big.value.resize(storage::max_payload_size - storage::payload_fixed_size - storage::batch_fields_size);
+  CHECK(std::holds_alternative<kafka::produced_batch>(kafka::decode_produced_batch(batch_of({big}))));  // just fits
+}
+
 TEST_CASE("kafka record batch: a bad CRC, a control batch, a wrong count and a second batch are refused", "[kafka]") {
   storage::record rec;
   rec.value = "payload";
