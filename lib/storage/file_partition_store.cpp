@@ -160,12 +160,14 @@ class partition_log {
                                                std::to_string(r.end_offset)};
     if (from == r.end_offset) return r;
     std::uint64_t start = 0;
+    std::uint64_t discards = 0;
     {
       // An append holds the lock across its write (and fsync): a read that must not wait does not wait for it.
       std::unique_lock lock(mu_, std::defer_lock);
       if (auto l = lock_index(lock, cached_only, name); !l) return l.err();
       auto it = std::upper_bound(index_.begin(), index_.end(), from);
-      start = it == index_.begin() ? 0 : *(it - 1);
+      start = from == read_end_ ? from : it == index_.begin() ? 0 : *(it - 1);
+      discards = discards_;
     }
     if (from - start >= index_interval) return not_boundary(name, from);
     std::uint64_t want = (from - start) + std::max<std::uint64_t>(max_bytes, frame_header_size);
@@ -209,6 +211,11 @@ class partition_log {
     buf.truncate(take);
     r.bytes = std::move(buf);
     r.next_offset = from + take;
+    if (take != 0) {
+      // Not worth waiting for: the next read walks from the index instead.
+      std::unique_lock lock(mu_, std::try_to_lock);
+      if (lock.owns_lock() && discards == discards_) read_end_ = r.next_offset;
+    }
     return r;
   }
 
@@ -222,7 +229,7 @@ class partition_log {
       std::unique_lock lock(mu_, std::defer_lock);
       if (auto l = lock_index(lock, cached_only, name); !l) return l.err();
       auto it = std::upper_bound(index_.begin(), index_.end(), from);
-      pos = it == index_.begin() ? 0 : *(it - 1);
+      pos = from == read_end_ ? from : it == index_.begin() ? 0 : *(it - 1);
     }
     if (pos == from || from == end_offset) return from;
     auto file = files_.acquire(path_);
@@ -267,6 +274,8 @@ class partition_log {
     if (auto s = posix::truncate_file(fd, 0, path_); !s) return s;
     if (auto s = posix::sync_data(fd, path_); !s) return s;
     index_.clear();
+    read_end_ = 0;
+    ++discards_;
     end_.store(0, std::memory_order_release);
     return {};
   }
@@ -316,10 +325,15 @@ class partition_log {
 
   std::string path_;
   descriptor_cache& files_;
-  mutable std::mutex mu_;  // serializes writers; guards index_
+  mutable std::mutex mu_;  // serializes writers; guards index_, read_end_ and discards_
   std::atomic<std::uint64_t> end_{0};
   std::atomic<bool> dirty_{false};
   std::vector<std::uint64_t> index_;
+  /// Where the last read that returned frames ended: a frame's start (or the end then), which a consumer's next
+  /// fetch usually asks for. Reading from it needs no walk from the index entry before it. Guarded by mu_, and set
+  /// only by a read that began after the last discard() (which counts in discards_ and resets it).
+  mutable std::uint64_t read_end_ = 0;
+  std::uint64_t discards_ = 0;
 };
 
 class file_partition_store final : public partition_store {

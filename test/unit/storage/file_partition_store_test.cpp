@@ -212,6 +212,30 @@ TEST_CASE("file store: reads find record boundaries far into a large log", "[fil
   CHECK(decode_frames(r->bytes.view(), 0)[0].value.size() == 300000);
 }
 
+TEST_CASE("file store: where the last read ended is a boundary until the log is discarded", "[file_store]") {
+  // A read from where the last one ended needs no walk from the index; after a discard, that offset means nothing.
+  test::temp_dir dir;
+  auto s = open_store(dir.path());
+  const topic_partition tp{"t", 0};
+  REQUIRE(s->ensure_topic("t", 1));
+  for (int i = 0; i < 200; ++i) REQUIRE(s->append(tp, {rec(std::string(1000, 'a' + i % 26))}));
+  auto first = s->read(tp, 0, 50'000);
+  REQUIRE(first);
+  const std::uint64_t ended = first->next_offset;
+  REQUIRE(ended % (1000 + frame_size(rec(""))) == 0);
+  auto next = s->read(tp, ended, 1);
+  REQUIRE(next);
+  CHECK(decode_frames(next->bytes.view(), ended)[0].offset == ended);
+  CHECK(*s->next_record(tp, ended) == ended);
+  REQUIRE(s->discard(tp));
+  // Records of another size: the old end now falls inside a record.
+  for (int i = 0; i < 200; ++i) REQUIRE(s->append(tp, {rec(std::string(700, 'z'))}));
+  const std::size_t frame = 700 + frame_size(rec(""));
+  REQUIRE(ended % frame != 0);
+  CHECK(s->read(tp, ended, 1).code() == errc::invalid_argument);
+  CHECK(*s->next_record(tp, ended) == (ended / frame + 1) * frame);
+}
+
 TEST_CASE("file store: a read that must not wait reads the page cache, and refuses what only the disk holds",
           "[file_store]") {
   test::temp_dir dir;
