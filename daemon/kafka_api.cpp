@@ -31,6 +31,12 @@ namespace {
 /// librdkafka batch is 1 MB by default, and a partition's share of a fetch 1 MiB).
 constexpr std::size_t at_once_bytes = 4u << 20;
 
+/// The most a fetch reads to return the first stored batch of its response whole, past its limits (Kafka returns the
+/// first batch whatever its size, so that a consumer can always move on). A produced batch is at most
+/// MaxRequestBytes (100 MiB by default), and its frames take a little more than its records; a larger one goes cut at
+/// its last record, and the next fetch reads on from inside it.
+constexpr std::size_t whole_batch_bytes = 128u << 20;
+
 /// Kafka's code for a front end's refusal of one partition's request.
 std::int16_t partition_code(errc e) {
   switch (e) {
@@ -458,23 +464,31 @@ struct kafka_api::impl {
                                              : static_cast<std::size_t>(std::max(req.max_bytes, 0));
     // What was read without waiting, counted once the whole answer stands (frontend::fetch_request::never_wait).
     std::vector<std::pair<topic_partition, frontend::fetched>> to_count;
-    kafka::fetch_response out;
+    // Written as it is read: each partition's batches are encoded straight into the response.
+    kafka::writer w;
+    kafka::start_response(w, h);
+    kafka::encode_fetch_head(w, h.api_version, ec::none, req.topics.size());
+    auto answer = [&](const kafka::fetch_response::partition& rp, const frontend::fetched* got = nullptr) {
+      const std::size_t at = kafka::encode_fetch_partition(w, h.api_version, rp);
+      if (got) kafka::encode_batches(got->records, w.bytes());
+      kafka::end_fetch_partition(w, at);
+      return w.size() - at - 4;
+    };
     std::size_t total = 0;
     bool any = false;
     for (const auto& t : req.topics) {
-      kafka::fetch_response::topic rt;
-      rt.name = t.name;
+      kafka::encode_fetch_topic(w, t.name, t.partitions.size());
       for (const auto& part : t.partitions) {
         kafka::fetch_response::partition rp;
         rp.index = part.index;
         if (!may(s, role::client)) {
           rp.error = ec::topic_authorization_failed;
-          rt.partitions.push_back(std::move(rp));
+          answer(rp);
           continue;
         }
         if (part.offset < 0) {
           rp.error = ec::offset_out_of_range;
-          rt.partitions.push_back(std::move(rp));
+          answer(rp);
           continue;
         }
         const std::size_t room = max_total > total ? max_total - total : 0;
@@ -482,12 +496,16 @@ struct kafka_api::impl {
         const std::size_t limit = std::min<std::size_t>(static_cast<std::size_t>(std::max(part.max_bytes, 1)),
                                                         any ? room : std::max<std::size_t>(room, 1));
         if (any && limit == 0) {
-          rt.partitions.push_back(std::move(rp));
+          answer(rp);
           continue;
         }
         const topic_partition tp{t.name, part.index};
         const auto wanted = static_cast<std::uint64_t>(part.offset);
-        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true, never_wait});
+        // Whole stored batches, as a Kafka broker sends them: the first partition with records gets its first batch
+        // whole even past the limits (within what a fetch may read without waiting, on the reactor); a later one
+        // gets no batch cut by its limit, unless that is all it has (then it resumes inside the batch).
+        const std::size_t whole = any ? limit : std::max(limit, never_wait ? room : whole_batch_bytes);
+        auto got = p.fetch->fetch({tp, wanted, limit, req.read_committed, true, never_wait, whole});
         // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
         // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
         // dropped, and when nothing is left the read goes on from where it stopped.
@@ -499,7 +517,11 @@ struct kafka_api::impl {
             return {};
           }
           from = got->next_offset;
-          got = p.fetch->fetch({tp, from, limit, req.read_committed, true, never_wait});
+          got = p.fetch->fetch({tp, from, limit, req.read_committed, true, never_wait, whole});
+        }
+        if (got && never_wait && !any && got->batch_cut) {  // its first batch is more than may be read here
+          *would_wait = true;
+          return {};
         }
         if (!got && never_wait && got.code() == errc::would_block) {
           *would_wait = true;
@@ -509,20 +531,18 @@ struct kafka_api::impl {
           rp.error = partition_code(got.code());
           if (got.code() == errc::offset_out_of_range)
             if (auto end = p.store->end_offset({t.name, part.index})) rp.high_watermark = static_cast<std::int64_t>(*end);
-          rt.partitions.push_back(std::move(rp));
+          answer(rp);
           continue;
         }
         rp.high_watermark = static_cast<std::int64_t>(got->end_offset);
         rp.last_stable_offset =
             static_cast<std::int64_t>(got->last_stable_offset ? *got->last_stable_offset : got->end_offset);
         rp.log_start_offset = 0;
-        kafka::encode_batches(got->records, rp.records);
-        total += rp.records.size();
-        any = any || !rp.records.empty();
-        rt.partitions.push_back(std::move(rp));
+        const std::size_t records_bytes = answer(rp, &*got);
+        total += records_bytes;
+        any = any || records_bytes != 0;
         if (never_wait) to_count.emplace_back(tp, std::move(*got));
       }
-      out.topics.push_back(std::move(rt));
     }
     for (const auto& [tp, read] : to_count) p.fetch->count(tp, read);
     if (!any && !final_attempt && req.max_wait_ms > 0 && total < static_cast<std::size_t>(std::max(req.min_bytes, 1))) {
@@ -530,7 +550,8 @@ struct kafka_api::impl {
       again.wait_ms = std::min(req.max_wait_ms, 30'000);
       return again;
     }
-    return frame(h, out);
+    kafka::finish_response(w);
+    return {w.take()};
   }
 
   // ---- ListOffsets ----

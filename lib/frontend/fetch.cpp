@@ -7,6 +7,29 @@
 
 namespace moonmq::frontend {
 
+namespace {
+
+/// Where `records` (in log order) end inside a stored batch: the index of that batch's first record among them;
+/// records.size() when they do not.
+std::size_t cut_batch_start(const std::vector<storage::record_view>& records) {
+  const auto& last = records.back();
+  if (!last.batch || last.batch->index + 1 >= last.batch->count) return records.size();
+  const std::uint64_t batch_start = last.offset - last.batch->distance;
+  std::size_t i = records.size() - 1;
+  while (i > 0 && records[i - 1].batch && records[i - 1].offset - records[i - 1].batch->distance == batch_start) --i;
+  return i;
+}
+
+/// About how many bytes of frames are left of the stored batch that `records` end inside: its records still to come
+/// at the average size of those read, and one more record's worth (a read returns whole frames only).
+std::size_t batch_rest_bytes(const std::vector<storage::record_view>& records) {
+  const auto& last = records.back();
+  const std::uint64_t each = (std::uint64_t{last.batch->distance} + last.frame_size) / (last.batch->index + 1u) + 1;
+  return static_cast<std::size_t>(each * (last.batch->count - last.batch->index));
+}
+
+}  // namespace
+
 refusal not_served(const cluster::ownership_table& ownership, const topic_partition& tp, const broker_id& self) {
   auto e = cluster::entry_as_seen_by(ownership, tp, self);
   if (e.owner == self)
@@ -58,24 +81,64 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   out.read = std::move(*r);
   out.end_offset = out.read.end_offset;
   out.next_offset = out.read.next_offset;
-  if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
-  storage::for_each_frame(out.read.bytes.view(), out.offset, [&](const storage::record_view& v) {
-    if (stable && v.offset >= stable->last_stable_offset) return;  // and so are all after it
-    if (v.attributes & storage::attr_control) {
-      if (req.with_control) out.records.push_back(v);
-      return;
+  auto take = [&](const storage::read_result& read, std::uint64_t from) {
+    storage::for_each_frame(read.bytes.view(), from, [&](const storage::record_view& v) {
+      if (stable && v.offset >= stable->last_stable_offset) return;  // and so are all after it
+      if (v.attributes & storage::attr_control) {
+        if (req.with_control) out.records.push_back(v);
+        return;
+      }
+      if (stable && !stable->visible(v)) return;
+      out.data_bytes += (v.key ? v.key->size() : 0) + v.value.size();
+      ++out.data_records;
+      out.records.push_back(v);
+    });
+  };
+  take(out.read, out.offset);
+  // A read that ends inside a stored batch: without it, or, when that batch is all there is, with the rest of it (a
+  // batch is appended whole, so its records are all below the last stable offset or all past it).
+  for (std::size_t read_bytes = out.read.bytes.size(); req.whole_batch_bytes != 0 && !out.records.empty();) {
+    const auto tail = cut_batch_start(out.records);
+    if (tail == out.records.size()) break;
+    if (tail > 0) {
+      for (auto v = out.records.begin() + static_cast<std::ptrdiff_t>(tail); v != out.records.end(); ++v) {
+        if (v->attributes & storage::attr_control) continue;
+        out.data_bytes -= (v->key ? v->key->size() : 0) + v->value.size();
+        --out.data_records;
+      }
+      out.next_offset = out.records[tail].offset;
+      out.records.resize(tail);
+      break;
     }
-    if (stable && !stable->visible(v)) return;
-    out.data_bytes += (v.key ? v.key->size() : 0) + v.value.size();
-    ++out.data_records;
-    out.records.push_back(v);
-  });
+    const auto wanted = batch_rest_bytes(out.records);
+    if (out.next_offset >= out.end_offset || read_bytes + wanted > req.whole_batch_bytes) {
+      out.batch_cut = true;
+      break;
+    }
+    const std::uint64_t from = out.next_offset;
+    auto rest = req.never_wait ? p_.store->read_cached(tp, from, wanted) : p_.store->read(tp, from, wanted);
+    if (!rest) return rest.err();
+    if (rest->bytes.empty()) {
+      out.batch_cut = true;
+      break;
+    }
+    read_bytes += rest->bytes.size();
+    out.next_offset = rest->next_offset;
+    out.end_offset = rest->end_offset;
+    out.more.push_back(std::move(*rest));
+    take(out.more.back(), from);
+  }
+  if (stable) out.next_offset = std::min(out.next_offset, std::max(out.offset, stable->last_stable_offset));
   if (!req.never_wait) count(tp, out);
   return out;
 }
 
 void fetch_frontend::count(const topic_partition& tp, const fetched& f) const {
-  if (p_.counters) p_.counters->count_consume(tp, f.read.bytes.size());
+  if (p_.counters) {
+    std::size_t bytes = f.read.bytes.size();
+    for (const auto& more : f.more) bytes += more.bytes.size();
+    p_.counters->count_consume(tp, bytes);
+  }
   if (p_.metrics) {
     p_.metrics->add(metrics::fetched_records, {{"topic", tp.topic}}, static_cast<double>(f.data_records));
     p_.metrics->add(metrics::fetched_bytes, {{"topic", tp.topic}}, static_cast<double>(f.data_bytes));

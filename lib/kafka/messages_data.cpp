@@ -85,25 +85,45 @@ bool decode(reader& r, std::int16_t version, fetch_request& f) {
 
 // Fetch response: throttle, error and session id (v7+), topics [name partitions [index error high_watermark
 // last_stable_offset log_start(v5+) aborted[] preferred_read_replica(v11+) records]].
-void encode(writer& w, std::int16_t version, const fetch_response& f) {
+void encode_fetch_head(writer& w, std::int16_t version, std::int16_t error, std::size_t topics) {
   w.i32(0);
   if (version >= 7) {
-    w.i16(f.error);
+    w.i16(error);
     w.i32(0);  // no fetch sessions: every fetch names its partitions
   }
-  w.array_count(f.topics.size(), false);
+  w.array_count(topics, false);
+}
+
+void encode_fetch_topic(writer& w, const std::string& name, std::size_t partitions) {
+  w.string(name, false);
+  w.array_count(partitions, false);
+}
+
+std::size_t encode_fetch_partition(writer& w, std::int16_t version, const fetch_response::partition& p) {
+  w.i32(p.index);
+  w.i16(p.error);
+  w.i64(p.high_watermark);
+  w.i64(p.last_stable_offset);
+  if (version >= 5) w.i64(p.log_start_offset);
+  w.array_count(0, false);  // aborted transactions: their records are never sent (docs/kafka.md)
+  if (version >= 11) w.i32(-1);
+  const std::size_t at = w.size();
+  w.i32(0);
+  return at;
+}
+
+void end_fetch_partition(writer& w, std::size_t records_at) {
+  w.patch_i32(records_at, static_cast<std::int32_t>(w.size() - records_at - 4));
+}
+
+void encode(writer& w, std::int16_t version, const fetch_response& f) {
+  encode_fetch_head(w, version, f.error, f.topics.size());
   for (const auto& t : f.topics) {
-    w.string(t.name, false);
-    w.array_count(t.partitions.size(), false);
+    encode_fetch_topic(w, t.name, t.partitions.size());
     for (const auto& p : t.partitions) {
-      w.i32(p.index);
-      w.i16(p.error);
-      w.i64(p.high_watermark);
-      w.i64(p.last_stable_offset);
-      if (version >= 5) w.i64(p.log_start_offset);
-      w.array_count(0, false);  // aborted transactions: their records are never sent (docs/kafka.md)
-      if (version >= 11) w.i32(-1);
-      w.bytes(p.records, false);
+      const std::size_t at = encode_fetch_partition(w, version, p);
+      w.raw(p.records);
+      end_fetch_partition(w, at);
     }
   }
 }

@@ -38,6 +38,11 @@ struct fetch_request {
   /// Such a fetch is not counted: its caller counts it (fetch_frontend::count) once its whole answer stands, so that
   /// a request of several partitions that goes to another thread half way is counted once.
   bool never_wait = false;
+  /// Nonzero: a read ends at the end of a stored Kafka batch (storage::batch_position), as a Kafka broker's does. A
+  /// batch that `max_bytes` cuts is left for the next fetch, unless it is the first thing read: then the read goes on
+  /// until the batch ends, up to this many bytes read in all (past that, the batch is returned cut at its last
+  /// record). Zero: a read ends where `max_bytes` ends it.
+  std::size_t whole_batch_bytes = 0;
 };
 
 struct fetched {
@@ -46,9 +51,13 @@ struct fetched {
   std::uint64_t next_offset = 0;  ///< where the next fetch starts (never past the last stable offset)
   std::uint64_t end_offset = 0;   ///< the log's end when it was read
   std::optional<std::uint64_t> last_stable_offset;  ///< under read_committed
-  std::vector<storage::record_view> records;  ///< what the consumer gets, in order (views into read.bytes)
+  /// The reads after `read` that completed a stored batch (fetch_request::whole_batch_bytes).
+  std::vector<storage::read_result> more;
+  std::vector<storage::record_view> records;  ///< what the consumer gets, in order (views into read and more)
   std::size_t data_records = 0;  ///< of `records`, those that are not control records
   std::size_t data_bytes = 0;    ///< and their keys' and values' bytes
+  /// With fetch_request::whole_batch_bytes: the records end inside a stored batch, which did not fit in it.
+  bool batch_cut = false;
 };
 
 struct fetch_parts {

@@ -242,6 +242,15 @@ struct fetch_response {
 };
 void encode(writer& w, std::int16_t version, const fetch_response& f);
 
+// The same response written piece by piece, so that a partition's record batches are encoded straight into it (a
+// fetch of 1 MB is not copied once more): the head with the number of topics, then each topic's name with its
+// number of partitions, then each partition's fields up to its records (p.records is not written), then its batches
+// appended to w.bytes(), then their length patched at the position encode_fetch_partition returned.
+void encode_fetch_head(writer& w, std::int16_t version, std::int16_t error, std::size_t topics);
+void encode_fetch_topic(writer& w, const std::string& name, std::size_t partitions);
+std::size_t encode_fetch_partition(writer& w, std::int16_t version, const fetch_response::partition& p);
+void end_fetch_partition(writer& w, std::size_t records_at);
+
 // ---- ListOffsets (2) ------------------------------------------------------------------------------------------
 
 inline constexpr std::int64_t latest_timestamp = -1;
