@@ -28,7 +28,8 @@
 // KAFKA_CLIENTS_PARTITION_FETCH_BYTES (max.partition.fetch.bytes) and the transactional producer's queue
 // KAFKA_CLIENTS_TXN_QUEUE_KB (queue.buffering.max.kbytes, default 16384) from the environment; KAFKA_CLIENTS_STATS=1 has the
 // producer print librdkafka's per-broker statistics every second (round trip, time queued, time in flight), and
-// KAFKA_CLIENTS_PRODUCE_ONLY=1 runs only the producer's peak against the mock cluster and moonmqd (a profile's run).
+// KAFKA_CLIENTS_PRODUCE_ONLY=1 runs only the producer's peak against the mock cluster and moonmqd (a profile's run);
+// KAFKA_CLIENTS_READ_ALL=N then reads every record back from moonmqd N times instead of the rest.
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <rapidjson/document.h>
@@ -574,6 +575,16 @@ int main(int argc, char** argv) {
     rd_kafka_mock_cluster_destroy(mock);
     rd_kafka_destroy(host);
     return moon.failed || mocked.failed ? 1 : 0;
+  }
+  if (const char* reads = std::getenv("KAFKA_CLIENTS_READ_ALL")) {
+    // A profile's run of moonmqd's fetch: every record read back from moonmqd, READS times.
+    for (int i = 0, n = std::atoi(reads); i < n; ++i) {
+      const auto [per_s, seen] = consume(moon_bootstrap, "bench", records + records / 10);
+      std::printf("kafka_clients: read all: %ld records at %.0f/s\n", seen, per_s);
+    }
+    rd_kafka_mock_cluster_destroy(mock);
+    rd_kafka_destroy(host);
+    return 0;
   }
   measure_consumers(mock_bootstrap, moon_bootstrap, "bench", mocked, moon);
   measure_latency(mock_bootstrap, "bench", records, mocked);
