@@ -150,12 +150,19 @@ void writer::uvarint(std::uint32_t v) {
 }
 
 void writer::varlong(std::int64_t v) {
+  char buf[max_varint_bytes];
+  out_.append(buf, put_varint(buf, v));
+}
+
+std::size_t put_varint(char* at, std::int64_t v) {
   auto u = (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+  std::size_t n = 0;
   while (u >= 0x80) {
-    out_.push_back(static_cast<char>((u & 0x7f) | 0x80));
+    at[n++] = static_cast<char>((u & 0x7f) | 0x80);
     u >>= 7;
   }
-  out_.push_back(static_cast<char>(u));
+  at[n++] = static_cast<char>(u);
+  return n;
 }
 
 void writer::varint(std::int32_t v) { varlong(v); }

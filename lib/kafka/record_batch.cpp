@@ -199,25 +199,33 @@ void encode_record(const storage::record_view& v, std::int64_t offset_delta, std
     return;
   }
   // A data record is written straight into the batch: its length is summed from its fields first (no copy of its
-  // key and value into a record of its own).
+  // key and value into a record of its own). The small fields between the key and value go in runs, each appended
+  // once.
   const bool null_value = (v.attributes & storage::attr_null_value) != 0;
   const auto key_length = v.key ? static_cast<std::int64_t>(v.key->size()) : -1;
   const auto value_length = null_value ? -1 : static_cast<std::int64_t>(v.value.size());
   const std::size_t length = 1 + varint_size(timestamp_delta) + varint_size(offset_delta) + varint_size(key_length) +
                              (v.key ? v.key->size() : 0) + varint_size(value_length) + (null_value ? 0 : v.value.size()) +
                              (v.headers.empty() ? varint_size(0) : v.headers.size());
-  out.varint(static_cast<std::int32_t>(length));
-  out.i8(0);
-  out.varlong(timestamp_delta);
-  out.varlong(offset_delta);
-  out.varint(static_cast<std::int32_t>(key_length));
-  if (v.key) out.raw(*v.key);
-  out.varint(static_cast<std::int32_t>(value_length));
-  if (!null_value) out.raw(v.value);
+  char run[6 * max_varint_bytes];
+  std::size_t n = put_varint(run, static_cast<std::int64_t>(length));
+  run[n++] = 0;  // record attributes
+  n += put_varint(run + n, timestamp_delta);
+  n += put_varint(run + n, offset_delta);
+  n += put_varint(run + n, key_length);
+  std::string& b = out.bytes();
+  if (v.key) {
+    b.append(run, n);
+    b.append(*v.key);
+    n = 0;
+  }
+  n += put_varint(run + n, value_length);
+  b.append(run, n);
+  if (!null_value) b.append(v.value);
   if (v.headers.empty())
-    out.varint(0);
+    b.push_back(0);  // no headers: a varint 0
   else
-    out.raw(v.headers);
+    b.append(v.headers);
 }
 
 }  // namespace

@@ -96,4 +96,10 @@ class writer {
 /// Bytes a zigzag varint takes.
 std::size_t varint_size(std::int64_t v);
 
+/// The most bytes a zigzag varint takes.
+inline constexpr std::size_t max_varint_bytes = 10;
+
+/// Writes `v` as a zigzag varint at `at` (room for max_varint_bytes); returns the bytes written.
+std::size_t put_varint(char* at, std::int64_t v);
+
 }  // namespace moonmq::kafka
