@@ -74,6 +74,7 @@ double percentile(std::vector<double> v, double p) {
 struct figures {
   double produce_per_s = 0;
   double consume_per_s = 0;
+  double consume_tail_per_s = 0;  ///< moonmqd's consumer over each partition's last records (measure_consumers)
   double p50_ms = 0, p99_ms = 0;
   double latency_rate = 0;  ///< records/s the latency run was paced at
   long failed = 0;
@@ -193,9 +194,12 @@ double produce(const std::string& bootstrap, const std::string& topic, long coun
 
 /// Reads every partition from the beginning until `count` records came (`count` < 0: as many as the watermarks say,
 /// for the mock cluster, whose offsets count records and which keeps only the last few MiB of a partition); records/s
-/// from the first record to the last (a consumer's first fetch waits for its offset query, as long on both), and the
-/// records read.
-std::pair<double, long> consume(const std::string& bootstrap, const std::string& topic, long count) {
+/// from the first record to the last, and the records read. `tail_bytes` > 0: each partition from that many bytes
+/// before its end instead (moonmqd's offsets are byte positions; a fetch inside a record starts at the next one).
+/// Every partition is assigned at an offset taken from its watermarks before the consumer starts, so that no
+/// partition's first fetch waits for an offset query while another's records are already timed.
+std::pair<double, long> consume(const std::string& bootstrap, const std::string& topic, long count,
+                                std::int64_t tail_bytes = 0) {
   char error[512];
   std::map<std::string, std::string> extra{
       {"group.id", "kafka-clients-bench"}, {"enable.auto.commit", "false"}, {"fetch.max.bytes", "52428800"}};
@@ -208,18 +212,20 @@ std::pair<double, long> consume(const std::string& bootstrap, const std::string&
     std::exit(1);
   }
   rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
-  for (int p = 0; p < partitions; ++p)
-    rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  long available = 0;
+  for (int p = 0; p < partitions; ++p) {
+    std::int64_t low = 0, high = 0;
+    if (const auto e = rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, 10'000)) {
+      std::fprintf(stderr, "kafka_clients: watermarks of partition %d: %s\n", p, rd_kafka_err2str(e));
+      std::exit(1);
+    }
+    available += static_cast<long>(high - low);
+    rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset =
+        tail_bytes > 0 ? std::max(low, high - tail_bytes) : low;
+  }
   rd_kafka_assign(rk, parts);
   rd_kafka_topic_partition_list_destroy(parts);
-  if (count < 0) {
-    count = 0;
-    for (int p = 0; p < partitions; ++p) {
-      std::int64_t low = 0, high = 0;
-      rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, 10'000);
-      count += static_cast<long>(high - low);
-    }
-  }
+  if (count < 0) count = available;
   long seen = 0, errors = 0;
   auto start = clock_type::now();
   auto last_progress = start;
@@ -296,13 +302,18 @@ void measure_peaks(const std::string& mock, const std::string& moon, const std::
 /// `consume_runs` reads each by a new consumer: the median of each. The mock keeps about 5 MiB a partition, so a read
 /// takes tens of milliseconds and its rate swings with whatever else the two cores do; in turns, a slow spell of the
 /// machine (the kernel writing back what moonmqd's producers wrote, say) weighs on both. The mock's consumer reads
-/// what it kept, and moonmqd's as many records from the beginning, so that both are timed over as many records.
+/// what it kept, and moonmqd's as many records two ways, so that all are timed over as many records: from the
+/// beginning of each partition (the warm-up run's records first), and from each partition's last records, as the
+/// mock's consumer reads (the last timed run's, in batches as full as the mock's).
 void measure_consumers(const std::string& mock, const std::string& moon, const std::string& topic, figures& mocked,
                        figures& moonf) {
-  std::vector<double> mock_rates, moon_rates;
+  std::vector<double> mock_rates, moon_rates, tail_rates;
   // An untimed read from each first, as for the producer: the first read was the slowest, by up to four times.
   const long kept = consume(mock, topic, -1).second;
   consume(moon, topic, kept);
+  // A quarter more than each partition's share of what the mock kept, in moonmqd's frames (a record's frame is about
+  // 60 bytes more than its value): at least as many records as the mock's consumer reads.
+  const auto tail_bytes = static_cast<std::int64_t>(kept / partitions * 5 / 4) * static_cast<std::int64_t>(record_bytes + 64);
   auto read_mock = [&] {
     double per_s = 0;
     std::tie(per_s, mocked.consumed) = consume(mock, topic, -1);
@@ -313,21 +324,27 @@ void measure_consumers(const std::string& mock, const std::string& moon, const s
     std::tie(per_s, moonf.consumed) = consume(moon, topic, kept);
     moon_rates.push_back(per_s);
   };
+  auto read_tail = [&] { tail_rates.push_back(consume(moon, topic, kept, tail_bytes).first); };
   for (int i = 0; i < consume_runs; ++i) {
     if (i % 2 == 0) {
       read_mock();
       read_moon();
+      read_tail();
     } else {
+      read_tail();
       read_moon();
       read_mock();
     }
   }
   mocked.consume_per_s = percentile(mock_rates, 0.50);
   moonf.consume_per_s = percentile(moon_rates, 0.50);
+  moonf.consume_tail_per_s = percentile(tail_rates, 0.50);
   std::printf("kafka_clients: consumer reads, records/s: mock cluster");
   for (double r : mock_rates) std::printf(" %.0f", r);
-  std::printf("; moonmqd");
+  std::printf("; moonmqd from the beginning");
   for (double r : moon_rates) std::printf(" %.0f", r);
+  std::printf("; moonmqd, the last records");
+  for (double r : tail_rates) std::printf(" %.0f", r);
   std::printf("\n");
 }
 
@@ -607,11 +624,14 @@ int main(int argc, char** argv) {
               "any broker that writes its log to files)\n", "page cache, 3 writers", page_cache);
   std::printf("(each Kafka consumer timed over %ld records, what the mock cluster kept, the median of %d reads; the "
               "HTTP reader over all %ld)\n", mocked.consumed, consume_runs, records);
+  std::printf("librdkafka -> moonmqd, each partition's last records: consume/s %.0f, %.2f of the mock's (moonmqd's "
+              "consume/s above reads from the beginning)\n", moon.consume_tail_per_s,
+              moon.consume_tail_per_s / mocked.consume_per_s);
   std::printf("{\"bench\":\"kafka_clients\",\"records\":%ld,\"produce_ratio\":%.2f,\"consume_ratio\":%.2f,"
-              "\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f,\"page_cache_per_s\":%.0f,"
+              "\"consume_tail_ratio\":%.2f,\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f,\"page_cache_per_s\":%.0f,"
               "\"produce_to_page_cache\":%.2f}\n",
               records, moon.produce_per_s / mocked.produce_per_s, moon.consume_per_s / mocked.consume_per_s,
-              moon.p99_ms, mocked.p99_ms, http.produce_per_s / moon.produce_per_s, page_cache,
+              moon.consume_tail_per_s / mocked.consume_per_s, moon.p99_ms, mocked.p99_ms, http.produce_per_s / moon.produce_per_s, page_cache,
               page_cache > 0 ? moon.produce_per_s / page_cache : 0.0);
 
   // Transactions (issue 31): the same producer idempotent, then transactional committing every 100 ms and every
