@@ -9,8 +9,8 @@
 //   the leaders is not timed); three runs of a third of the records against each cluster, in turns, and the
 //   median of each;
 // - consume: a librdkafka consumer in assign mode reads them back: from the mock, what it kept (only a partition's
-//   last few MiB), and from moonmqd as many records from the beginning; records/s from the first record to the last,
-//   25 reads against each cluster, in turns, and the median of each;
+//   last few MiB), and from moonmqd as many records twice, from each partition's last records (as the mock's) and from
+//   the beginning; records/s from the first record to the last, 25 reads of each, in turns, and the median of each;
 // - latency: the producer again at half the peak rate it reached, for a third as many records; p50 and p99 from
 //   send to delivery report.
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
