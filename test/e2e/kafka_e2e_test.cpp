@@ -10,11 +10,13 @@
 
 #include <rapidjson/document.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -164,6 +166,41 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
                              std::to_string(inside->second.first), "-o", std::to_string(inside->second.second), "-c", "1",
                              "-e", "-q", "-f", "%o %k\n"});
   CHECK(sought.out == std::to_string(inside->second.second) + " " + inside->first + "\n");
+
+  // Batches come whole, as from a Kafka broker, even past the consumer's limit per partition: a consumer allowed
+  // 1000 bytes a partition gets each stored batch in one piece (a batch is a run of consecutive delivery-reported
+  // offsets), and every record once.
+  std::map<int, std::vector<std::int64_t>> reported_in;
+  for (const auto& [key, at] : told) reported_in[at.first].push_back(at.second);
+  std::vector<std::size_t> batch_sizes;
+  auto& in_one = reported_in[1];
+  std::sort(in_one.begin(), in_one.end());
+  for (std::size_t i = 0; i < in_one.size(); ++i)
+    if (i == 0 || in_one[i] != in_one[i - 1] + 1)
+      batch_sizes.push_back(1);
+    else
+      ++batch_sizes.back();
+  REQUIRE(*std::max_element(batch_sizes.begin(), batch_sizes.end()) >= 20);  // more than 1000 bytes of frames
+  auto small = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kt", "-p", "1", "-o", "beginning", "-e",
+                            "-X", "fetch.message.max.bytes=1000", "-d", "fetch", "-f", "%o\n"});
+  INFO(small.err.substr(0, 3000));
+  CHECK(small.exit_code == 0);
+  CHECK(std::count(small.out.begin(), small.out.end(), '\n') == static_cast<long>(in_one.size()));
+  // Each response ends where a batch ends (it may hold several small ones), and the largest batch came in one.
+  std::set<std::size_t> batch_ends;
+  std::size_t sum = 0;
+  for (auto n : batch_sizes) batch_ends.insert(sum += n);
+  std::size_t received = 0, largest = 0;
+  static const std::regex enqueue("Enqueue ([0-9]+) message");
+  for (auto m = std::sregex_iterator(small.err.begin(), small.err.end(), enqueue); m != std::sregex_iterator(); ++m) {
+    const std::size_t n = std::stoul((*m)[1].str());
+    if (n == 0) continue;
+    received += n;
+    largest = std::max(largest, n);
+    CHECK(batch_ends.count(received) == 1);
+  }
+  CHECK(received == in_one.size());
+  CHECK(largest >= *std::max_element(batch_sizes.begin(), batch_sizes.end()));
 
   // kcat reads the same records; kafka-python's version probe, produce and read back work too.
   auto kcat = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kt", "-p", "0", "-o", "beginning", "-e",
