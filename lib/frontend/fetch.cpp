@@ -83,11 +83,13 @@ outcome<fetched> fetch_frontend::fetch(const fetch_request& req) const {
   out.next_offset = out.read.next_offset;
   auto take = [&](const storage::read_result& read, std::uint64_t from) {
     // Room for as many records as frames the size of the first would fill (a 1 MB read of 1 KiB records grew the
-    // vector eleven times).
+    // vector eleven times), up to 64k of them (a small first record ahead of large ones is no reason for more).
     const auto bytes = read.bytes.view();
     if (bytes.size() >= storage::frame_header_size)
       out.records.reserve(out.records.size() +
-                          bytes.size() / (storage::frame_header_size + storage::detail::get_u32(bytes.data())) + 1);
+                          std::min<std::size_t>(bytes.size() / (storage::frame_header_size +
+                                                                storage::detail::get_u32(bytes.data())) + 1,
+                                                std::size_t{1} << 16));
     storage::for_each_frame(read.bytes.view(), from, [&](const storage::record_view& v) {
       if (stable && v.offset >= stable->last_stable_offset) return;  // and so are all after it
       if (v.attributes & storage::attr_control) {

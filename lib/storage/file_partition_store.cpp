@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
@@ -167,7 +168,9 @@ class partition_log {
       if (auto l = lock_index(lock, cached_only, name); !l) return l.err();
       auto it = std::upper_bound(index_.begin(), index_.end(), from);
       start = from == read_end_ ? from : it == index_.begin() ? 0 : *(it - 1);
-      discards = discards_;
+      // A log that shrank since its end was read above was discarded in between: this read may reach past what is
+      // written now, and does not say where a record starts.
+      discards = end() < r.end_offset ? std::numeric_limits<std::uint64_t>::max() : discards_;
     }
     if (from - start >= index_interval) return not_boundary(name, from);
     std::uint64_t want = (from - start) + std::max<std::uint64_t>(max_bytes, frame_header_size);
@@ -212,9 +215,10 @@ class partition_log {
     r.bytes = std::move(buf);
     r.next_offset = from + take;
     if (take != 0) {
-      // Not worth waiting for: the next read walks from the index instead.
+      // Not worth waiting for: the next read walks from the index instead. With the lock held no append is under
+      // way, so the end is what is written.
       std::unique_lock lock(mu_, std::try_to_lock);
-      if (lock.owns_lock() && discards == discards_) read_end_ = r.next_offset;
+      if (lock.owns_lock() && discards == discards_ && r.next_offset <= end()) read_end_ = r.next_offset;
     }
     return r;
   }

@@ -181,8 +181,8 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
     else
       ++batch_sizes.back();
   REQUIRE(*std::max_element(batch_sizes.begin(), batch_sizes.end()) >= 20);  // more than 1000 bytes of frames
-  auto small = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kt", "-p", "1", "-o", "beginning", "-e",
-                            "-X", "fetch.message.max.bytes=1000", "-d", "fetch", "-f", "%o\n"});
+  auto small = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "kt", "-p", "1", "-o", "beginning",
+                            "-e", "-X", "fetch.message.max.bytes=1000", "-d", "fetch", "-f", "%o\n"});
   INFO(small.err.substr(0, 3000));
   CHECK(small.exit_code == 0);
   CHECK(std::count(small.out.begin(), small.out.end(), '\n') == static_cast<long>(in_one.size()));
