@@ -1,5 +1,7 @@
 #include "moonmq/core/crc32c.hpp"
 
+#include "crc32c_fold.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -88,8 +90,13 @@ __attribute__((target("sse4.2"))) void three_ways(std::uint64_t& c, const unsign
   }
 }
 
-__attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p,
-                                                                std::size_t n) noexcept {
+/// From this many bytes on, folding by carry-less multiplication is faster than the instruction (where it runs).
+constexpr std::size_t fold_from = 256;
+
+/// `fold`: folding where the processor can and `n` is long enough; else the instruction alone.
+__attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p, std::size_t n,
+                                                                bool fold = true) noexcept {
+  if (fold && n >= fold_from && detail::crc32c_fold_available()) return ~detail::crc32c_fold(~crc, p, n);
   std::uint64_t c = ~crc;
   three_ways<4096>(c, p, n);
   three_ways<256>(c, p, n);
@@ -107,6 +114,12 @@ __attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t cr
 
 __attribute__((target("sse4.2"))) void many_hardware(const void* const* data, const std::size_t* size,
                                                      std::uint32_t* out, std::size_t count) noexcept {
+  if (detail::crc32c_fold_available() &&
+      std::all_of(size, size + count, [](std::size_t n) { return n >= fold_from; })) {
+    // Long enough to fold: one at a time, since folding keeps the multiplier busy on its own.
+    for (std::size_t i = 0; i < count; ++i) out[i] = extend_hardware(0, static_cast<const unsigned char*>(data[i]), size[i]);
+    return;
+  }
   std::uint64_t c[4] = {~0u, ~0u, ~0u, ~0u};
   const unsigned char* p[4] = {};
   std::size_t left[4] = {};
@@ -159,6 +172,14 @@ void crc32c_many(const void* const* data, const std::size_t* size, std::uint32_t
   if (has_hardware()) return many_hardware(data, size, out, count);
 #endif
   for (std::size_t i = 0; i < count; ++i) out[i] = extend_table(0, static_cast<const unsigned char*>(data[i]), size[i]);
+}
+
+std::uint32_t crc32c_extend_instruction(std::uint32_t crc, const void* data, std::size_t size) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+#if defined(__x86_64__)
+  if (has_hardware()) return extend_hardware(crc, p, size, false);
+#endif
+  return extend_table(crc, p, size);
 }
 
 std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size) noexcept {

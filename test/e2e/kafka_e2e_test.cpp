@@ -248,6 +248,26 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
   CHECK(js_values.size() == 60);
   CHECK(js_values.count("kafkajs-59") == 1);
 
+  // An offset past a batch's numbers but inside its bytes (where "the end less N" often lands: offsets are byte
+  // positions) starts at the next batch's first record: the rest of the batch it falls in is all numbered lower.
+  std::optional<std::pair<int, std::int64_t>> gap;  // one past a batch's last number
+  std::int64_t next_batch = 0;                        // the next batch's first
+  std::map<int, std::vector<std::int64_t>> js_offsets;  // six batches a partition
+  for (const auto& m : js_seen) js_offsets[m["partition"].GetInt()].push_back(m["offset"].GetInt64());
+  for (auto& [partition, offsets] : js_offsets) {
+    std::sort(offsets.begin(), offsets.end());
+    for (std::size_t i = 1; i < offsets.size() && !gap; ++i)
+      if (offsets[i] != offsets[i - 1] + 1) {
+        gap = {partition, offsets[i - 1] + 1};
+        next_batch = offsets[i];
+      }
+  }
+  REQUIRE(gap);
+  auto after_gap = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "js", "-p",
+                                std::to_string(gap->first), "-o", std::to_string(gap->second), "-c", "1", "-e", "-q",
+                                "-f", "%o\n"});
+  CHECK(after_gap.out == std::to_string(next_batch) + "\n");
+
   // Every compression codec a Kafka client may choose: kcat (librdkafka) compresses, the broker stores the records
   // uncompressed, and they read back the same.
   for (const std::string codec : {"gzip", "snappy", "lz4", "zstd"}) {
