@@ -48,6 +48,7 @@ bench: build
 	$(BUILD)/benchmarks/produce_forward --tls
 	$(BUILD)/benchmarks/transactions
 	$(BUILD)/benchmarks/raft
+	$(BUILD)/benchmarks/kafka_fetch
 	$(BUILD)/benchmarks/kafka_clients 300000
 	$(BUILD)/benchmarks/kafka_groups
 

@@ -9,9 +9,10 @@
 //   the leaders is not timed); three runs of a third of the records against each cluster, in turns, and the
 //   median of each;
 // - consume: a librdkafka consumer in assign mode reads them back: from the mock, what it kept (only a partition's
-//   last few MiB), and from moonmqd as many records twice, from each partition's last records (as the mock's) and from
-//   the beginning; records/s from the first record to the last, 24 reads of each, in every order in turn, and the
-//   median of each;
+//   last few MiB), and from moonmqd as many records twice: from each partition's last records, as the mock's (the
+//   figure compared), and from the beginning, with the rest of the log behind them (a backlog: see
+//   measure_consumers); records/s from the first record to the last, 24 reads of each, in every order in turn, and
+//   the median of each;
 // - latency: the producer again at half the peak rate it reached, for a third as many records; p50 and p99 from
 //   send to delivery report.
 // The HTTP way sends the same records as JSON, 64 per request, one connection per partition to its owner, and reads
@@ -76,8 +77,8 @@ double percentile(std::vector<double> v, double p) {
 
 struct figures {
   double produce_per_s = 0;
-  double consume_per_s = 0;
-  double consume_tail_per_s = 0;  ///< moonmqd's consumer over each partition's last records (measure_consumers)
+  double consume_per_s = 0;  ///< moonmqd's: over each partition's last records, as many as the mock kept
+  double consume_backlog_per_s = 0;  ///< moonmqd's consumer from the beginning, the log's rest behind (measure_consumers)
   double p50_ms = 0, p99_ms = 0;
   double latency_rate = 0;  ///< records/s the latency run was paced at
   long failed = 0;
@@ -305,12 +306,17 @@ void measure_peaks(const std::string& mock, const std::string& moon, const std::
 /// `consume_runs` reads each by a new consumer: the median of each. The mock keeps about 5 MiB a partition, so a read
 /// takes tens of milliseconds and its rate swings with whatever else the two cores do; in turns, a slow spell of the
 /// machine (the kernel writing back what moonmqd's producers wrote, say) weighs on both. The mock's consumer reads
-/// what it kept, and moonmqd's as many records two ways, so that all are timed over as many records: from the
-/// beginning of each partition (the warm-up run's records first), and from each partition's last records, as the
-/// mock's consumer reads (the last timed run's, in batches as full as the mock's).
+/// what it kept, and moonmqd's as many records two ways, so that all are timed over as many records:
+/// - from each partition's last records, as the mock's consumer reads (the last timed run's, in batches as full as
+///   the mock's): the figure compared with the mock's;
+/// - from the beginning of each partition, with the rest of the log behind them. This consumer does more work in the
+///   same time: while the timed records are polled, librdkafka goes on fetching what follows them, up to
+///   queued.max.messages.kbytes (64 MiB a partition), and parses it on the same two cores; the mock has nothing past
+///   what is timed, and the read of the last records a quarter more. Started as far from the end as six times that
+///   quarter, the read of the last records ran as slowly as this one (docs/performance.md).
 void measure_consumers(const std::string& mock, const std::string& moon, const std::string& topic, figures& mocked,
                        figures& moonf) {
-  std::vector<double> mock_rates, moon_rates, tail_rates;
+  std::vector<double> mock_rates, backlog_rates, tail_rates;
   // An untimed read from each first, as for the producer: the first read was the slowest, by up to four times.
   const long kept = consume(mock, topic, -1).second;
   consume(moon, topic, kept);
@@ -323,30 +329,29 @@ void measure_consumers(const std::string& mock, const std::string& moon, const s
     std::tie(per_s, mocked.consumed) = consume(mock, topic, -1);
     mock_rates.push_back(per_s);
   };
-  auto read_moon = [&] {
+  auto read_backlog = [&] { backlog_rates.push_back(consume(moon, topic, kept).first); };
+  auto read_tail = [&] {
     double per_s = 0;
-    std::tie(per_s, moonf.consumed) = consume(moon, topic, kept);
-    moon_rates.push_back(per_s);
+    std::tie(per_s, moonf.consumed) = consume(moon, topic, kept, tail_bytes);
+    tail_rates.push_back(per_s);
   };
-  auto read_tail = [&] { tail_rates.push_back(consume(moon, topic, kept, tail_bytes).first); };
   // Every order of the three in turn, so that each stands first, second and last equally often: which read came just
-  // before changed a read's rate by up to a third (with one fixed middle place, the read from the beginning ran a
-  // quarter to a third slower than the read of the last records; alone, twelve of each, they ran alike).
-  std::array<std::function<void()>, 3> reads{read_mock, read_moon, read_tail};
+  // before changed a read's rate by up to a third.
+  std::array<std::function<void()>, 3> reads{read_mock, read_backlog, read_tail};
   std::array<int, 3> order{0, 1, 2};
   for (int i = 0; i < consume_runs; ++i) {
     for (int k : order) reads[static_cast<std::size_t>(k)]();
     std::next_permutation(order.begin(), order.end());
   }
   mocked.consume_per_s = percentile(mock_rates, 0.50);
-  moonf.consume_per_s = percentile(moon_rates, 0.50);
-  moonf.consume_tail_per_s = percentile(tail_rates, 0.50);
+  moonf.consume_per_s = percentile(tail_rates, 0.50);
+  moonf.consume_backlog_per_s = percentile(backlog_rates, 0.50);
   std::printf("kafka_clients: consumer reads, records/s: mock cluster");
   for (double r : mock_rates) std::printf(" %.0f", r);
-  std::printf("; moonmqd from the beginning");
-  for (double r : moon_rates) std::printf(" %.0f", r);
   std::printf("; moonmqd, the last records");
   for (double r : tail_rates) std::printf(" %.0f", r);
+  std::printf("; moonmqd from the beginning");
+  for (double r : backlog_rates) std::printf(" %.0f", r);
   std::printf("\n");
 }
 
@@ -628,14 +633,14 @@ int main(int argc, char** argv) {
               "any broker that writes its log to files)\n", "page cache, 3 writers", page_cache);
   std::printf("(each Kafka consumer timed over %ld records, what the mock cluster kept, the median of %d reads; the "
               "HTTP reader over all %ld)\n", mocked.consumed, consume_runs, records);
-  std::printf("librdkafka -> moonmqd, each partition's last records: consume/s %.0f, %.2f of the mock's (moonmqd's "
-              "consume/s above reads from the beginning)\n", moon.consume_tail_per_s,
-              moon.consume_tail_per_s / mocked.consume_per_s);
+  std::printf("librdkafka -> moonmqd, from the beginning with the rest of the log behind: consume/s %.0f, %.2f of the "
+              "mock's (moonmqd's consume/s above: each partition's last records, as the mock's)\n",
+              moon.consume_backlog_per_s, moon.consume_backlog_per_s / mocked.consume_per_s);
   std::printf("{\"bench\":\"kafka_clients\",\"records\":%ld,\"produce_ratio\":%.2f,\"consume_ratio\":%.2f,"
-              "\"consume_tail_ratio\":%.2f,\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f,"
+              "\"consume_backlog_ratio\":%.2f,\"p99_ms\":%.2f,\"mock_p99_ms\":%.2f,\"http_produce_ratio\":%.2f,"
               "\"page_cache_per_s\":%.0f,\"produce_to_page_cache\":%.2f}\n",
               records, moon.produce_per_s / mocked.produce_per_s, moon.consume_per_s / mocked.consume_per_s,
-              moon.consume_tail_per_s / mocked.consume_per_s, moon.p99_ms, mocked.p99_ms,
+              moon.consume_backlog_per_s / mocked.consume_per_s, moon.p99_ms, mocked.p99_ms,
               http.produce_per_s / moon.produce_per_s, page_cache,
               page_cache > 0 ? moon.produce_per_s / page_cache : 0.0);
 
