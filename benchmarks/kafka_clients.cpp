@@ -78,7 +78,7 @@ double percentile(std::vector<double> v, double p) {
 struct figures {
   double produce_per_s = 0;
   double consume_per_s = 0;  ///< moonmqd's: over each partition's last records, as many as the mock kept
-  double consume_backlog_per_s = 0;  ///< moonmqd's consumer from the beginning, the log's rest behind (measure_consumers)
+  double consume_backlog_per_s = 0;  ///< moonmqd's from the beginning, the log's rest behind (measure_consumers)
   double p50_ms = 0, p99_ms = 0;
   double latency_rate = 0;  ///< records/s the latency run was paced at
   long failed = 0;

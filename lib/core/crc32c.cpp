@@ -94,8 +94,8 @@ __attribute__((target("sse4.2"))) void three_ways(std::uint64_t& c, const unsign
 constexpr std::size_t fold_from = 256;
 
 /// `fold`: folding where the processor can and `n` is long enough; else the instruction alone.
-__attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p, std::size_t n,
-                                                                bool fold = true) noexcept {
+__attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p,
+                                                                std::size_t n, bool fold = true) noexcept {
   if (fold && n >= fold_from && detail::crc32c_fold_available()) return ~detail::crc32c_fold(~crc, p, n);
   std::uint64_t c = ~crc;
   three_ways<4096>(c, p, n);
@@ -117,7 +117,8 @@ __attribute__((target("sse4.2"))) void many_hardware(const void* const* data, co
   if (detail::crc32c_fold_available() &&
       std::all_of(size, size + count, [](std::size_t n) { return n >= fold_from; })) {
     // Long enough to fold: one at a time, since folding keeps the multiplier busy on its own.
-    for (std::size_t i = 0; i < count; ++i) out[i] = extend_hardware(0, static_cast<const unsigned char*>(data[i]), size[i]);
+    for (std::size_t i = 0; i < count; ++i)
+      out[i] = extend_hardware(0, static_cast<const unsigned char*>(data[i]), size[i]);
     return;
   }
   std::uint64_t c[4] = {~0u, ~0u, ~0u, ~0u};
