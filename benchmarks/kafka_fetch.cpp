@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "bench_dir.hpp"
 #include "moonmq/core/byte_buffer.hpp"
 #include "moonmq/core/crc32c.hpp"
 #include "moonmq/kafka/record_batch.hpp"
@@ -89,14 +90,7 @@ int main(int argc, char** argv) {
   // As moonmqd runs: freed buffers stay with the allocator (daemon/memory_policy.cpp).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  std::string dir;
-  if (argc > 1) {
-    dir = argv[1];
-  } else {
-    char tmpl[] = "/var/tmp/moonmq-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) die("mkdtemp");
-    dir = tmpl;
-  }
+  const std::string dir = bench_dir(argc, argv, "kafka_fetch");
   const std::size_t total_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 64;
 
   auto store = open_file_partition_store({dir, fsync_policy::never, 1000, default_logger()});

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_dir.hpp"
 #include "moonmq/storage/file_partition_store.hpp"
 
 using namespace moonmq;
@@ -97,14 +98,7 @@ figures run_log(const std::string& dir, const record& rec, std::size_t count, fs
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir;
-  if (argc > 1) {
-    dir = argv[1];
-  } else {
-    char tmpl[] = "/var/tmp/moonmq-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) die("mkdtemp");
-    dir = tmpl;
-  }
+  const std::string dir = bench_dir(argc, argv, "partition_log");
   const std::size_t total_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 256;
   const record rec{std::nullopt, std::string(1024, 'm'), 1700000000000, 0};
   const std::string frame = encode_frame(rec);

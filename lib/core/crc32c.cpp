@@ -96,8 +96,13 @@ constexpr std::size_t fold_from = 256;
 /// `fold`: folding where the processor can and `n` is long enough; else the instruction alone.
 __attribute__((target("sse4.2"))) std::uint32_t extend_hardware(std::uint32_t crc, const unsigned char* p,
                                                                 std::size_t n, bool fold = true) noexcept {
-  if (fold && n >= fold_from && detail::crc32c_fold_available()) return ~detail::crc32c_fold(~crc, p, n);
   std::uint64_t c = ~crc;
+  if (fold && n >= fold_from && detail::crc32c_fold_available()) {  // whole 16-byte blocks; the rest as below
+    const std::size_t blocks = n & ~std::size_t{15};
+    c = detail::crc32c_fold(static_cast<std::uint32_t>(c), p, blocks);
+    p += blocks;
+    n -= blocks;
+  }
   three_ways<4096>(c, p, n);
   three_ways<256>(c, p, n);
   while (n >= 8) {

@@ -3,8 +3,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include <cstring>
-
 namespace moonmq::detail {
 
 namespace {
@@ -49,7 +47,15 @@ MOONMQ_FOLD_TARGET inline __m128i fold(__m128i a, __m128i k, __m128i next) {
 }
 
 MOONMQ_FOLD_TARGET inline __m512i wide(fold_by f) {
-  return _mm512_broadcast_i32x4(_mm_set_epi64x(static_cast<long long>(f.low), static_cast<long long>(f.high)));
+  const auto high = static_cast<long long>(f.high), low = static_cast<long long>(f.low);
+  return _mm512_set_epi64(low, high, low, high, low, high, low, high);  // each 128-bit lane: high, then low
+}
+
+/// Block `Lane` of `z` (GCC 12's _mm512_extracti32x4_epi32 warns of an undefined value it passes for the unmasked
+/// form; the zero-masked form keeps all four words alike).
+template <int Lane>
+MOONMQ_FOLD_TARGET inline __m128i block(__m512i z) {
+  return _mm512_maskz_extracti32x4_epi32(0xf, z, Lane);
 }
 
 }  // namespace
@@ -80,24 +86,14 @@ MOONMQ_FOLD_TARGET std::uint32_t crc32c_fold(std::uint32_t state, const unsigned
   for (; n >= 64; p += 64, n -= 64) z = fold(z, k64, _mm512_loadu_si512(p));
   // Down to one block; then whole 16-byte runs left.
   const __m128i k16 = _mm_set_epi64x(static_cast<long long>(by_16_bytes.low), static_cast<long long>(by_16_bytes.high));
-  __m128i x = _mm512_extracti32x4_epi32(z, 0);
-  x = fold(x, k16, _mm512_extracti32x4_epi32(z, 1));
-  x = fold(x, k16, _mm512_extracti32x4_epi32(z, 2));
-  x = fold(x, k16, _mm512_extracti32x4_epi32(z, 3));
+  __m128i x = block<0>(z);
+  x = fold(x, k16, block<1>(z));
+  x = fold(x, k16, block<2>(z));
+  x = fold(x, k16, block<3>(z));
   for (; n >= 16; p += 16, n -= 16) x = fold(x, k16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  // The block is congruent to the message so far: its CRC from zero is the message's. The instruction finishes.
-  std::uint64_t c = _mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(x)));
-  c = _mm_crc32_u64(c, static_cast<std::uint64_t>(_mm_extract_epi64(x, 1)));
-  if (n >= 8) {
-    std::uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = _mm_crc32_u64(c, word);
-    p += 8;
-    n -= 8;
-  }
-  auto c32 = static_cast<std::uint32_t>(c);
-  while (n--) c32 = _mm_crc32_u8(c32, *p++);
-  return c32;
+  // The block is congruent to the message so far: its CRC from zero is the message's.
+  const std::uint64_t c = _mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(x)));
+  return static_cast<std::uint32_t>(_mm_crc32_u64(c, static_cast<std::uint64_t>(_mm_extract_epi64(x, 1))));
 }
 
 bool crc32c_fold_available() noexcept {
