@@ -553,8 +553,10 @@ bool use_page_cache_memory(const std::string& dir, std::size_t bytes) {
   std::setvbuf(f, nullptr, _IONBF, 0);
   const std::string chunk(1 << 20, 'w');
   bool ok = true;
-  for (std::size_t done = 0; done < bytes && ok; done += chunk.size())
-    ok = std::fwrite(chunk.data(), 1, std::min(chunk.size(), bytes - done), f) != 0;
+  for (std::size_t done = 0; done < bytes && ok; done += chunk.size()) {
+    const std::size_t n = std::min(chunk.size(), bytes - done);
+    ok = std::fwrite(chunk.data(), 1, n, f) == n;
+  }
   std::fclose(f);
   return std::remove(path.c_str()) == 0 && ok;
 }
@@ -600,8 +602,10 @@ int main(int argc, char** argv) {
   // Three moonmqd, a partition on each, beside the mock cluster; the Kafka listener, then the HTTP API on a topic of
   // its own.
   temp_dir dir;
-  // Twice what moonmqd's logs take for the peaks and the paced run (a record's frame is about 1.1 KiB).
-  if (!use_page_cache_memory(dir.path(), static_cast<std::size_t>(records) * (record_bytes + 100) * 2)) {
+  // What the files take up to the HTTP run, and a fifth more: moonmqd's logs for the peaks and the paced run (1.43
+  // times the records, each frame about 1.1 KiB), the page-cache probe's files (the records' bytes) and the HTTP
+  // topic's log (the records again). The transactions part writes more, on both sides of its ratio alike.
+  if (!use_page_cache_memory(dir.path(), static_cast<std::size_t>(records) * (record_bytes + 100) * 4)) {
     std::fprintf(stderr, "kafka_clients: cannot write to %s\n", dir.path().c_str());
     return 1;
   }

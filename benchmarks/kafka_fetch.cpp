@@ -3,7 +3,7 @@
 //
 // The log: 1 KiB records produced as a librdkafka producer batches them (960 a batch, about 1 MB, idempotent), each
 // batch decoded by the Kafka listener's decoder and appended as it appends them, in a file-backed partition log.
-// Fetches of 1 MiB each over its last MiB (in the page cache, as a consumer that keeps up finds them), each timed:
+// Fetches of 1 MiB each over its last 16 MiB (in the page cache, as a consumer that keeps up finds them), timed:
 // - moonmqd: the log's read (one pread, every frame's CRC-32C checked), the frames decoded, and the records encoded as
 //   Kafka batches with their CRC (kafka::encode_batches), as the listener encodes a fetch's records;
 // - stored batches (the baseline): one pread of as many bytes, copied into a response, as a broker that stores the
@@ -123,10 +123,10 @@ int main(int argc, char** argv) {
       auto t0 = clock_type::now();
       auto read = s.read(tp, at, fetch_bytes);
       if (!read) die(read.message());
-      std::vector<record_view> views;
+      std::vector<record_view> views;  // sized once, as the fetch front end sizes it
+      views.reserve(read->bytes.size() / (frame_header_size + record_bytes) + 1);
       for_each_frame(read->bytes.view(), at, [&](const record_view& v) { views.push_back(v); });
-      std::string response;
-      response.reserve(read->bytes.size() + 4096);
+      std::string response;  // encode_batches sizes it
       kafka::encode_batches(views, response);
       moon_us += micros_since(t0);
       moon_bytes += read->bytes.size();

@@ -509,12 +509,13 @@ struct kafka_api::impl {
         // An offset inside a stored Kafka batch (a committed or sought position): the read starts at the first frame
         // at or after it, whose records the client may number lower (docs/kafka.md, "Records and offsets"). They are
         // dropped, and when nothing is left the read goes on from where it stopped. Only the rest of the batch that
-        // holds the offset can be dropped so (every later batch is numbered past it): the second read here returns
-        // records, and the reactor does it too (a consumer told to start at "the end less N" comes here first).
+        // holds the offset can be dropped so (every later batch is numbered past it), so the reactor does a second
+        // read too (a consumer told to start at "the end less N" comes here first), unless the first ended inside
+        // that batch. The second may still be empty (aborted batches under read_committed): then a thread goes on.
         for (std::uint64_t from = wanted, reads = 1; got; ++reads) {
           std::erase_if(got->records, [&](const auto& v) { return storage::kafka_offset(v) < wanted; });
           if (!got->records.empty() || got->next_offset <= from || got->next_offset >= got->end_offset) break;
-          if (never_wait && reads == 2) {  // two reads per partition here at most: the rest on a thread that may wait
+          if (never_wait && (reads == 2 || got->batch_cut)) {  // at most two reads here: the rest on a thread
             *would_wait = true;
             return {};
           }

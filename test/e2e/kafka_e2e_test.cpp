@@ -250,6 +250,8 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
 
   // An offset past a batch's numbers but inside its bytes (where "the end less N" often lands: offsets are byte
   // positions) starts at the next batch's first record: the rest of the batch it falls in is all numbered lower.
+  // With 200 bytes allowed a partition (a few of these records), the first read returns only that rest, and a second
+  // read is needed: the reactor does it (a probe in the listener saw it there, once, when this was written).
   std::optional<std::pair<int, std::int64_t>> gap;  // one past a batch's last number
   std::int64_t next_batch = 0;                        // the next batch's first
   std::map<int, std::vector<std::int64_t>> js_offsets;  // six batches a partition
@@ -265,7 +267,7 @@ TEST_CASE("e2e kafka: real clients create a topic, produce and read back keys, v
   REQUIRE(gap);
   auto after_gap = run_process({"/usr/bin/kcat", "-b", c.bootstrap(c.b2), "-C", "-t", "js", "-p",
                                 std::to_string(gap->first), "-o", std::to_string(gap->second), "-c", "1", "-e", "-q",
-                                "-f", "%o\n"});
+                                "-X", "fetch.message.max.bytes=200", "-f", "%o\n"});
   CHECK(after_gap.out == std::to_string(next_batch) + "\n");
 
   // Every compression codec a Kafka client may choose: kcat (librdkafka) compresses, the broker stores the records
